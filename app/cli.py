@@ -1,0 +1,36 @@
+"""What every command-line entry point shares: logging setup and one-line errors."""
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import Callable
+
+from app.errors import RagError
+
+
+def setup_logging(debug: bool = False) -> None:
+    """Warnings (skipped files, reranking off) go to stderr as one line each."""
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if debug else logging.ERROR)
+
+
+def run(body: Callable[[], int], debug: bool = False) -> int:
+    """Run a CLI body; map known errors to ``Error: ...`` on stderr and exit code 1."""
+    setup_logging(debug)
+    try:
+        return body()
+    except KeyboardInterrupt:
+        print("Interrupted", file=sys.stderr)
+        return 130
+    except (RagError, ValueError, FileNotFoundError) as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1

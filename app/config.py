@@ -1,0 +1,181 @@
+"""Settings and constants: the only module that reads the environment.
+
+Every other module receives a :class:`Settings` (or calls :func:`get_settings`)
+instead of touching ``os.environ``. Numeric variables are validated here, and a
+bad value raises ``ValueError`` naming the variable and the value.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import quote
+
+# Model defaults (§4.1). Each may be overridden by the env var of the same name
+# with a Hugging Face hub id or a local path.
+EMBED_MODEL_DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"
+RERANKER_MODEL_DEFAULT = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+LLM_MODEL_PATH_DEFAULT = "./models/llama-2-7b.Q4_K_M.gguf"
+COLLECTION_NAME = "documents"
+EMBED_DIM = 384
+
+# Numeric settings: env var -> (default, minimum allowed).
+_INT_VARS: dict[str, tuple[int, int]] = {
+    "DB_PORT": (5432, 1),
+    "CHUNK_SIZE": (500, 1),
+    "CHUNK_OVERLAP": (100, 0),
+    "SEARCH_K": (10, 1),
+    "RERANK_TOP_K": (3, 1),
+    "LLM_N_CTX": (2048, 256),
+    "LLM_MAX_TOKENS": (300, 1),
+}
+
+
+def _read_int(env: Mapping[str, str], name: str) -> int:
+    """Return the integer value of ``name`` (or its default); ValueError if not a valid integer."""
+    default, minimum = _INT_VARS[name]
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _read_threads(env: Mapping[str, str]) -> int:
+    """LLM_N_THREADS: default all cores (llama-cpp-python's own default is half)."""
+    raw = env.get("LLM_N_THREADS", "").strip()
+    if not raw:
+        return os.cpu_count() or 1
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"LLM_N_THREADS must be an integer, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"LLM_N_THREADS must be >= 1, got {value}")
+    return value
+
+
+def _read_float(env: Mapping[str, str], name: str, default: float) -> float:
+    """Return the float value of ``name`` or ``default``; ValueError if not a number."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All configuration, resolved and validated once from the environment."""
+
+    db_host: str | None = None  # None: start the embedded PostgreSQL under pgdata_dir
+    db_port: int = 5432
+    db_user: str = "rag"
+    db_password: str = "rag"
+    db_name: str = "rag"
+    pgdata_dir: Path = Path(".pgdata")
+    data_dir: Path = Path("data")
+    models_dir: Path = Path("models")
+    embed_model: str = EMBED_MODEL_DEFAULT
+    reranker_model: str = RERANKER_MODEL_DEFAULT
+    llm_model_path: str = LLM_MODEL_PATH_DEFAULT
+    llm_model_path_is_default: bool = True
+    chunk_size: int = 500
+    chunk_overlap: int = 100
+    search_k: int = 10
+    rerank_top_k: int = 3
+    llm_n_ctx: int = 2048
+    llm_max_tokens: int = 300
+    llm_n_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    llm_temperature: float = 0.0
+    collection_name: str = COLLECTION_NAME
+
+    @property
+    def embedded_db(self) -> bool:
+        """True when no DB_HOST is set and the private PostgreSQL is used."""
+        return self.db_host is None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Build settings from ``env`` (default ``os.environ``), validating every value."""
+        env = os.environ if env is None else env
+        host = env.get("DB_HOST", "").strip() or None
+        llm_path = env.get("LLM_MODEL_PATH", "").strip()
+        return cls(
+            db_host=host,
+            db_port=_read_int(env, "DB_PORT"),
+            db_user=env.get("DB_USER") or "rag",
+            db_password=env.get("DB_PASSWORD") or "rag",
+            db_name=env.get("DB_NAME") or "rag",
+            pgdata_dir=Path(env.get("PGDATA_DIR") or ".pgdata"),
+            data_dir=Path(env.get("DATA_DIR") or "data"),
+            models_dir=Path(env.get("MODELS_DIR") or "models"),
+            embed_model=env.get("EMBED_MODEL") or EMBED_MODEL_DEFAULT,
+            reranker_model=env.get("RERANKER_MODEL") or RERANKER_MODEL_DEFAULT,
+            llm_model_path=llm_path or LLM_MODEL_PATH_DEFAULT,
+            llm_model_path_is_default=not llm_path,
+            chunk_size=_read_int(env, "CHUNK_SIZE"),
+            chunk_overlap=_read_int(env, "CHUNK_OVERLAP"),
+            search_k=_read_int(env, "SEARCH_K"),
+            rerank_top_k=_read_int(env, "RERANK_TOP_K"),
+            llm_n_ctx=_read_int(env, "LLM_N_CTX"),
+            llm_max_tokens=_read_int(env, "LLM_MAX_TOKENS"),
+            llm_n_threads=_read_threads(env),
+            llm_temperature=_read_float(env, "LLM_TEMPERATURE", 0.0),
+        )
+
+
+def get_settings() -> Settings:
+    """Return settings read from the current environment (cheap; no caching)."""
+    return Settings.from_env()
+
+
+def get_db_config(settings: Settings | None = None) -> dict:
+    """Return the DB connection settings as a dict (§4.1), with defaults where unset.
+
+    ``host`` is ``localhost`` when DB_HOST is unset, and ``embedded`` is then True:
+    the app uses its private PostgreSQL instead of connecting to a server.
+    """
+    s = settings or get_settings()
+    return {
+        "host": s.db_host or "localhost",
+        "port": s.db_port,
+        "user": s.db_user,
+        "password": s.db_password,
+        "dbname": s.db_name,
+        "embedded": s.embedded_db,
+    }
+
+
+def get_connection_string(settings: Settings | None = None) -> str:
+    """Return the SQLAlchemy/psycopg3 URL ``postgresql+psycopg://user:pass@host:port/dbname``."""
+    cfg = get_db_config(settings)
+    user = quote(cfg["user"], safe="")
+    password = quote(cfg["password"], safe="")
+    return f"postgresql+psycopg://{user}:{password}@{cfg['host']}:{cfg['port']}/{cfg['dbname']}"
+
+
+_CONSTANT_FIELDS = {
+    "EMBED_MODEL": "embed_model",
+    "RERANKER_MODEL": "reranker_model",
+    "LLM_MODEL_PATH": "llm_model_path",
+    "CHUNK_SIZE": "chunk_size",
+    "CHUNK_OVERLAP": "chunk_overlap",
+    "SEARCH_K": "search_k",
+    "RERANK_TOP_K": "rerank_top_k",
+}
+
+
+def __getattr__(name: str):
+    """Expose the spec's constants (``config.CHUNK_SIZE`` ...) read from the environment on access."""
+    if name in _CONSTANT_FIELDS:
+        return getattr(get_settings(), _CONSTANT_FIELDS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,45 @@
+"""Text embeddings (§4.3): HuggingFaceEmbeddings over all-MiniLM-L6-v2, loaded lazily once."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from app.config import EMBED_MODEL_DEFAULT, Settings, get_settings
+from app.models import resolve_embedding_model
+
+if TYPE_CHECKING:
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+_embeddings: "HuggingFaceEmbeddings | None" = None
+
+# Texts per forward pass; larger batches gain little on 2 cores and cost memory.
+BATCH_SIZE = 32
+
+
+def get_embeddings(settings: Settings | None = None) -> "HuggingFaceEmbeddings":
+    """Return the embedding model, loading it on first use (no network: local files only)."""
+    global _embeddings
+    if _embeddings is None:
+        s = settings or get_settings()
+        path = resolve_embedding_model(s.embed_model, s.models_dir, EMBED_MODEL_DEFAULT)
+        from langchain_huggingface import HuggingFaceEmbeddings
+
+        _embeddings = HuggingFaceEmbeddings(
+            model_name=path,
+            model_kwargs={"device": "cpu", "local_files_only": True},
+            encode_kwargs={"normalize_embeddings": True, "batch_size": BATCH_SIZE},
+        )
+    return _embeddings
+
+
+def embed(texts: Sequence[str] | None) -> list[list[float]]:
+    """Embed ``texts`` into 384-d vectors; ``[]`` for None or an empty list.
+
+    Raises TypeError if an item is not a string.
+    """
+    if not texts:
+        return []
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
+    return get_embeddings().embed_documents(items)

@@ -1,0 +1,17 @@
+"""Exceptions the library raises; the CLIs turn them into one-line messages."""
+
+
+class RagError(Exception):
+    """Base class of the errors a user can fix (bad input, missing model, unreachable DB)."""
+
+
+class ModelNotFoundError(RagError):
+    """A model is not available locally; the message says which and what to run."""
+
+
+class DatabaseUnavailableError(RagError):
+    """PostgreSQL cannot be reached or started; the message names host:port or the data dir."""
+
+
+class DataSourceError(RagError):
+    """An input file or folder cannot be read (missing, corrupt, encrypted, bad encoding)."""

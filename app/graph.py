@@ -1,0 +1,200 @@
+"""The RAG workflow (§2.3, §4.9) as a LangGraph StateGraph: retrieve → rerank → generate.
+
+Nodes take their dependencies (search function, reranker, LLM) from the run's
+context (:class:`RAGContext`), never load them; ``default_context`` builds the
+real ones lazily, tests pass fakes. Each node returns only the keys it sets,
+plus its wall time under ``timings``.
+"""
+from __future__ import annotations
+
+import logging
+import operator
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, Sequence, TypedDict
+
+from langchain_core.documents import Document
+
+from app.config import Settings, get_settings
+from app.errors import ModelNotFoundError
+
+log = logging.getLogger(__name__)
+
+_graph = None
+
+PROMPT_TEMPLATE = "以下の情報を基に回答してください:\n\n{contexts}\n\n質問:{query}\n回答:"
+NO_CONTEXT_ANSWER = "資料の中に、この質問に答えられる情報が見つかりませんでした。"
+MIN_CONTEXT_CHARS = 40
+
+
+def _merge(left: dict, right: dict) -> dict:
+    """Reducer for ``timings``: each node adds its own entry."""
+    return {**(left or {}), **(right or {})}
+
+
+class RAGState(TypedDict, total=False):
+    """State passed between nodes (§2.3)."""
+
+    query: str
+    documents: list[Document]
+    reranked_documents: list[Document]
+    contexts: list[str]
+    prompt: str
+    answer: str
+    sources: list[str]
+    reranked: bool
+    timings: Annotated[dict[str, float], _merge]
+
+
+@dataclass
+class RAGContext:
+    """What the nodes need; handed in at invoke time (``graph.invoke(state, context=ctx)``)."""
+
+    search: Callable[[str, int], list[Document]]
+    llm: Any
+    reranker: Any | None = None  # a BaseDocumentCompressor (CrossEncoderReranker); None = keep order
+    search_k: int = 10
+    rerank_top_k: int = 3
+    count_tokens: Callable[[str], int] | None = None
+    token_budget: int | None = None  # prompt tokens allowed: n_ctx - max_tokens
+
+
+def build_prompt(query: str, contexts: Sequence[str]) -> str:
+    """Fill the Japanese prompt template of §4.9 with contexts separated by blank lines."""
+    return PROMPT_TEMPLATE.format(contexts="\n\n".join(contexts), query=query)
+
+
+def fit_contexts(
+    query: str, contexts: Sequence[str], count_tokens: Callable[[str], int] | None, budget: int | None
+) -> list[str]:
+    """Trim the lowest-ranked contexts until the prompt fits ``budget`` tokens.
+
+    The last context is shortened by a quarter at a time, and dropped once
+    shorter than MIN_CONTEXT_CHARS. Without a counter or budget, nothing changes.
+    """
+    kept = list(contexts)
+    if count_tokens is None or budget is None:
+        return kept
+    while kept and count_tokens(build_prompt(query, kept)) > budget:
+        last = kept[-1]
+        if len(last) > MIN_CONTEXT_CHARS:
+            kept[-1] = last[: int(len(last) * 0.75)]
+        else:
+            kept.pop()
+    return kept
+
+
+def unique_sources(documents: Sequence[Document]) -> list[str]:
+    """Source IDs of ``documents`` in order, without repeats ("unknown" if missing)."""
+    seen: dict[str, None] = {}
+    for doc in documents:
+        seen.setdefault(str(doc.metadata.get("source", "unknown")), None)
+    return list(seen)
+
+
+def retrieve(state: RAGState, runtime) -> dict:
+    """Fetch SEARCH_K candidates for ``state['query']``."""
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    docs = ctx.search(state["query"], ctx.search_k)
+    return {"documents": list(docs), "timings": {"retrieve": time.perf_counter() - start}}
+
+
+def rerank_node(state: RAGState, runtime) -> dict:
+    """Keep the RERANK_TOP_K best candidates by cross-encoder score (retrieval order without one)."""
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    docs = state.get("documents") or []
+    if ctx.reranker is None or not docs:
+        kept, reranked = list(docs[: ctx.rerank_top_k]), False
+    else:
+        kept, reranked = list(ctx.reranker.compress_documents(docs, state["query"]))[: ctx.rerank_top_k], True
+    return {"reranked_documents": kept, "reranked": reranked,
+            "timings": {"rerank": time.perf_counter() - start}}
+
+
+def generate_node(state: RAGState, runtime) -> dict:
+    """Build the prompt from the re-ranked chunks and ask the LLM; no chunks means no LLM call."""
+    from app.llm import generate
+
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    docs = state.get("reranked_documents") or []
+    query = state["query"]
+    contexts = fit_contexts(query, [d.page_content for d in docs], ctx.count_tokens, ctx.token_budget)
+    prompt = build_prompt(query, contexts)
+    answer = generate(prompt, llm=ctx.llm) if contexts else NO_CONTEXT_ANSWER
+    return {"contexts": contexts, "prompt": prompt, "answer": answer,
+            "sources": unique_sources(docs[: len(contexts)]),
+            "timings": {"generate": time.perf_counter() - start}}
+
+
+def build_rag_graph():
+    """Build and compile a new StateGraph retrieve → rerank → generate → END."""
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(RAGState, context_schema=RAGContext)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("rerank", rerank_node)
+    graph.add_node("generate", generate_node)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "rerank")
+    graph.add_edge("rerank", "generate")
+    graph.add_edge("generate", END)
+    return graph.compile()
+
+
+def get_graph():
+    """Return the compiled graph, built once per process."""
+    global _graph
+    if _graph is None:
+        _graph = build_rag_graph()
+    return _graph
+
+
+def load_reranker(settings: Settings):
+    """The cross-encoder reranker, or None (with one warning) if no model is available locally."""
+    from app.reranker import get_reranker
+
+    try:
+        return get_reranker(settings)
+    except ModelNotFoundError as exc:
+        log.warning("reranking is off: %s; keeping retrieval order for the top %d",
+                    exc, settings.rerank_top_k)
+        return None
+
+
+def llm_token_counter(llm: Any) -> Callable[[str], int] | None:
+    """Count tokens with the llama.cpp tokenizer of a LlamaCpp model (None for other LLMs)."""
+    client = getattr(llm, "client", None)
+    if client is None or not hasattr(client, "tokenize"):
+        return None
+    return lambda text: len(client.tokenize(text.encode("utf-8"), add_bos=True))
+
+
+def default_context(settings: Settings | None = None, search=None, llm=None, reranker="load") -> RAGContext:
+    """The real dependencies: vector search over PGVector, the cross-encoder, the GGUF LLM."""
+    from functools import partial
+
+    from app import db
+    from app.llm import get_llm
+    from app.retrieval import vector_search
+
+    s = settings or get_settings()
+    if search is None:
+        search = partial(vector_search, db.init_db(s))
+    if reranker == "load":
+        reranker = load_reranker(s)
+    llm = llm if llm is not None else get_llm(s)
+    return RAGContext(
+        search=search, llm=llm, reranker=reranker, search_k=s.search_k,
+        rerank_top_k=s.rerank_top_k, count_tokens=llm_token_counter(llm),
+        token_budget=s.llm_n_ctx - s.llm_max_tokens,
+    )
+
+
+def run_rag(query: str, context: RAGContext, graph=None) -> RAGState:
+    """Run the workflow for one question and return the final state."""
+    if not query or not query.strip():
+        raise ValueError("query must be a non-empty string")
+    return (graph or get_graph()).invoke({"query": query.strip()}, context=context)

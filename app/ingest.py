@@ -1,0 +1,283 @@
+"""Ingest (§4.7, §14.1): PDFs and CSVs under the data dir → chunks → embeddings → pgvector.
+
+PDFs are read page by page (source ``file.pdf:p1``) and split by paragraph;
+CSV rows become ``column:value`` lines (source ``file.csv:r1``, 1-based data
+rows) split with LangChain's RecursiveCharacterTextSplitter. Chunk ids are
+derived from source and position, so re-running ingest replaces rows instead
+of duplicating them. A bad file is skipped with a warning; the rest go in.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import unicodedata
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from langchain_core.documents import Document
+
+from app.chunking import split_by_structure
+from app.config import Settings, get_settings
+from app.errors import DataSourceError
+
+log = logging.getLogger(__name__)
+
+CSV_ENCODINGS = ("utf-8-sig", "cp932")  # UTF-8 (with or without BOM), then Shift_JIS/CP932
+ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
+ADD_BATCH = 128
+
+
+@dataclass
+class IngestReport:
+    """What one ingest run did."""
+
+    files: int = 0
+    chunks: int = 0
+    removed_stale: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _files(directory: Path, suffix: str) -> list[Path]:
+    """Files in ``directory`` (not recursive) whose suffix matches, case-insensitively, sorted."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"directory not found: {directory}")
+    return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() == suffix)
+
+
+def _display_width(line: str) -> int:
+    """Width in half-width cells: CJK full-width characters count 2."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+_SENTENCE_END = tuple("。！？!?」』）)：:")
+
+
+def clean_pdf_text(text: str) -> str:
+    """Undo PDF line wrapping: join wrapped lines, keep paragraph and heading breaks.
+
+    A line is taken as wrapped when it is nearly as wide as the widest line of
+    its block and does not end a sentence; it is then joined to the next line
+    directly (Japanese) or with a space (between Latin words). Other line
+    breaks stay; blank lines stay as paragraph breaks.
+    """
+    blocks = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        lines = [line.strip() for line in block.split("\n") if line.strip()]
+        if not lines:
+            continue
+        full = max(_display_width(line) for line in lines)
+        out = lines[0]
+        for prev, line in zip(lines, lines[1:]):
+            wrapped = _display_width(prev) >= 0.8 * full and not prev.endswith(_SENTENCE_END)
+            if not wrapped:
+                out += "\n" + line
+            elif prev[-1].isascii() and prev[-1].isalnum() and line[0].isascii() and line[0].isalnum():
+                out += " " + line
+            else:
+                out += line
+        blocks.append(out)
+    return "\n\n".join(blocks)
+
+
+def read_pdf_pages(path: Path) -> list[str]:
+    """Return the text of each page of ``path``; DataSourceError if it is corrupt or encrypted."""
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise DataSourceError(f"{path.name}: encrypted PDF (decrypt it first)")
+        return [page.extract_text() or "" for page in reader.pages]
+    except DataSourceError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise DataSourceError(f"{path.name}: unreadable PDF ({exc})") from exc
+
+
+def load_pdfs(pdf_dir: str | Path) -> list[tuple[str, str]]:
+    """Read every PDF in ``pdf_dir`` page by page: ``[(text, "file.pdf:p1"), ...]``.
+
+    Pages without text are left out. A corrupt or encrypted file is skipped with
+    a warning. FileNotFoundError if the folder does not exist.
+    """
+    pages: list[tuple[str, str]] = []
+    for path in _files(Path(pdf_dir), ".pdf"):
+        try:
+            texts = read_pdf_pages(path)
+        except DataSourceError as exc:
+            log.warning("skipped %s", exc)
+            continue
+        for number, text in enumerate(texts, start=1):
+            cleaned = clean_pdf_text(text)
+            if cleaned:
+                pages.append((cleaned, f"{path.name}:p{number}"))
+    return pages
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """Read a CSV as a list of {column: value} dicts, decoding UTF-8 (BOM or not) or CP932.
+
+    Empty cells are left out. An empty file gives ``[]``. DataSourceError if the
+    file is in neither encoding or is not parseable.
+    """
+    import pandas as pd
+
+    raw = path.read_bytes()
+    if not raw.strip():
+        return []
+    for encoding in CSV_ENCODINGS:
+        try:
+            text = raw.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise DataSourceError(f"{path.name}: not UTF-8 or Shift_JIS/CP932 text")
+    import io
+
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise DataSourceError(f"{path.name}: unreadable CSV ({exc})") from exc
+    rows = []
+    for record in frame.to_dict(orient="records"):
+        rows.append({str(k).strip(): str(v).strip() for k, v in record.items() if str(v).strip()})
+    return rows
+
+
+def row_to_text(row: dict[str, str]) -> str:
+    """Render a CSV row as ``column:value`` lines (§4.7)."""
+    return "\n".join(f"{column}:{value}" for column, value in row.items())
+
+
+def load_csvs(csv_dir: str | Path) -> list[tuple[str, str]]:
+    """Read every CSV in ``csv_dir`` row by row: ``[("col:val\\n...", "file.csv:r1"), ...]``.
+
+    An empty or unreadable file is skipped with a warning. FileNotFoundError if
+    the folder does not exist.
+    """
+    rows: list[tuple[str, str]] = []
+    for path in _files(Path(csv_dir), ".csv"):
+        try:
+            records = read_csv_rows(path)
+        except DataSourceError as exc:
+            log.warning("skipped %s", exc)
+            continue
+        if not records:
+            log.warning("skipped %s: empty CSV (no data rows)", path.name)
+            continue
+        for number, record in enumerate(records, start=1):
+            text = row_to_text(record)
+            if text:
+                rows.append((text, f"{path.name}:r{number}"))
+    return rows
+
+
+def csv_splitter(chunk_size: int, chunk_overlap: int):
+    """LangChain's RecursiveCharacterTextSplitter with Japanese sentence and clause separators."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        chunk_size=chunk_size,
+        chunk_overlap=min(chunk_overlap, chunk_size // 2),
+        separators=["\n\n", "\n", "。", "、", " ", ""],
+        keep_separator="end",
+    )
+
+
+def chunk_id(source: str, chunk_index: int) -> str:
+    """Stable id of a chunk: the same source and position always map to the same UUID."""
+    return str(uuid.uuid5(ID_NAMESPACE, f"{source}#{chunk_index}"))
+
+
+def _documents(pieces: Iterable[str], source: str) -> list[Document]:
+    """Wrap the chunks of one source as Documents with source/chunk_index/file metadata."""
+    file_name = source.rsplit(":", 1)[0]
+    return [
+        Document(page_content=text, id=chunk_id(source, index),
+                 metadata={"source": source, "chunk_index": index, "file": file_name})
+        for index, text in enumerate(pieces)
+    ]
+
+
+def build_documents(
+    pdf_pages: Sequence[tuple[str, str]], csv_rows: Sequence[tuple[str, str]],
+    chunk_size: int = 500, chunk_overlap: int = 100,
+) -> list[Document]:
+    """Chunk PDF pages by structure and CSV rows by the recursive splitter, with metadata."""
+    docs: list[Document] = []
+    for text, source in pdf_pages:
+        docs.extend(_documents(split_by_structure(text, chunk_size, chunk_overlap), source))
+    splitter = csv_splitter(chunk_size, chunk_overlap)
+    for text, source in csv_rows:
+        docs.extend(_documents(splitter.split_text(text), source))
+    return docs
+
+
+def collect_documents(data_dir: Path, settings: Settings) -> tuple[list[Document], int]:
+    """Load and chunk everything under ``data_dir``/pdf and ``data_dir``/csv; return (docs, files seen)."""
+    if not data_dir.is_dir():
+        raise DataSourceError(f"data directory not found: {data_dir}")
+    pdf_dir, csv_dir = data_dir / "pdf", data_dir / "csv"
+    pdf_pages = load_pdfs(pdf_dir) if pdf_dir.is_dir() else []
+    csv_rows = load_csvs(csv_dir) if csv_dir.is_dir() else []
+    files = {source.rsplit(":", 1)[0] for _, source in [*pdf_pages, *csv_rows]}
+    docs = build_documents(pdf_pages, csv_rows, settings.chunk_size, settings.chunk_overlap)
+    return docs, len(files)
+
+
+def ingest(data_dir: Path, vectorstore, engine, settings: Settings, progress: bool = False) -> IngestReport:
+    """Store every chunk under ``data_dir`` in ``vectorstore``; drop a re-ingested file's stale chunks."""
+    from app import db
+
+    docs, files = collect_documents(data_dir, settings)
+    report = IngestReport(files=files, chunks=len(docs))
+    if not docs:
+        return report
+    batches = [docs[i:i + ADD_BATCH] for i in range(0, len(docs), ADD_BATCH)]
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(docs), unit="chunk", desc="Embedding")
+    for batch in batches:
+        vectorstore.add_documents(batch, ids=[d.id for d in batch])
+        if progress:
+            bar.update(len(batch))
+    if progress:
+        bar.close()
+    by_file: dict[str, list[str]] = {}
+    for doc in docs:
+        by_file.setdefault(doc.metadata["file"], []).append(doc.id)
+    report.removed_stale = db.delete_stale_chunks(engine, settings.collection_name, by_file)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: ``python -m app.ingest [--data-dir DIR]``; prints a summary line."""
+    from app import db
+    from app.cli import run
+
+    parser = argparse.ArgumentParser(prog="python -m app.ingest", description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        settings = get_settings()
+        data_dir = args.data_dir or settings.data_dir
+        report = ingest(data_dir, db.init_db(settings), db.get_engine(settings), settings, progress=True)
+        if report.chunks == 0:
+            print(f"Nothing to ingest: no readable PDF or CSV under {data_dir}/pdf or {data_dir}/csv")
+            return 0
+        print(f"Ingested {report.chunks} chunks from {report.files} files into '{settings.collection_name}'"
+              + (f"; removed {report.removed_stale} stale chunks" if report.removed_stale else ""))
+        return 0
+
+    return run(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

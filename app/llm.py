@@ -1,0 +1,83 @@
+"""LLM inference (§4.4): a local GGUF model through LangChain's LlamaCpp, loaded lazily once."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from app.config import Settings, get_settings
+from app.models import resolve_llm_path
+
+if TYPE_CHECKING:
+    from langchain_community.llms import LlamaCpp
+
+_llm: "LlamaCpp | None" = None
+
+# Generation ends where the answer ends: a small model otherwise goes on to
+# invent the next "質問:" turn of the prompt format.
+STOP_SEQUENCES = ["\n質問:", "\n質問：", "\n回答:", "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
+
+
+def get_llm(settings: Settings | None = None) -> "LlamaCpp":
+    """Return the LlamaCpp model, loading the GGUF file on first use."""
+    global _llm
+    if _llm is None:
+        s = settings or get_settings()
+        path = resolve_llm_path(s.llm_model_path, s.models_dir, s.llm_model_path_is_default)
+        from langchain_community.llms import LlamaCpp
+
+        _llm = LlamaCpp(
+            model_path=str(path),
+            n_ctx=s.llm_n_ctx,
+            max_tokens=s.llm_max_tokens,
+            n_threads=s.llm_n_threads,
+            temperature=s.llm_temperature,
+            stop=STOP_SEQUENCES,
+            verbose=False,
+        )
+    return _llm
+
+
+def model_name(llm: object) -> str:
+    """A short name for reports: the GGUF file name, or the class name for other LLMs."""
+    path = getattr(llm, "model_path", None)
+    return str(path).rsplit("/", 1)[-1] if path else type(llm).__name__
+
+
+@lru_cache(maxsize=4)
+def _chat_formatter(template: str, bos: str, eos: str):
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    return Jinja2ChatFormatter(template=template, bos_token=bos, eos_token=eos)
+
+
+def _token_text(client, token_id: int) -> str:
+    """Text of a special token (as llama-cpp-python does when it reads the chat template)."""
+    return client._model.token_get_text(token_id) if token_id != -1 else ""
+
+
+def as_model_input(prompt: str, llm: object) -> str:
+    """Wrap ``prompt`` as one user turn in the GGUF's chat template, if it has one.
+
+    Instruction-tuned GGUFs (e.g. the SmolLM2 stand-in) answer far better in
+    their chat format; a base model such as Llama-2-7B has no template and gets
+    the prompt as it is.
+    """
+    client = getattr(llm, "client", None)
+    metadata = getattr(client, "metadata", None) or {}
+    template = metadata.get("tokenizer.chat_template")
+    if not template:
+        return prompt
+    bos, eos = (_token_text(client, client.token_bos()), _token_text(client, client.token_eos()))
+    formatter = _chat_formatter(template, bos, eos)
+    return formatter(messages=[{"role": "user", "content": prompt}]).prompt
+
+
+def generate(prompt: str, llm: object | None = None) -> str:
+    """Return the model's completion of ``prompt``, stripped.
+
+    Raises ValueError for a None or blank prompt.
+    """
+    if prompt is None or not str(prompt).strip():
+        raise ValueError("prompt must be a non-empty string")
+    model = llm if llm is not None else get_llm()
+    return str(model.invoke(as_model_input(prompt, model))).strip()

@@ -1,0 +1,8 @@
+#!/bin/sh
+# Install the Python dependencies into the interpreter $1 from requirements file $2.
+# Used by `make setup` (CI, users) and by the Dockerfile, so both install the same way.
+set -eu
+PY=${1:-python3}
+REQ=${2:-requirements.txt}
+"$PY" -m pip install --quiet --upgrade pip
+"$PY" -m pip install --quiet -r "$REQ"

@@ -1,0 +1,134 @@
+"""Shared fixtures (§12.3). Unit tests use fakes that are real LangChain subclasses
+returning predictable values; nothing here needs a database or a model file."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from unittest.mock import MagicMock
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+
+from app import db, embeddings, graph, llm, reranker
+
+CONFIG_VARS = [
+    "DB_HOST", "DB_PORT", "DB_USER", "DB_PASSWORD", "DB_NAME", "PGDATA_DIR", "DATA_DIR", "MODELS_DIR",
+    "EMBED_MODEL", "RERANKER_MODEL", "LLM_MODEL_PATH", "CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K",
+    "RERANK_TOP_K", "LLM_N_CTX", "LLM_MAX_TOKENS", "LLM_N_THREADS", "LLM_TEMPERATURE",
+]
+
+
+@pytest.fixture(autouse=True)
+def reset_singletons():
+    """Every test starts with no loaded model, store or graph (§11)."""
+    saved = (embeddings._embeddings, llm._llm, reranker._reranker, db._vectorstore, db._engine, graph._graph)
+    embeddings._embeddings = llm._llm = reranker._reranker = None
+    db._vectorstore = db._engine = graph._graph = None
+    yield
+    (embeddings._embeddings, llm._llm, reranker._reranker, db._vectorstore, db._engine, graph._graph) = saved
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    """Remove every variable the app reads, so defaults apply."""
+    for name in CONFIG_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def mock_db_connection():
+    """A psycopg-style connection usable as a context manager (cursor().execute/fetchone)."""
+    conn = MagicMock(name="connection")
+    conn.__enter__.return_value = conn
+    conn.__exit__.return_value = False
+    cursor = MagicMock(name="cursor")
+    cursor.fetchone.return_value = (1,)
+    conn.cursor.return_value.__enter__.return_value = cursor
+    conn.execute.return_value = cursor
+    return conn
+
+
+@pytest.fixture
+def fake_embeddings():
+    """Three 384-d unit vectors."""
+    vectors = np.zeros((3, 384), dtype=np.float32)
+    for i in range(3):
+        vectors[i, i] = 1.0
+    return vectors
+
+
+@pytest.fixture
+def mock_llm_response():
+    """The dict llama-cpp-python returns for a completion."""
+    return {"choices": [{"text": " サポート窓口の受付時間は平日9時から18時までです。 "}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 20}}
+
+
+@pytest.fixture
+def mock_documents():
+    """Chunks with source/chunk_index metadata, as ingest stores them."""
+    return [
+        Document(page_content="サポート窓口の受付時間は平日9時から18時までです。",
+                 metadata={"source": "faq.csv:r2", "chunk_index": 0}),
+        Document(page_content="全サービスのデータは毎日午前2時に自動でバックアップされます。",
+                 metadata={"source": "technical_guide.pdf:p4", "chunk_index": 0}),
+        Document(page_content="資本金は4億5000万円、従業員数は286名です。",
+                 metadata={"source": "company_overview.pdf:p1", "chunk_index": 0}),
+        Document(page_content="エラーコードE3010は処理のタイムアウトを表します。",
+                 metadata={"source": "technical_guide.pdf:p3", "chunk_index": 0}),
+    ]
+
+
+@pytest.fixture
+def mock_vectorstore(mock_documents):
+    """A vectorstore double: similarity_search_with_score and as_retriever return mock_documents."""
+    from langchain_core.retrievers import BaseRetriever
+
+    class ListRetriever(BaseRetriever):
+        docs: list
+        k: int = 10
+
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            return list(self.docs[: self.k])
+
+    store = MagicMock(name="vectorstore")
+    store.similarity_search_with_score.side_effect = lambda q, k=4: [
+        (d, 0.1 * i) for i, d in enumerate(mock_documents[:k])
+    ]
+    store.as_retriever.side_effect = lambda search_kwargs=None, **kw: ListRetriever(
+        docs=mock_documents, k=(search_kwargs or {}).get("k", 4))
+    return store
+
+
+class OverlapCrossEncoder:
+    """A cross-encoder double: the score is the number of query characters found in the passage."""
+
+    def __init__(self):
+        self.calls = []
+
+    def score(self, pairs):
+        self.calls.append(list(pairs))
+        return [float(sum(ch in passage for ch in set(query))) for query, passage in pairs]
+
+
+@pytest.fixture
+def overlap_model():
+    return OverlapCrossEncoder()
+
+
+@pytest.fixture
+def fake_reranker(overlap_model):
+    """The real ScoringCrossEncoderReranker class around the deterministic overlap model."""
+    from langchain_community.cross_encoders import BaseCrossEncoder
+
+    class Model(BaseCrossEncoder):
+        def score(self, text_pairs):
+            return overlap_model.score(text_pairs)
+
+    return reranker._scoring_reranker_class()(model=Model(), top_n=3)
+
+
+def runtime(context):
+    """What LangGraph passes a node as ``runtime``: here only ``.context`` is used."""
+    return SimpleNamespace(context=context)

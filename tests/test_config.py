@@ -1,0 +1,119 @@
+"""config.py: defaults, env overrides, validation messages, connection strings."""
+import os
+
+import pytest
+
+from app import config
+from app.config import Settings, get_connection_string, get_db_config, get_settings
+
+
+def test_settings_defaults_match_the_spec(clean_env):
+    s = get_settings()
+    assert (s.chunk_size, s.chunk_overlap, s.search_k, s.rerank_top_k) == (500, 100, 10, 3)
+    assert (s.llm_n_ctx, s.llm_max_tokens) == (2048, 300)
+    assert s.embed_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert s.reranker_model == "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    assert s.llm_model_path == "./models/llama-2-7b.Q4_K_M.gguf"
+    assert s.collection_name == "documents"
+
+
+def test_settings_default_db_is_embedded(clean_env):
+    s = get_settings()
+    assert s.db_host is None and s.embedded_db
+    assert str(s.pgdata_dir) == ".pgdata"
+
+
+@pytest.mark.parametrize("name,attr,value,expected", [
+    ("CHUNK_SIZE", "chunk_size", "800", 800),
+    ("CHUNK_OVERLAP", "chunk_overlap", "0", 0),
+    ("SEARCH_K", "search_k", "25", 25),
+    ("RERANK_TOP_K", "rerank_top_k", "5", 5),
+    ("DB_PORT", "db_port", "6543", 6543),
+    ("LLM_N_CTX", "llm_n_ctx", "4096", 4096),
+    ("LLM_MAX_TOKENS", "llm_max_tokens", " 128 ", 128),
+    ("LLM_N_THREADS", "llm_n_threads", "3", 3),
+])
+def test_settings_int_env_overrides(clean_env, name, attr, value, expected):
+    clean_env.setenv(name, value)
+    assert getattr(get_settings(), attr) == expected
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("CHUNK_SIZE", "abc", "CHUNK_SIZE must be an integer, got 'abc'"),
+    ("CHUNK_OVERLAP", "1.5", "CHUNK_OVERLAP must be an integer, got '1.5'"),
+    ("SEARCH_K", "ten", "SEARCH_K must be an integer, got 'ten'"),
+    ("RERANK_TOP_K", "3x", "RERANK_TOP_K must be an integer, got '3x'"),
+    ("DB_PORT", "postgres", "DB_PORT must be an integer, got 'postgres'"),
+    ("LLM_N_THREADS", "all", "LLM_N_THREADS must be an integer, got 'all'"),
+    ("LLM_TEMPERATURE", "hot", "LLM_TEMPERATURE must be a number, got 'hot'"),
+    ("CHUNK_SIZE", "0", "CHUNK_SIZE must be >= 1, got 0"),
+    ("CHUNK_OVERLAP", "-1", "CHUNK_OVERLAP must be >= 0, got -1"),
+    ("SEARCH_K", "0", "SEARCH_K must be >= 1, got 0"),
+    ("LLM_N_THREADS", "0", "LLM_N_THREADS must be >= 1, got 0"),
+])
+def test_settings_bad_values_raise_valueerror_naming_the_variable(clean_env, name, value, message):
+    clean_env.setenv(name, value)
+    with pytest.raises(ValueError) as err:
+        get_settings()
+    assert str(err.value) == message
+
+
+def test_settings_empty_value_means_default(clean_env):
+    clean_env.setenv("CHUNK_SIZE", "")
+    assert get_settings().chunk_size == 500
+
+
+def test_settings_llm_threads_default_is_all_cores(clean_env):
+    assert get_settings().llm_n_threads == (os.cpu_count() or 1)
+
+
+def test_settings_llm_path_override_is_not_default(clean_env):
+    clean_env.setenv("LLM_MODEL_PATH", "/models/x.gguf")
+    s = get_settings()
+    assert s.llm_model_path == "/models/x.gguf" and s.llm_model_path_is_default is False
+
+
+def test_settings_from_env_accepts_a_mapping():
+    s = Settings.from_env({"DB_HOST": "db", "SEARCH_K": "7"})
+    assert (s.db_host, s.search_k, s.embedded_db) == ("db", 7, False)
+
+
+def test_get_db_config_defaults(clean_env):
+    assert get_db_config() == {"host": "localhost", "port": 5432, "user": "rag",
+                               "password": "rag", "dbname": "rag", "embedded": True}
+
+
+def test_get_db_config_from_env(clean_env):
+    for k, v in {"DB_HOST": "db", "DB_PORT": "5433", "DB_USER": "u", "DB_PASSWORD": "p", "DB_NAME": "n"}.items():
+        clean_env.setenv(k, v)
+    assert get_db_config() == {"host": "db", "port": 5433, "user": "u", "password": "p",
+                               "dbname": "n", "embedded": False}
+
+
+def test_get_connection_string_format(clean_env):
+    clean_env.setenv("DB_HOST", "db")
+    assert get_connection_string() == "postgresql+psycopg://rag:rag@db:5432/rag"
+
+
+def test_get_connection_string_quotes_special_characters(clean_env):
+    clean_env.setenv("DB_HOST", "db")
+    clean_env.setenv("DB_PASSWORD", "p@ss:w/rd")
+    assert get_connection_string() == "postgresql+psycopg://rag:p%40ss%3Aw%2Frd@db:5432/rag"
+
+
+def test_module_constants_follow_the_environment(clean_env):
+    assert config.CHUNK_SIZE == 500
+    clean_env.setenv("CHUNK_SIZE", "321")
+    assert config.CHUNK_SIZE == 321
+    assert config.COLLECTION_NAME == "documents"
+
+
+def test_module_constant_with_bad_env_raises_valueerror(clean_env):
+    clean_env.setenv("RERANK_TOP_K", "many")
+    with pytest.raises(ValueError, match="RERANK_TOP_K"):
+        _ = config.RERANK_TOP_K
+
+
+def test_unknown_module_attribute_raises_attributeerror():
+    with pytest.raises(AttributeError):
+        _ = config.NOT_A_SETTING
