@@ -1,0 +1,98 @@
+"""ask.py: search(), the output format, and the CLI's exits and messages."""
+import pytest
+from langchain_core.language_models.fake import FakeListLLM
+
+from app import ask
+from app.errors import DatabaseUnavailableError
+from app.graph import RAGContext
+
+
+def test_search_returns_content_source_dicts_reranked(mock_vectorstore, fake_reranker):
+    out = ask.search("受付時間", k=4, top_k=3, vectorstore=mock_vectorstore, reranker=fake_reranker)
+    assert [r["source"] for r in out][0] == "faq.csv:r2"
+    assert set(out[0]) == {"content", "source", "chunk_index", "score"}
+    assert out[0]["content"].startswith("サポート窓口") and out[0]["score"] == 4.0
+
+
+def test_search_asks_the_store_for_search_k(mock_vectorstore, fake_reranker):
+    ask.search("受付", k=7, vectorstore=mock_vectorstore, reranker=fake_reranker)
+    assert mock_vectorstore.as_retriever.call_args.kwargs == {"search_kwargs": {"k": 7}}
+
+
+def test_search_default_k_comes_from_settings(mock_vectorstore, fake_reranker, clean_env):
+    clean_env.setenv("SEARCH_K", "6")
+    ask.search("受付", vectorstore=mock_vectorstore, reranker=fake_reranker)
+    assert mock_vectorstore.as_retriever.call_args.kwargs == {"search_kwargs": {"k": 6}}
+
+
+def test_search_top_k_limits_results(mock_vectorstore, fake_reranker):
+    assert len(ask.search("受付", k=4, top_k=1, vectorstore=mock_vectorstore, reranker=fake_reranker)) == 1
+
+
+def test_search_without_reranker_keeps_vector_order(mock_vectorstore, mock_documents):
+    out = ask.search("q", k=4, top_k=2, vectorstore=mock_vectorstore, reranker=None)
+    assert [r["source"] for r in out] == [d.metadata["source"] for d in mock_documents[:2]]
+    assert out[0]["score"] is None
+
+
+@pytest.mark.parametrize("query", ["", "   ", None])
+def test_search_blank_query_returns_empty(query, mock_vectorstore):
+    assert ask.search(query, vectorstore=mock_vectorstore, reranker=None) == []
+    mock_vectorstore.as_retriever.assert_not_called()
+
+
+def test_format_output_matches_spec():
+    assert ask.format_output(" 回答です。\n", ["faq.csv:r1", "a.pdf:p2"]) == (
+        "=== Answer ===\n回答です。\n\n=== Sources ===\n- faq.csv:r1\n- a.pdf:p2")
+
+
+def test_format_output_without_sources():
+    assert ask.format_output("なし", []).endswith("=== Sources ===\n(none)")
+
+
+@pytest.fixture
+def context(mock_documents):
+    return RAGContext(search=lambda q, k: mock_documents[:k], llm=FakeListLLM(responses=["平日9時から18時です。"]),
+                      reranker=None, search_k=4, rerank_top_k=2)
+
+
+def test_main_prints_answer_and_sources(context, capsys):
+    assert ask.main(["受付時間は？"], context=context) == 0
+    assert capsys.readouterr().out == (
+        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n")
+
+
+def test_main_joins_unquoted_words(context, capsys):
+    ask.main(["受付", "時間"], context=context)
+    assert "=== Answer ===" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [[], [""], ["   "]])
+def test_main_without_question_prints_usage_and_exits_2(argv, capsys):
+    assert ask.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and 'make ask Q="質問文"' in err
+
+
+def test_main_maps_library_errors_to_one_line(mocker, capsys, clean_env):
+    mocker.patch("app.ask.ensure_ingested",
+                 side_effect=DatabaseUnavailableError("cannot connect to PostgreSQL at db:5432: refused"))
+    assert ask.main(["質問"]) == 1
+    err = capsys.readouterr().err
+    assert err == "Error: cannot connect to PostgreSQL at db:5432: refused\n"
+
+
+def test_main_bad_env_value_is_one_line_error(capsys, clean_env):
+    clean_env.setenv("SEARCH_K", "many")
+    assert ask.main(["質問"]) == 1
+    assert capsys.readouterr().err == "Error: SEARCH_K must be an integer, got 'many'\n"
+
+
+def test_ensure_ingested_empty_collection_says_run_ingest(mocker, clean_env):
+    mocker.patch("app.db.get_engine")
+    mocker.patch("app.db.count_chunks", return_value=0)
+    from app.config import get_settings
+    from app.errors import RagError
+
+    with pytest.raises(RagError, match="run `make ingest` first"):
+        ask.ensure_ingested(get_settings())

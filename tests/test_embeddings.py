@@ -1,0 +1,89 @@
+"""embeddings.py and the model resolution it relies on (models.py)."""
+from pathlib import Path
+
+import pytest
+
+from app import embeddings
+from app.errors import ModelNotFoundError
+from app.models import resolve_embedding_model, resolve_model_dir, standin_embedding_path
+
+DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.fixture
+def fake_hf(mocker):
+    """Replace HuggingFaceEmbeddings with a recorder (the real class loads torch weights)."""
+    return mocker.patch("langchain_huggingface.HuggingFaceEmbeddings")
+
+
+@pytest.fixture
+def local_model(tmp_path, clean_env):
+    folder = tmp_path / "models" / "all-MiniLM-L6-v2"
+    folder.mkdir(parents=True)
+    (folder / "modules.json").write_text("[]")
+    clean_env.setenv("MODELS_DIR", str(tmp_path / "models"))
+    return folder
+
+
+def test_get_embeddings_loads_local_model_on_cpu_normalized(fake_hf, local_model):
+    embeddings.get_embeddings()
+    kwargs = fake_hf.call_args.kwargs
+    assert kwargs["model_name"] == str(local_model)
+    assert kwargs["model_kwargs"] == {"device": "cpu", "local_files_only": True}
+    assert kwargs["encode_kwargs"]["normalize_embeddings"] is True
+
+
+def test_get_embeddings_is_a_singleton(fake_hf, local_model):
+    first = embeddings.get_embeddings()
+    assert embeddings.get_embeddings() is first
+    assert fake_hf.call_count == 1
+
+
+def test_get_embeddings_missing_model_names_it_and_make_models(fake_hf, tmp_path, clean_env):
+    clean_env.setenv("EMBED_MODEL", "acme/not-here")
+    clean_env.setenv("MODELS_DIR", str(tmp_path))
+    with pytest.raises(ModelNotFoundError) as err:
+        embeddings.get_embeddings()
+    assert "'acme/not-here'" in str(err.value) and "make models" in str(err.value)
+    fake_hf.assert_not_called()
+
+
+@pytest.mark.parametrize("texts", [None, []])
+def test_embed_empty_input_returns_empty_list_without_loading(fake_hf, texts):
+    assert embeddings.embed(texts) == []
+    fake_hf.assert_not_called()
+
+
+def test_embed_returns_vectors_from_the_model(fake_hf, local_model, fake_embeddings):
+    fake_hf.return_value.embed_documents.return_value = fake_embeddings.tolist()
+    out = embeddings.embed(["a", "b", "c"])
+    assert len(out) == 3 and len(out[0]) == 384 and out[1][1] == 1.0
+    fake_hf.return_value.embed_documents.assert_called_once_with(["a", "b", "c"])
+
+
+def test_embed_accepts_a_tuple(fake_hf, local_model):
+    fake_hf.return_value.embed_documents.return_value = [[0.0] * 384]
+    assert len(embeddings.embed(("日本語",))) == 1
+
+
+def test_embed_rejects_non_strings(fake_hf):
+    with pytest.raises(TypeError, match=r"texts\[1\] must be str, got int"):
+        embeddings.embed(["ok", 3])
+
+
+def test_resolve_model_dir_accepts_an_existing_path(tmp_path):
+    assert resolve_model_dir(str(tmp_path), Path("nowhere")) == tmp_path
+
+
+def test_resolve_model_dir_finds_models_subfolder_by_repo_basename(local_model):
+    assert resolve_model_dir(DEFAULT, local_model.parent) == local_model
+
+
+def test_resolve_model_dir_unknown_returns_none(tmp_path):
+    assert resolve_model_dir("acme/none-such-model-xyz", tmp_path) is None
+
+
+def test_resolve_embedding_model_default_falls_back_to_pypi_standin(tmp_path):
+    standin = standin_embedding_path()
+    assert standin is not None and (standin / "modules.json").is_file()
+    assert resolve_embedding_model(DEFAULT, tmp_path, DEFAULT) in {str(standin), str(resolve_model_dir(DEFAULT, tmp_path))}

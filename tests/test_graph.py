@@ -1,0 +1,170 @@
+"""graph.py: prompt, context fitting, each node with fakes, the compiled graph end to end."""
+import pytest
+from langchain_core.documents import Document
+from langchain_core.language_models.fake import FakeListLLM
+
+from app import graph
+from app.graph import (NO_CONTEXT_ANSWER, RAGContext, build_prompt, fit_contexts, generate_node,
+                       rerank_node, retrieve, run_rag, unique_sources)
+from tests.conftest import runtime
+
+
+class RecordingLLM(FakeListLLM):
+    """FakeListLLM that remembers the prompts it was given."""
+
+    prompts: list = []
+
+    def _call(self, prompt, stop=None, run_manager=None, **kwargs):
+        self.prompts.append(prompt)
+        return super()._call(prompt, stop, run_manager, **kwargs)
+
+
+@pytest.fixture
+def llm():
+    return RecordingLLM(responses=["平日9時から18時までです。"], prompts=[])
+
+
+@pytest.fixture
+def ctx(mock_documents, llm, fake_reranker):
+    return RAGContext(search=lambda q, k: list(mock_documents[:k]), llm=llm, reranker=fake_reranker,
+                      search_k=4, rerank_top_k=3)
+
+
+def test_build_prompt_matches_spec_template():
+    assert build_prompt("受付時間は？", ["文脈1", "文脈2"]) == (
+        "以下の情報を基に回答してください:\n\n文脈1\n\n文脈2\n\n質問:受付時間は？\n回答:")
+
+
+def test_build_prompt_without_contexts():
+    assert build_prompt("Q", []) == "以下の情報を基に回答してください:\n\n\n\n質問:Q\n回答:"
+
+
+def test_fit_contexts_unchanged_without_counter():
+    assert fit_contexts("q", ["a" * 100], None, 10) == ["a" * 100]
+
+
+def test_fit_contexts_unchanged_when_it_fits():
+    assert fit_contexts("q", ["abc", "def"], len, 1000) == ["abc", "def"]
+
+
+def test_fit_contexts_shortens_then_drops_the_last_context():
+    budget = len(build_prompt("q", ["x" * 100])) + 10
+    out = fit_contexts("q", ["x" * 100, "y" * 100], len, budget)
+    assert out == ["x" * 100]
+
+
+def test_fit_contexts_trims_by_quarters():
+    budget = len(build_prompt("q", ["x" * 75]))
+    assert fit_contexts("q", ["x" * 100], len, budget) == ["x" * 75]
+
+
+def test_fit_contexts_can_drop_everything():
+    assert fit_contexts("q", ["x" * 100], len, 5) == []
+
+
+def test_unique_sources_keeps_order_and_drops_repeats():
+    docs = [Document(page_content="", metadata={"source": s}) for s in ["b:p1", "a:r1", "b:p1"]]
+    docs.append(Document(page_content="", metadata={}))
+    assert unique_sources(docs) == ["b:p1", "a:r1", "unknown"]
+
+
+def test_retrieve_asks_search_for_search_k(ctx, mock_documents):
+    calls = []
+    ctx.search = lambda q, k: calls.append((q, k)) or mock_documents[:k]
+    out = retrieve({"query": "受付"}, runtime(ctx))
+    assert calls == [("受付", 4)] and out["documents"] == mock_documents
+    assert set(out) == {"documents", "timings"} and out["timings"]["retrieve"] >= 0
+
+
+def test_rerank_node_uses_the_reranker(ctx, mock_documents):
+    out = rerank_node({"query": "受付時間", "documents": mock_documents}, runtime(ctx))
+    assert out["reranked"] is True
+    assert [d.metadata["source"] for d in out["reranked_documents"]][0] == "faq.csv:r2"
+    assert len(out["reranked_documents"]) == 3
+
+
+def test_rerank_node_without_reranker_keeps_retrieval_order(ctx, mock_documents):
+    ctx.reranker = None
+    out = rerank_node({"query": "q", "documents": mock_documents}, runtime(ctx))
+    assert out["reranked_documents"] == mock_documents[:3] and out["reranked"] is False
+
+
+def test_rerank_node_with_no_documents(ctx):
+    out = rerank_node({"query": "q", "documents": []}, runtime(ctx))
+    assert out["reranked_documents"] == []
+
+
+def test_rerank_node_respects_rerank_top_k(ctx, mock_documents):
+    ctx.rerank_top_k = 1
+    assert len(rerank_node({"query": "受付", "documents": mock_documents}, runtime(ctx))["reranked_documents"]) == 1
+
+
+def test_generate_node_builds_prompt_and_sources(ctx, llm, mock_documents):
+    out = generate_node({"query": "受付時間は？", "reranked_documents": mock_documents[:2]}, runtime(ctx))
+    assert out["answer"] == "平日9時から18時までです。"
+    assert out["sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]
+    assert out["contexts"] == [mock_documents[0].page_content, mock_documents[1].page_content]
+    assert out["prompt"] == build_prompt("受付時間は？", out["contexts"]) and llm.prompts == [out["prompt"]]
+
+
+def test_generate_node_without_documents_does_not_call_llm(ctx, llm):
+    out = generate_node({"query": "q", "reranked_documents": []}, runtime(ctx))
+    assert out["answer"] == NO_CONTEXT_ANSWER and out["sources"] == [] and llm.prompts == []
+
+
+def test_generate_node_drops_sources_of_contexts_that_did_not_fit(ctx, mock_documents):
+    ctx.count_tokens, ctx.token_budget = len, len(build_prompt("q", [mock_documents[0].page_content])) + 5
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:3]}, runtime(ctx))
+    assert out["sources"] == ["faq.csv:r2"]
+
+
+def test_build_rag_graph_has_the_three_nodes_in_order():
+    g = graph.build_rag_graph().get_graph()
+    assert {"retrieve", "rerank", "generate"} <= set(g.nodes)
+    edges = {(e.source, e.target) for e in g.edges}
+    assert {("__start__", "retrieve"), ("retrieve", "rerank"), ("rerank", "generate"),
+            ("generate", "__end__")} <= edges
+
+
+def test_get_graph_is_a_singleton():
+    assert graph.get_graph() is graph.get_graph()
+
+
+def test_run_rag_end_to_end_with_fakes(ctx):
+    state = run_rag("受付時間は？", ctx)
+    assert state["answer"] == "平日9時から18時までです。"
+    assert state["sources"][0] == "faq.csv:r2" and len(state["reranked_documents"]) == 3
+    assert len(state["documents"]) == 4
+    assert set(state["timings"]) == {"retrieve", "rerank", "generate"}
+
+
+def test_run_rag_strips_query(ctx):
+    assert run_rag("  受付時間は？ \n", ctx)["query"] == "受付時間は？"
+
+
+@pytest.mark.parametrize("query", ["", "   ", None])
+def test_run_rag_rejects_blank_query(ctx, query):
+    with pytest.raises(ValueError, match="query must be a non-empty string"):
+        run_rag(query, ctx)
+
+
+def test_run_rag_does_not_mutate_retrieved_documents(ctx, mock_documents):
+    before = [dict(d.metadata) for d in mock_documents]
+    run_rag("受付", ctx)
+    assert [d.metadata for d in mock_documents] == before
+
+
+def test_load_reranker_returns_none_and_warns_when_missing(tmp_path, clean_env, caplog):
+    clean_env.setenv("MODELS_DIR", str(tmp_path))
+    clean_env.setenv("RERANKER_MODEL", "acme/missing")
+    from app.config import get_settings
+
+    assert graph.load_reranker(get_settings()) is None
+    assert "reranking is off" in caplog.text
+
+
+def test_llm_token_counter_uses_llama_tokenizer():
+    client = type("C", (), {"tokenize": lambda self, b, add_bos=True: list(b)})()
+    count = graph.llm_token_counter(type("L", (), {"client": client})())
+    assert count("abc") == 3
+    assert graph.llm_token_counter(object()) is None

@@ -1,0 +1,203 @@
+"""ingest.py: loaders on real files (PDF, CSV in UTF-8/BOM/CP932), chunking, ids, the CLI's messages.
+
+No database or model here: the store is a recording double; tests/integration runs it for real."""
+import logging
+
+import pytest
+from langchain_core.documents import Document
+
+from app import ingest
+from app.config import Settings
+from app.errors import DataSourceError
+
+FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
+
+
+def make_pdf(path, pages):
+    """A real PDF with Japanese text, one string per page (reportlab CID font)."""
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("HeiseiKakuGo-W5"))
+    c = canvas.Canvas(str(path))
+    for text in pages:
+        c.setFont("HeiseiKakuGo-W5", 12)
+        for i, line in enumerate(text.split("\n")):
+            c.drawString(50, 800 - 20 * i, line)
+        c.showPage()
+    c.save()
+    return path
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "csv").mkdir()
+    make_pdf(tmp_path / "pdf" / "guide.pdf", ["会社概要\n当社は東京にあります。", "", "エラーコードE1001は認証失敗です。"])
+    (tmp_path / "csv" / "faq.csv").write_text(FAQ, encoding="utf-8")
+    return tmp_path
+
+
+def test_load_pdfs_reads_pages_with_1_based_source_ids(data_dir):
+    pages = ingest.load_pdfs(data_dir / "pdf")
+    assert pages == [("会社概要\n当社は東京にあります。", "guide.pdf:p1"),
+                     ("エラーコードE1001は認証失敗です。", "guide.pdf:p3")]
+
+
+def test_load_pdfs_missing_folder_raises_filenotfound(tmp_path):
+    with pytest.raises(FileNotFoundError, match="directory not found"):
+        ingest.load_pdfs(tmp_path / "nope")
+
+
+def test_load_pdfs_empty_folder(tmp_path):
+    assert ingest.load_pdfs(tmp_path) == []
+
+
+def test_load_pdfs_skips_corrupt_file_with_warning_and_keeps_others(data_dir, caplog):
+    (data_dir / "pdf" / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    with caplog.at_level(logging.WARNING):
+        pages = ingest.load_pdfs(data_dir / "pdf")
+    assert [s for _, s in pages] == ["guide.pdf:p1", "guide.pdf:p3"]
+    assert "broken.pdf" in caplog.text and "unreadable PDF" in caplog.text
+
+
+def test_load_pdfs_skips_encrypted_file(data_dir, caplog):
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(data_dir / "pdf" / "guide.pdf"))
+    writer.encrypt("secret")
+    with open(data_dir / "pdf" / "locked.pdf", "wb") as fh:
+        writer.write(fh)
+    with caplog.at_level(logging.WARNING):
+        pages = ingest.load_pdfs(data_dir / "pdf")
+    assert all(not s.startswith("locked") for _, s in pages)
+    assert "locked.pdf: encrypted PDF" in caplog.text
+
+
+def test_load_pdfs_matches_uppercase_extension(tmp_path):
+    make_pdf(tmp_path / "UPPER.PDF", ["テスト"])
+    assert ingest.load_pdfs(tmp_path) == [("テスト", "UPPER.PDF:p1")]
+
+
+def test_load_csvs_rows_as_column_value_lines(data_dir):
+    assert ingest.load_csvs(data_dir / "csv") == [
+        ("質問:パスワードを忘れた\n回答:再設定してください。", "faq.csv:r1"),
+        ("質問:受付時間は？\n回答:平日9時から18時です。", "faq.csv:r2"),
+    ]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "cp932", "shift_jis"])
+def test_load_csvs_decodes_japanese_encodings(tmp_path, encoding):
+    (tmp_path / "faq.csv").write_bytes(FAQ.encode(encoding))
+    rows = ingest.load_csvs(tmp_path)
+    assert rows[0] == ("質問:パスワードを忘れた\n回答:再設定してください。", "faq.csv:r1")
+
+
+def test_load_csvs_cp932_only_characters(tmp_path):
+    (tmp_path / "x.csv").write_bytes("項目,値\n①番,髙橋\n".encode("cp932"))
+    assert ingest.load_csvs(tmp_path) == [("項目:①番\n値:髙橋", "x.csv:r1")]
+
+
+@pytest.mark.parametrize("content", [b"", b"   \n", "質問,回答\n".encode()])
+def test_load_csvs_skips_empty_csv_with_warning(tmp_path, caplog, content):
+    (tmp_path / "empty.csv").write_bytes(content)
+    with caplog.at_level(logging.WARNING):
+        assert ingest.load_csvs(tmp_path) == []
+    assert "empty.csv" in caplog.text
+
+
+def test_load_csvs_skips_undecodable_file(tmp_path, caplog):
+    (tmp_path / "bin.csv").write_bytes(bytes([0x82, 0xFF, 0xFE, 0x00, 0x81]) * 3)
+    (tmp_path / "ok.csv").write_text(FAQ, encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        rows = ingest.load_csvs(tmp_path)
+    assert [s for _, s in rows] == ["ok.csv:r1", "ok.csv:r2"]
+    assert "bin.csv: not UTF-8 or Shift_JIS/CP932" in caplog.text
+
+
+def test_load_csvs_drops_empty_cells(tmp_path):
+    (tmp_path / "p.csv").write_text("名前,価格,備考\nA,100,\n", encoding="utf-8")
+    assert ingest.load_csvs(tmp_path) == [("名前:A\n価格:100", "p.csv:r1")]
+
+
+def test_load_csvs_keeps_leading_zeros_as_text(tmp_path):
+    (tmp_path / "p.csv").write_text("コード\n007\n", encoding="utf-8")
+    assert ingest.load_csvs(tmp_path) == [("コード:007", "p.csv:r1")]
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("見出し\n本文が長く続いて行の終わりまで来たので次の行に\n続きます。\n短い行。", "見出し\n本文が長く続いて行の終わりまで来たので次の行に続きます。\n短い行。"),
+    ("English words wrap across a long line of text that\ncontinues here.", "English words wrap across a long line of text that continues here."),
+    ("段落一。\n\n段落二。", "段落一。\n\n段落二。"),
+    ("  \n\n  ", ""),
+])
+def test_clean_pdf_text(raw, expected):
+    assert ingest.clean_pdf_text(raw) == expected
+
+
+def test_chunk_id_is_stable_and_position_specific():
+    assert ingest.chunk_id("a.pdf:p1", 0) == ingest.chunk_id("a.pdf:p1", 0)
+    assert len({ingest.chunk_id("a.pdf:p1", 0), ingest.chunk_id("a.pdf:p1", 1), ingest.chunk_id("a.pdf:p2", 0)}) == 3
+
+
+def test_build_documents_metadata_and_splitters():
+    docs = ingest.build_documents([("一。" * 30, "a.pdf:p1")], [("質問:Q\n回答:" + "答" * 30, "faq.csv:r1")],
+                                  chunk_size=25, chunk_overlap=5)
+    pdf = [d for d in docs if d.metadata["source"] == "a.pdf:p1"]
+    csv = [d for d in docs if d.metadata["source"] == "faq.csv:r1"]
+    assert [d.metadata["chunk_index"] for d in pdf] == list(range(len(pdf))) and len(pdf) == 3
+    assert [d.page_content for d in csv] == ["質問:Q", "回答:" + "答" * 22, "答" * 13]
+    assert all(len(d.page_content) <= 25 for d in docs)
+    assert pdf[0].metadata == {"source": "a.pdf:p1", "chunk_index": 0, "file": "a.pdf"}
+    assert pdf[0].id == ingest.chunk_id("a.pdf:p1", 0)
+
+
+def test_collect_documents_missing_data_dir(tmp_path):
+    with pytest.raises(DataSourceError, match="data directory not found"):
+        ingest.collect_documents(tmp_path / "missing", Settings())
+
+
+def test_collect_documents_counts_files(data_dir):
+    docs, files = ingest.collect_documents(data_dir, Settings())
+    assert files == 2 and {d.metadata["source"] for d in docs} == {"guide.pdf:p1", "guide.pdf:p3", "faq.csv:r1", "faq.csv:r2"}
+
+
+class RecordingStore:
+    def __init__(self):
+        self.batches = []
+
+    def add_documents(self, docs, ids=None):
+        assert ids == [d.id for d in docs]
+        self.batches.append(list(docs))
+
+
+def test_ingest_adds_all_chunks_and_removes_stale(mocker, data_dir):
+    stale = mocker.patch("app.db.delete_stale_chunks", return_value=2)
+    store = RecordingStore()
+    report = ingest.ingest(data_dir, store, "engine", Settings())
+    assert report.chunks == 4 and report.files == 2 and report.removed_stale == 2
+    assert sum(len(b) for b in store.batches) == 4
+    keep = stale.call_args.args[2]
+    assert set(keep) == {"guide.pdf", "faq.csv"} and len(keep["faq.csv"]) == 2
+
+
+def test_ingest_empty_dir_touches_nothing(mocker, tmp_path):
+    stale = mocker.patch("app.db.delete_stale_chunks")
+    store = RecordingStore()
+    assert ingest.ingest(tmp_path, store, "engine", Settings()).chunks == 0
+    assert store.batches == [] and not stale.called
+
+
+def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, mocker):
+    mocker.patch("app.db.init_db")
+    mocker.patch("app.db.get_engine")
+    assert ingest.main(["--data-dir", str(tmp_path / "nope")]) == 1
+    assert capsys.readouterr().err == f"Error: data directory not found: {tmp_path / 'nope'}\n"
+
+
+def test_main_empty_data_dir_says_nothing_to_ingest(tmp_path, capsys, mocker):
+    mocker.patch("app.db.init_db")
+    mocker.patch("app.db.get_engine")
+    assert ingest.main(["--data-dir", str(tmp_path)]) == 0
+    assert "Nothing to ingest" in capsys.readouterr().out
