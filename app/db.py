@@ -58,6 +58,9 @@ SQL_COUNT_BY_SOURCE = (
     "AND cmetadata->>'source' = :source"
 )
 SQL_DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %s"
+# pgvector >= 0.8: when a filter (here: the collection) rejects rows the HNSW scan
+# returned, keep scanning instead of returning fewer than k rows.
+SQL_SESSION_SETTINGS = "SET hnsw.iterative_scan = strict_order"
 
 
 # --- connection ------------------------------------------------------------
@@ -108,17 +111,31 @@ def describe_target(settings: Settings) -> str:
     return f"PostgreSQL at {settings.db_host}:{settings.db_port}"
 
 
+def _configure_session(dbapi_connection, _record) -> None:
+    """Per-connection settings; skipped on a pgvector too old to know them."""
+    import psycopg
+
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(SQL_SESSION_SETTINGS)
+        dbapi_connection.commit()
+    except psycopg.Error as exc:
+        log.info("could not apply %r: %s", SQL_SESSION_SETTINGS, exc)
+        dbapi_connection.rollback()
+
+
 def get_engine(settings: Settings | None = None) -> "Engine":
     """Return the SQLAlchemy engine (created once); DatabaseUnavailableError if unreachable."""
     global _engine
     if _engine is None:
-        from sqlalchemy import create_engine, text
+        from sqlalchemy import create_engine, event, text
         from sqlalchemy.exc import OperationalError
 
         s = settings or get_settings()
         url = resolve_connection_string(s)
         engine = create_engine(url, pool_pre_ping=True,
                                connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+        event.listen(engine, "connect", _configure_session)
         try:
             with engine.connect() as conn:
                 conn.execute(text("SELECT 1"))

@@ -188,16 +188,19 @@ def csv_splitter(chunk_size: int, chunk_overlap: int):
     )
 
 
-def chunk_id(source: str, chunk_index: int) -> str:
-    """Stable id of a chunk: the same source and position always map to the same UUID."""
-    return str(uuid.uuid5(ID_NAMESPACE, f"{source}#{chunk_index}"))
+def chunk_id(source: str, chunk_index: int, collection: str = "documents") -> str:
+    """Stable id of a chunk: the same collection, source and position always give the same UUID.
+
+    The id column is unique across collections, so the collection is part of the key.
+    """
+    return str(uuid.uuid5(ID_NAMESPACE, f"{collection}/{source}#{chunk_index}"))
 
 
-def _documents(pieces: Iterable[str], source: str) -> list[Document]:
+def _documents(pieces: Iterable[str], source: str, collection: str) -> list[Document]:
     """Wrap the chunks of one source as Documents with source/chunk_index/file metadata."""
     file_name = source.rsplit(":", 1)[0]
     return [
-        Document(page_content=text, id=chunk_id(source, index),
+        Document(page_content=text, id=chunk_id(source, index, collection),
                  metadata={"source": source, "chunk_index": index, "file": file_name})
         for index, text in enumerate(pieces)
     ]
@@ -205,15 +208,15 @@ def _documents(pieces: Iterable[str], source: str) -> list[Document]:
 
 def build_documents(
     pdf_pages: Sequence[tuple[str, str]], csv_rows: Sequence[tuple[str, str]],
-    chunk_size: int = 500, chunk_overlap: int = 100,
+    chunk_size: int = 500, chunk_overlap: int = 100, collection: str = "documents",
 ) -> list[Document]:
     """Chunk PDF pages by structure and CSV rows by the recursive splitter, with metadata."""
     docs: list[Document] = []
     for text, source in pdf_pages:
-        docs.extend(_documents(split_by_structure(text, chunk_size, chunk_overlap), source))
+        docs.extend(_documents(split_by_structure(text, chunk_size, chunk_overlap), source, collection))
     splitter = csv_splitter(chunk_size, chunk_overlap)
     for text, source in csv_rows:
-        docs.extend(_documents(splitter.split_text(text), source))
+        docs.extend(_documents(splitter.split_text(text), source, collection))
     return docs
 
 
@@ -225,7 +228,8 @@ def collect_documents(data_dir: Path, settings: Settings) -> tuple[list[Document
     pdf_pages = load_pdfs(pdf_dir) if pdf_dir.is_dir() else []
     csv_rows = load_csvs(csv_dir) if csv_dir.is_dir() else []
     files = {source.rsplit(":", 1)[0] for _, source in [*pdf_pages, *csv_rows]}
-    docs = build_documents(pdf_pages, csv_rows, settings.chunk_size, settings.chunk_overlap)
+    docs = build_documents(pdf_pages, csv_rows, settings.chunk_size, settings.chunk_overlap,
+                           settings.collection_name)
     return docs, len(files)
 
 

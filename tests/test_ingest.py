@@ -138,7 +138,8 @@ def test_clean_pdf_text(raw, expected):
 
 def test_chunk_id_is_stable_and_position_specific():
     assert ingest.chunk_id("a.pdf:p1", 0) == ingest.chunk_id("a.pdf:p1", 0)
-    assert len({ingest.chunk_id("a.pdf:p1", 0), ingest.chunk_id("a.pdf:p1", 1), ingest.chunk_id("a.pdf:p2", 0)}) == 3
+    assert len({ingest.chunk_id("a.pdf:p1", 0), ingest.chunk_id("a.pdf:p1", 1), ingest.chunk_id("a.pdf:p2", 0),
+                ingest.chunk_id("a.pdf:p1", 0, "other")}) == 4
 
 
 def test_build_documents_metadata_and_splitters():

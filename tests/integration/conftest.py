@@ -1,0 +1,107 @@
+"""Integration fixtures: a real embedded PostgreSQL + pgvector, the real all-MiniLM-L6-v2,
+the real SmolLM2 GGUF and a tiny cross-encoder built here. Nothing is mocked; nothing is downloaded."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app import db
+from app.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+GGUF = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+pytestmark = pytest.mark.integration
+
+
+def build_tiny_cross_encoder(folder: Path) -> Path:
+    """A 2-layer BERT cross-encoder with random (seeded) weights, saved like a hub model."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    chars = sorted(set((ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8")) - {"\n", " "})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [c for c in chars if c.strip()]
+    vocab += [chr(c) for c in range(ord("a"), ord("z") + 1) if chr(c) not in vocab]
+    (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), tokenize_chinese_chars=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, num_labels=1,
+                        max_position_embeddings=512)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def integration_env(tmp_path_factory):
+    """Environment for the app under test: its own embedded PostgreSQL, models dir and DB name."""
+    if not GGUF.is_file():
+        pytest.fail(f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline`)")
+    base = tmp_path_factory.mktemp("it")
+    models = base / "models"
+    cross_encoder = build_tiny_cross_encoder(models / "tiny-cross-encoder")
+    env = {
+        "PGDATA_DIR": str(base / "pgdata"), "DB_NAME": "rag_test", "MODELS_DIR": str(models),
+        "LLM_MODEL_PATH": str(GGUF), "RERANKER_MODEL": str(cross_encoder), "LLM_MAX_TOKENS": "48",
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("DB_HOST", "DB_PORT", "EMBED_MODEL", "CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K", "RERANK_TOP_K"):
+            mp.delenv(name, raising=False)
+        for name, value in env.items():
+            mp.setenv(name, value)
+        yield env
+    db.stop_embedded_server(Path(env["PGDATA_DIR"]))
+    shutil.rmtree(base / "pgdata", ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def settings(integration_env) -> Settings:
+    return Settings.from_env()
+
+
+@pytest.fixture(scope="session")
+def real_embeddings(settings):
+    from app import embeddings
+
+    model = embeddings.get_embeddings(settings)
+    embeddings._embeddings = None
+    return model
+
+
+@pytest.fixture(scope="session")
+def engine(settings):
+    engine = db.get_engine(settings)
+    db._engine = None
+    return engine
+
+
+@pytest.fixture(scope="session")
+def store(settings, engine, real_embeddings):
+    """The PGVector store on the embedded server, with the HNSW index (init_db)."""
+    db._engine = engine
+    vs = db.init_db(settings, embeddings=real_embeddings)
+    db._vectorstore = db._engine = None
+    return vs
+
+
+@pytest.fixture(scope="session")
+def ingested(store, engine, settings):
+    """The sample corpus in data/, ingested once for the session."""
+    from app.ingest import ingest
+
+    return ingest(ROOT / "data", store, engine, settings)
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run ``python -m app.<...>`` as a user would, with the test environment."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,191 @@
+"""End to end on real components: embedded PostgreSQL + pgvector, all-MiniLM-L6-v2, SmolLM2 GGUF,
+a tiny cross-encoder, the sample PDFs/CSVs and the real CLIs."""
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import numpy as np
+import pytest
+from sqlalchemy import event, text
+
+from app import db
+from app.graph import default_context, run_rag
+from app.ingest import ingest
+from app.retrieval import vector_search
+from tests.integration.conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.integration
+
+SAMPLE_SOURCES = (
+    {f"faq.csv:r{i}" for i in range(1, 11)} | {f"products.csv:r{i}" for i in range(1, 6)}
+    | {f"company_overview.pdf:p{i}" for i in range(1, 4)} | {f"technical_guide.pdf:p{i}" for i in range(1, 5)}
+)
+
+
+def sources_in_db(engine, collection="documents"):
+    with engine.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT e.cmetadata->>'source' FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
+            "ON c.uuid = e.collection_id WHERE c.name = :name"), {"name": collection}).scalars().all()
+    return rows
+
+
+def test_ingest_stores_every_page_and_row_with_metadata(ingested, engine):
+    assert ingested.files == 4 and ingested.chunks == 22
+    rows = sources_in_db(engine)
+    assert len(rows) == 22 and set(rows) == SAMPLE_SOURCES
+
+
+def test_embedding_column_is_vector_384_with_hnsw_cosine_index(ingested, engine):
+    with engine.connect() as conn:
+        column = conn.execute(text(db.SQL_EMBEDDING_TYPE), {"table": db.EMBEDDING_TABLE}).scalar()
+        indexdef = conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"),
+                                {"n": db.HNSW_INDEX}).scalar()
+        ext = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+    assert column == "vector(384)"
+    assert "USING hnsw (embedding vector_cosine_ops)" in indexdef
+    assert ext is not None
+
+
+def test_init_db_twice_is_harmless(store, settings, engine, real_embeddings):
+    db._engine, db._vectorstore = engine, store
+    db.init_db(settings, embeddings=real_embeddings)
+    with engine.connect() as conn:
+        n = conn.execute(text("SELECT count(*) FROM pg_indexes WHERE indexname = :n"), {"n": db.HNSW_INDEX}).scalar()
+    assert n == 1
+
+
+def test_reingest_unchanged_data_adds_no_rows(ingested, store, engine, settings):
+    before = sorted(sources_in_db(engine))
+    again = ingest(ROOT / "data", store, engine, settings)
+    assert again.chunks == 22 and again.removed_stale == 0
+    assert sorted(sources_in_db(engine)) == before
+
+
+def test_reingest_of_a_shrunk_file_removes_its_stale_chunks(store, engine, settings, tmp_path, real_embeddings):
+    from langchain_postgres import PGVector
+
+    other = PGVector(embeddings=real_embeddings, connection=engine, embedding_length=384,
+                     collection_name="shrink_test", use_jsonb=True)
+    (tmp_path / "csv").mkdir()
+    faq = (ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "csv" / "faq.csv").write_text("\n".join(faq) + "\n", encoding="utf-8")
+    s = settings.__class__(**{**settings.__dict__, "collection_name": "shrink_test"})
+    ingest(tmp_path, other, engine, s)
+    (tmp_path / "csv" / "faq.csv").write_text("\n".join(faq[:4]) + "\n", encoding="utf-8")
+    report = ingest(tmp_path, other, engine, s)
+    assert report.removed_stale == 7
+    assert sorted(sources_in_db(engine, "shrink_test")) == ["faq.csv:r1", "faq.csv:r2", "faq.csv:r3"]
+    other.delete_collection()
+
+
+def test_vector_search_finds_the_faq_row(ingested, store):
+    hits = vector_search(store, "サポート窓口の受付時間を教えてください", 10)
+    assert len(hits) == 10
+    assert hits[0].metadata["source"] == "faq.csv:r2"
+    scores = [h.metadata["relevance_score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
+    """Capture the SQL PGVector really runs and EXPLAIN it, on a collection large enough
+    (3,000 random unit vectors) that a sequential scan would cost more than the index."""
+    from langchain_postgres import PGVector
+
+    name = f"hnsw_{uuid.uuid4().hex[:8]}"
+    big = PGVector(embeddings=real_embeddings, connection=engine, embedding_length=384,
+                   collection_name=name, use_jsonb=True)
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(3000, 384))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    big.add_embeddings(texts=[f"filler {i}" for i in range(3000)], embeddings=vectors.tolist(),
+                       metadatas=[{"source": f"filler:{i}"} for i in range(3000)])
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE langchain_pg_embedding"))
+    captured = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if "<=>" in statement:
+            captured.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        hits = vector_search(big, "データのバックアップは何時ですか", 10)
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    assert len(hits) == 10 and captured, "PGVector ran no cosine-distance query"
+    statement, parameters = captured[0]
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        plan = "\n".join(r[0] for r in raw.execute("EXPLAIN " + statement, parameters).fetchall())
+    big.delete_collection()
+    assert f"Index Scan using {db.HNSW_INDEX}" in plan, plan
+
+
+def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings):
+    """retrieve → rerank (real CrossEncoderReranker over a tiny BERT) → generate (real GGUF)."""
+    from functools import partial
+
+    ctx = default_context(settings, search=partial(vector_search, store))
+    assert ctx.reranker is not None
+    state = run_rag("サポート窓口の受付時間を教えてください", ctx)
+    assert state["reranked"] is True and len(state["documents"]) == 10
+    assert len(state["reranked_documents"]) == 3
+    assert all("rerank_score" in d.metadata for d in state["reranked_documents"])
+    retrieved = {d.metadata["source"] for d in state["documents"]}
+    assert "faq.csv:r2" in retrieved and set(state["sources"]) <= retrieved
+    assert state["prompt"].startswith("以下の情報を基に回答してください:") and state["prompt"].endswith("回答:")
+    assert isinstance(state["answer"], str) and state["answer"]
+    assert set(state["timings"]) == {"retrieve", "rerank", "generate"}
+
+
+def test_ask_cli_end_to_end_without_cross_encoder(ingested, integration_env):
+    """The offline configuration users get: no cross-encoder, so retrieval order and one warning."""
+    result = run_cli("app.ask", "サポート窓口の受付時間を教えてください", env={"RERANKER_MODEL": "acme/absent"})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("=== Answer ===\n")
+    answer, sources = out.split("\n\n=== Sources ===\n")
+    assert answer.strip() != "=== Answer ==="
+    lines = sources.strip().splitlines()
+    assert 1 <= len(lines) <= 3 and all(line.startswith("- ") for line in lines)
+    assert "- faq.csv:r2" in lines
+    assert result.stderr.count("reranking is off") == 1 and "Traceback" not in result.stderr
+
+
+def test_ingest_cli_skips_corrupt_pdf_and_reads_cp932_csv(integration_env, tmp_path, engine):
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data", data)
+    (data / "pdf" / "broken.pdf").write_bytes(b"%PDF-1.7\nnot a pdf at all")
+    (data / "csv" / "sjis.csv").write_bytes("品目,担当\n経費精算,髙橋①\n".encode("cp932"))
+    env = {"DB_NAME": "rag_cli_test"}
+    result = run_cli("app.ingest", "--data-dir", str(data), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "broken.pdf: unreadable PDF" in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout.strip().endswith("Ingested 23 chunks from 5 files into 'documents'")
+    second = run_cli("app.ingest", "--data-dir", str(data), env=env)
+    assert second.returncode == 0 and "Ingested 23 chunks" in second.stdout
+    status = run_cli("app.db", "status", env=env)
+    assert "23 chunks" in status.stdout
+
+
+def test_cli_unreachable_database_is_one_line(integration_env):
+    result = run_cli("app.ask", "質問", env={"DB_HOST": "127.0.0.1", "DB_PORT": "9"})
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: cannot connect to PostgreSQL at 127.0.0.1:9: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_missing_llm_file_names_it(ingested, integration_env, tmp_path):
+    missing = tmp_path / "none.gguf"
+    result = run_cli("app.ask", "質問", env={"LLM_MODEL_PATH": str(missing), "RERANKER_MODEL": "acme/absent"})
+    assert result.returncode == 1
+    assert f"Error: LLM model file not found: {missing}; run `make models`" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_make_ask_without_q_prints_usage():
+    result = __import__("subprocess").run(["make", "-s", "ask", "Q="], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert 'usage: make ask Q="質問文"' in result.stderr
