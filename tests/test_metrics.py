@@ -1,0 +1,97 @@
+"""metrics.py: exact values, including Japanese normalization."""
+import pytest
+from langchain_core.documents import Document
+
+from app.metrics import (exact_match, faithfulness, found_keywords, mean, measure_latency, normalize,
+                         percentile, retrieval_at_k)
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("ＡＰＩキー", "apiキー"),
+    ("９時", "9時"),
+    ("ｶﾀｶﾅ", "カタカナ"),
+    ("Android 12", "android12"),
+    ("平日　9時", "平日9時"),
+    ("①", "1"),
+    ("", ""),
+    (None, ""),
+])
+def test_normalize(raw, expected):
+    assert normalize(raw) == expected
+
+
+@pytest.mark.parametrize("results,expected", [
+    ([{"source": "faq.csv:r1"}, {"source": "faq.csv:r2"}], True),
+    ([{"source": "faq.csv:r20"}], False),
+    ([{"source": "faq.csv:r2 "}], False),
+    ([{"source": "FAQ.csv:r2"}], False),
+    (["faq.csv:r2"], True),
+    ([Document(page_content="x", metadata={"source": "faq.csv:r2"})], True),
+    ([{"content": "no source"}], False),
+    ([], False),
+    (None, False),
+])
+def test_retrieval_at_k_exact_source_match(results, expected):
+    assert retrieval_at_k(results, "faq.csv:r2") is expected
+
+
+def test_retrieval_at_k_is_exact_not_prefix():
+    assert retrieval_at_k([{"source": "faq.csv:r10"}], "faq.csv:r1") is False
+
+
+@pytest.mark.parametrize("answer,keywords,expected", [
+    ("平日9時から18時までです。", ["平日9時", "18時"], 1.0),
+    ("平日9時からです。", ["平日9時", "18時"], 0.5),
+    ("わかりません", ["平日9時", "18時"], 0.0),
+    ("平日９時から１８時", ["平日9時", "18時"], 1.0),
+    ("ＩＯＳ　１６以上", ["iOS 16"], 1.0),
+    ("何でも", [], 1.0),
+    ("何でも", None, 1.0),
+    (None, ["a"], 0.0),
+    ("", ["a", "b", "c"], 0.0),
+    ("a b", ["A", "B", "C"], 2 / 3),
+])
+def test_faithfulness(answer, keywords, expected):
+    assert faithfulness(answer, keywords) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("answer,keywords,expected", [
+    ("平日9時から18時までです。", ["平日9時", "18時"], True),
+    ("平日9時からです。", ["平日9時", "18時"], False),
+    ("ミナトゲートウェイ", ["ﾐﾅﾄｹﾞｰﾄｳｪｲ"], True),
+    ("x", [], True),
+    ("x", None, True),
+    (None, ["x"], False),
+])
+def test_exact_match(answer, keywords, expected):
+    assert exact_match(answer, keywords) is expected
+
+
+def test_found_keywords_ignores_blank_keywords():
+    assert found_keywords("abc", ["a", "", "  ", "z"]) == ["a"]
+
+
+def test_measure_latency_returns_result_and_seconds():
+    result, seconds = measure_latency(lambda x, y=1: x + y, 2, y=3)
+    assert result == 5 and 0 <= seconds < 1
+
+
+def test_measure_latency_propagates_exceptions():
+    with pytest.raises(ZeroDivisionError):
+        measure_latency(lambda: 1 / 0)
+
+
+@pytest.mark.parametrize("values,q,expected", [
+    ([1.0, 2.0, 3.0, 4.0], 50, 2.5),
+    ([1.0, 2.0, 3.0, 4.0], 100, 4.0),
+    ([1.0, 2.0, 3.0, 4.0], 0, 1.0),
+    ([10.0], 95, 10.0),
+    ([3.0, 1.0, 2.0], 95, 2.9),
+    ([], 95, 0.0),
+])
+def test_percentile(values, q, expected):
+    assert percentile(values, q) == pytest.approx(expected)
+
+
+def test_mean():
+    assert mean([1.0, 2.0, 6.0]) == 3.0 and mean([]) == 0.0
