@@ -11,6 +11,8 @@ STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scri
 # Only the host virtualenv needs `setup` first; in Docker the image has everything.
 DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
+MODE ?=
+MODE_ARG := $(if $(MODE),--mode $(MODE),)
 export Q
 
 .DEFAULT_GOAL := help
@@ -40,12 +42,12 @@ demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 ingest: $(DEPS) ## ingest data/pdf and data/csv into PostgreSQL + pgvector
 	$(PY) -m app.ingest
 
-ask: $(DEPS) ## answer a question: make ask Q="質問文"
+ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword]
 	@if [ -z "$$Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi
-	$(PY) -m app.ask "$$Q"
+	$(PY) -m app.ask $(MODE_ARG) "$$Q"
 
-evaluate: $(DEPS) ## run the evaluation questions and print the report
-	$(PY) -m app.evaluate
+evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...]
+	$(PY) -m app.evaluate $(MODE_ARG)
 
 test: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## run all tests (unit + integration, offline)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v

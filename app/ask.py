@@ -10,27 +10,37 @@ from app.config import Settings, get_settings
 from app.errors import RagError
 
 
-def search(query: str, k: int | None = None, top_k: int | None = None,
-           vectorstore: Any = None, reranker: Any = "load", settings: Settings | None = None) -> list[dict]:
-    """Vector search (SEARCH_K) then cross-encoder re-ranking (RERANK_TOP_K) via ContextualCompressionRetriever.
+def search(query: str, k: int | None = None, top_k: int | None = None, vectorstore: Any = None,
+           reranker: Any = "load", settings: Settings | None = None, mode: str | None = None,
+           search_fn: Any = None) -> list[dict]:
+    """First-stage search (SEARCH_K) then cross-encoder re-ranking (RERANK_TOP_K) via ContextualCompressionRetriever.
 
-    Returns ``[{"content", "source", "chunk_index", "score"}, ...]`` best first,
-    ``[]`` for a blank query. Without a cross-encoder the vector order is kept.
+    The first stage is ``vectorstore.as_retriever`` when a vectorstore is given
+    (the spec's vector search), else ``search_fn`` or the SEARCH_MODE search
+    (hybrid by default). Returns ``[{"content", "source", "chunk_index", "score"}, ...]``
+    best first, ``[]`` for a blank query. Without a cross-encoder the first-stage order is kept.
     """
     if not query or not query.strip():
         return []
     s = settings or get_settings()
     k = k or s.search_k
     top_k = top_k or s.rerank_top_k
-    if vectorstore is None:
-        from app.db import init_db
+    if vectorstore is not None:
+        base = vectorstore.as_retriever(search_kwargs={"k": k})
+    else:
+        from app.retrieval import SearchRetriever
 
-        vectorstore = init_db(s)
+        if search_fn is None:
+            from app import db
+            from app.retrieval import make_search
+
+            search_fn = make_search(mode or s.search_mode, db.init_db(s), db.get_engine(s), s.collection_name,
+                                    rrf_k=s.rrf_k, weights=s.hybrid_weights)
+        base = SearchRetriever(search=search_fn, k=k)
     if reranker == "load":
         from app.graph import load_reranker
 
         reranker = load_reranker(s)
-    base = vectorstore.as_retriever(search_kwargs={"k": k})
     if reranker is None:
         docs = base.invoke(query)[:top_k]
     else:
@@ -65,6 +75,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m app.ask", description=__doc__.split("\n")[0])
     parser.add_argument("query", nargs="*", help="the question (quote it)")
+    parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default=None,
+                        help="first-stage search (default: SEARCH_MODE or hybrid)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     query = " ".join(args.query).strip()
@@ -80,7 +92,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         ctx = context
         if ctx is None:
             ensure_ingested(settings)
-            ctx = default_context(settings)
+            ctx = default_context(settings, mode=args.mode)
         state = run_rag(query, ctx)
         print(format_output(state["answer"], state["sources"]))
         return 0

@@ -9,8 +9,15 @@ from typing import Callable
 from app.errors import RagError
 
 
-def setup_logging(debug: bool = False) -> None:
-    """Warnings (skipped files, reranking off) go to stderr as one line each."""
+def setup_logging(debug: bool = False, model_progress: bool = False) -> None:
+    """Warnings (skipped files, reranking off) go to stderr as one line each.
+
+    Model-loading progress bars ("Loading weights") are hidden unless
+    ``model_progress`` (``make models`` shows its download bars).
+    """
+    from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+    (enable_progress_bars if model_progress or debug else disable_progress_bars)()
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(levelname)s: %(message)s",
@@ -21,9 +28,9 @@ def setup_logging(debug: bool = False) -> None:
         logging.getLogger(noisy).setLevel(logging.DEBUG if debug else logging.ERROR)
 
 
-def run(body: Callable[[], int], debug: bool = False) -> int:
+def run(body: Callable[[], int], debug: bool = False, model_progress: bool = False) -> int:
     """Run a CLI body; map known errors to ``Error: ...`` on stderr and exit code 1."""
-    setup_logging(debug)
+    setup_logging(debug, model_progress)
     try:
         return body()
     except KeyboardInterrupt:

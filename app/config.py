@@ -29,7 +29,9 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "RERANK_TOP_K": (3, 1),
     "LLM_N_CTX": (2048, 256),
     "LLM_MAX_TOKENS": (300, 1),
+    "RRF_K": (60, 0),
 }
+SEARCH_MODES = ("hybrid", "vector", "keyword")
 
 
 def _read_int(env: Mapping[str, str], name: str) -> int:
@@ -59,6 +61,29 @@ def _read_threads(env: Mapping[str, str]) -> int:
     if value < 1:
         raise ValueError(f"LLM_N_THREADS must be >= 1, got {value}")
     return value
+
+
+def _read_mode(env: Mapping[str, str]) -> str:
+    """SEARCH_MODE: hybrid (default), vector or keyword."""
+    raw = env.get("SEARCH_MODE", "").strip().lower() or "hybrid"
+    if raw not in SEARCH_MODES:
+        raise ValueError(f"SEARCH_MODE must be one of {', '.join(SEARCH_MODES)}, got {raw!r}")
+    return raw
+
+
+def _read_weights(env: Mapping[str, str]) -> tuple[float, float]:
+    """HYBRID_WEIGHTS: ``vector,keyword`` RRF weights, default ``1.0,1.0``."""
+    raw = env.get("HYBRID_WEIGHTS", "").strip()
+    if not raw:
+        return (1.0, 1.0)
+    parts = [p.strip() for p in raw.split(",")]
+    try:
+        weights = tuple(float(p) for p in parts)
+    except ValueError:
+        weights = ()
+    if len(weights) != 2 or any(w < 0 for w in weights):
+        raise ValueError(f"HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', got {raw!r}")
+    return weights  # type: ignore[return-value]
 
 
 def _read_float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -96,6 +121,9 @@ class Settings:
     llm_max_tokens: int = 300
     llm_n_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     llm_temperature: float = 0.0
+    search_mode: str = "hybrid"
+    rrf_k: int = 60
+    hybrid_weights: tuple[float, float] = (1.0, 1.0)
     collection_name: str = COLLECTION_NAME
 
     @property
@@ -130,6 +158,9 @@ class Settings:
             llm_max_tokens=_read_int(env, "LLM_MAX_TOKENS"),
             llm_n_threads=_read_threads(env),
             llm_temperature=_read_float(env, "LLM_TEMPERATURE", 0.0),
+            search_mode=_read_mode(env),
+            rrf_k=_read_int(env, "RRF_K"),
+            hybrid_weights=_read_weights(env),
         )
 
 
@@ -171,6 +202,7 @@ _CONSTANT_FIELDS = {
     "CHUNK_OVERLAP": "chunk_overlap",
     "SEARCH_K": "search_k",
     "RERANK_TOP_K": "rerank_top_k",
+    "SEARCH_MODE": "search_mode",
 }
 
 

@@ -31,6 +31,7 @@ _vectorstore: "PGVector | None" = None
 _engine: "Engine | None" = None
 
 EMBEDDING_TABLE = "langchain_pg_embedding"
+KEYWORD_TABLE = "rag_keyword_index"
 COLLECTION_TABLE = "langchain_pg_collection"
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 CONNECT_TIMEOUT_S = 5
@@ -58,6 +59,89 @@ SQL_COUNT_BY_SOURCE = (
     "AND cmetadata->>'source' = :source"
 )
 SQL_DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %s"
+
+# Keyword index: one row per chunk, deleted with it (ON DELETE CASCADE), so the two
+# indexes cannot drift apart. Tokens come from app.keywords (NFKC, bigrams).
+SQL_CREATE_KEYWORD_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {KEYWORD_TABLE} ("
+    f" id varchar PRIMARY KEY REFERENCES {EMBEDDING_TABLE}(id) ON DELETE CASCADE,"
+    " collection_id uuid NOT NULL, tsv tsvector NOT NULL)"
+)
+# fastupdate off: new rows go straight into the index instead of a pending list that
+# every search must scan (and that makes the planner avoid the index until VACUUM).
+SQL_CREATE_KEYWORD_GIN = (
+    f"CREATE INDEX IF NOT EXISTS {KEYWORD_TABLE}_tsv_gin ON {KEYWORD_TABLE} USING gin (tsv) "
+    "WITH (fastupdate = off)"
+)
+SQL_CREATE_KEYWORD_COLLECTION = (
+    f"CREATE INDEX IF NOT EXISTS {KEYWORD_TABLE}_collection ON {KEYWORD_TABLE} (collection_id)"
+)
+SQL_MISSING_KEYWORD_ROWS = (
+    f"SELECT e.id, e.collection_id, e.document FROM {EMBEDDING_TABLE} e "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {KEYWORD_TABLE} k WHERE k.id = e.id)"
+)
+SQL_UPSERT_EMBEDDING = (
+    f"INSERT INTO {EMBEDDING_TABLE} (id, collection_id, embedding, document, cmetadata) "
+    "VALUES (:id, :collection, CAST(:embedding AS vector), :document, CAST(:cmetadata AS jsonb)) "
+    "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, embedding = EXCLUDED.embedding, "
+    "document = EXCLUDED.document, cmetadata = EXCLUDED.cmetadata"
+)
+SQL_UPSERT_KEYWORD = (
+    f"INSERT INTO {KEYWORD_TABLE} (id, collection_id, tsv) "
+    "VALUES (:id, :collection, to_tsvector('simple', :tokens)) "
+    "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, tsv = EXCLUDED.tsv"
+)
+# Documents (one per source file): what was ingested, from which bytes, with which
+# settings. Written in the same transaction as the document's chunks, so a document
+# row exists exactly when all of its chunks do.
+DOCUMENT_TABLE = "rag_document"
+SQL_CREATE_DOCUMENT_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {DOCUMENT_TABLE} ("
+    f" collection_id uuid NOT NULL REFERENCES {COLLECTION_TABLE}(uuid) ON DELETE CASCADE,"
+    " doc_id text NOT NULL, source_file text NOT NULL, content_hash text NOT NULL,"
+    " settings_hash text NOT NULL, chunks integer NOT NULL,"
+    " ingested_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (collection_id, doc_id))"
+)
+SQL_CREATE_DOC_ID_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS ix_langchain_pg_embedding_doc_id ON {EMBEDDING_TABLE} ((cmetadata->>'doc_id'))"
+)
+SQL_CREATE_CONTENT_HASH_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS ix_langchain_pg_embedding_content_hash "
+    f"ON {EMBEDDING_TABLE} ((cmetadata->>'content_hash'))"
+)
+SQL_LIST_DOCUMENTS = (
+    f"SELECT doc_id, source_file, content_hash, settings_hash, chunks, ingested_at FROM {DOCUMENT_TABLE} "
+    "WHERE collection_id = :collection ORDER BY doc_id"
+)
+SQL_DELETE_DOC_CHUNKS = (
+    f"DELETE FROM {EMBEDDING_TABLE} WHERE collection_id = :collection AND (cmetadata->>'doc_id' = :doc "
+    "OR (cmetadata->>'doc_id' IS NULL AND cmetadata->>'file' = :file))"
+)
+SQL_DELETE_LEGACY_CHUNKS = (
+    f"DELETE FROM {EMBEDDING_TABLE} WHERE collection_id = :collection AND cmetadata->>'doc_id' IS NULL "
+    "AND NOT (coalesce(cmetadata->>'file', '') = ANY(:files))"
+)
+SQL_UPSERT_DOCUMENT = (
+    f"INSERT INTO {DOCUMENT_TABLE} (collection_id, doc_id, source_file, content_hash, settings_hash, chunks, "
+    "ingested_at) VALUES (:collection, :doc, :file, :hash, :settings, :chunks, now()) "
+    "ON CONFLICT (collection_id, doc_id) DO UPDATE SET source_file = EXCLUDED.source_file, "
+    "content_hash = EXCLUDED.content_hash, settings_hash = EXCLUDED.settings_hash, chunks = EXCLUDED.chunks, "
+    "ingested_at = EXCLUDED.ingested_at"
+)
+SQL_DELETE_DOCUMENT = f"DELETE FROM {DOCUMENT_TABLE} WHERE collection_id = :collection AND doc_id = :doc"
+SQL_VECTORS_BY_HASH = (
+    f"SELECT DISTINCT ON (cmetadata->>'content_hash') cmetadata->>'content_hash', CAST(embedding AS text) "
+    f"FROM {EMBEDDING_TABLE} WHERE cmetadata->>'content_hash' = ANY(:hashes) "
+    "AND cmetadata->>'embed_model' = :model"
+)
+
+# The tsquery is written inline (not as a FROM item) so the planner can use the GIN index.
+SQL_KEYWORD_SEARCH = (
+    f"SELECT e.id, e.document, e.cmetadata, ts_rank(k.tsv, to_tsquery('simple', :tsquery)) AS rank "
+    f"FROM {KEYWORD_TABLE} k JOIN {EMBEDDING_TABLE} e ON e.id = k.id "
+    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) "
+    "ORDER BY rank DESC, e.id LIMIT :k"
+)
 # pgvector >= 0.8: when a filter (here: the collection) rejects rows the HNSW scan
 # returned, keep scanning instead of returning fewer than k rows.
 SQL_SESSION_SETTINGS = "SET hnsw.iterative_scan = strict_order"
@@ -183,7 +267,27 @@ def init_db(settings: Settings | None = None, embeddings=None) -> "PGVector":
             )
         conn.execute(text(SQL_CREATE_HNSW))
         conn.execute(text(SQL_CREATE_COLLECTION_INDEX))
+        conn.execute(text(SQL_CREATE_KEYWORD_TABLE))
+        conn.execute(text(SQL_CREATE_KEYWORD_GIN))
+        conn.execute(text(SQL_CREATE_KEYWORD_COLLECTION))
+        conn.execute(text(SQL_CREATE_DOCUMENT_TABLE))
+        conn.execute(text(SQL_CREATE_DOC_ID_INDEX))
+        conn.execute(text(SQL_CREATE_CONTENT_HASH_INDEX))
+        _backfill_keywords(conn)
     return store
+
+
+def _backfill_keywords(conn) -> int:
+    """Index chunks stored before the keyword index existed (or by another writer)."""
+    from sqlalchemy import text
+
+    from app.keywords import to_document
+
+    rows = conn.execute(text(SQL_MISSING_KEYWORD_ROWS)).all()
+    if rows:
+        conn.execute(text(SQL_UPSERT_KEYWORD),
+                     [{"id": r.id, "collection": r.collection_id, "tokens": to_document(r.document)} for r in rows])
+    return len(rows)
 
 
 # --- queries ---------------------------------------------------------------
@@ -197,20 +301,129 @@ def collection_id(engine: "Engine", name: str):
         return conn.execute(text(SQL_COLLECTION_ID), {"name": name}).scalar()
 
 
-def delete_stale_chunks(
-    engine: "Engine", collection_name: str, keep_by_file: Mapping[str, Sequence[str]]
+def write_file_chunks(
+    engine: "Engine", collection_name: str, file_name: str, docs: Sequence, vectors: Sequence[Sequence[float]]
 ) -> int:
-    """For each file, delete its chunks whose id is not in the kept list; return how many went."""
+    """Upsert one file's chunks in both indexes and delete its other chunks, in one transaction.
+
+    Returns how many chunks were deleted.
+    """
+    from sqlalchemy import text
+
+    collection = _require_collection(engine, collection_name)
+    rows, keywords = _chunk_rows(collection, docs, vectors)
+    with engine.begin() as conn:
+        if rows:
+            conn.execute(text(SQL_UPSERT_EMBEDDING), rows)
+            conn.execute(text(SQL_UPSERT_KEYWORD), keywords)
+        result = conn.execute(text(SQL_DELETE_STALE), {"collection": collection, "file": file_name,
+                                                       "keep": [d.id for d in docs]})
+    return result.rowcount or 0
+
+
+def _chunk_rows(collection, docs: Sequence, vectors: Sequence[Sequence[float]]) -> tuple[list, list]:
+    """Bound parameters for the vector rows and the keyword rows of ``docs``."""
+    import json
+
+    from app.keywords import to_document
+
+    rows = [{"id": d.id, "collection": collection, "embedding": _vector_literal(v),
+             "document": d.page_content, "cmetadata": json.dumps(d.metadata, ensure_ascii=False)}
+            for d, v in zip(docs, vectors)]
+    keywords = [{"id": d.id, "collection": collection, "tokens": to_document(d.page_content)} for d in docs]
+    return rows, keywords
+
+
+def _require_collection(engine: "Engine", collection_name: str):
+    collection = collection_id(engine, collection_name)
+    if collection is None:
+        raise DatabaseUnavailableError(f"collection '{collection_name}' does not exist; run init_db first")
+    return collection
+
+
+def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunks: Sequence,
+                     vectors: Sequence[Sequence[float]]) -> None:
+    """Write one document in a single transaction: drop its old chunks, insert the new ones
+    (vector + keyword rows) and its ``rag_document`` row. ``doc`` has doc_id, source_file,
+    content_hash, settings_hash. Readers see the old version or the new one, never a mix."""
+    from sqlalchemy import text
+
+    collection = _require_collection(engine, collection_name)
+    rows, keywords = _chunk_rows(collection, chunks, vectors)
+    with engine.begin() as conn:
+        conn.execute(text(SQL_DELETE_DOC_CHUNKS), {"collection": collection, "doc": doc["doc_id"],
+                                                   "file": doc["source_file"]})
+        if rows:
+            conn.execute(text(SQL_UPSERT_EMBEDDING), rows)
+            conn.execute(text(SQL_UPSERT_KEYWORD), keywords)
+        conn.execute(text(SQL_UPSERT_DOCUMENT), {
+            "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],
+            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": len(rows)})
+
+
+def delete_document(engine: "Engine", collection_name: str, doc_id: str, source_file: str = "") -> int:
+    """Remove a document and its chunks from every index in one transaction; return chunks deleted."""
+    from sqlalchemy import text
+
+    collection = _require_collection(engine, collection_name)
+    with engine.begin() as conn:
+        deleted = conn.execute(text(SQL_DELETE_DOC_CHUNKS), {"collection": collection, "doc": doc_id,
+                                                             "file": source_file}).rowcount or 0
+        conn.execute(text(SQL_DELETE_DOCUMENT), {"collection": collection, "doc": doc_id})
+    return deleted
+
+
+def delete_legacy_chunks(engine: "Engine", collection_name: str, present_files: Sequence[str]) -> int:
+    """Delete chunks written before documents were tracked whose file is no longer present."""
+    from sqlalchemy import text
+
+    collection = _require_collection(engine, collection_name)
+    with engine.begin() as conn:
+        return conn.execute(text(SQL_DELETE_LEGACY_CHUNKS),
+                            {"collection": collection, "files": list(present_files)}).rowcount or 0
+
+
+def list_documents(engine: "Engine", collection_name: str) -> list[dict]:
+    """The collection's documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at."""
     from sqlalchemy import text
 
     collection = collection_id(engine, collection_name)
-    removed = 0
-    with engine.begin() as conn:
-        for file_name, keep in keep_by_file.items():
-            result = conn.execute(text(SQL_DELETE_STALE),
-                                  {"collection": collection, "file": file_name, "keep": list(keep)})
-            removed += result.rowcount or 0
-    return removed
+    if collection is None:
+        return []
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(text(SQL_LIST_DOCUMENTS), {"collection": collection})]
+
+
+def vectors_by_hash(engine: "Engine", hashes: Sequence[str], model: str) -> dict[str, list[float]]:
+    """Stored embeddings of chunks with these content hashes (same model), to avoid re-embedding."""
+    import json
+
+    from sqlalchemy import text
+
+    if not hashes:
+        return {}
+    with engine.connect() as conn:
+        rows = conn.execute(text(SQL_VECTORS_BY_HASH), {"hashes": list(set(hashes)), "model": model})
+        return {h: json.loads(v) for h, v in rows}
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form: ``[0.1,0.2,...]``."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def keyword_search(engine: "Engine", collection_name: str, tsquery: str, k: int) -> list[tuple]:
+    """Rows ``(id, document, cmetadata, rank)`` matching ``tsquery``, best ``ts_rank`` first."""
+    from sqlalchemy import text
+
+    if not tsquery:
+        return []
+    collection = collection_id(engine, collection_name)
+    if collection is None:
+        return []
+    with engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH),
+                                               {"tsquery": tsquery, "collection": collection, "k": k})]
 
 
 def count_chunks(engine: "Engine", collection_name: str, source: str | None = None) -> int:

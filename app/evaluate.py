@@ -112,6 +112,9 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
         f"Chunk={s.chunk_size} overlap={s.chunk_overlap}",
         f"Top-k={s.search_k}",
         f"Re-rank={'ON' if reranked else 'OFF'} (top_k={s.rerank_top_k})",
+        f"Search: {models.get('mode', s.search_mode)} (RRF k={s.rrf_k}, weights vector={s.hybrid_weights[0]:g} "
+        f"keyword={s.hybrid_weights[1]:g})" if models.get("mode", s.search_mode) == "hybrid"
+        else f"Search: {models.get('mode', s.search_mode)}",
         f"Models: embed={models.get('embed')} reranker={models.get('reranker')} llm={models.get('llm')}",
         "",
         f"Retrieval@k: {pct(summary['retrieval_at_top_k'])}  (k={s.rerank_top_k}: the chunks given to the LLM)",
@@ -164,6 +167,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
                         help="ingest this folder (pdf/, csv/) before evaluating (default: use what is stored)")
     parser.add_argument("--json", type=Path, default=None, help="write per-question results and the summary here")
     parser.add_argument("--per-question", action="store_true", help="print a line per question")
+    parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default=None,
+                        help="first-stage search (default: SEARCH_MODE or hybrid)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
@@ -181,13 +186,13 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
             if args.data_dir is not None:
                 from app.ingest import ingest
 
-                ingest(args.data_dir, db.init_db(settings), db.get_engine(settings), settings)
+                ingest(args.data_dir, db.init_db(settings).embeddings, db.get_engine(settings), settings)
             ensure_ingested(settings)
-            ctx = default_context(settings)
+            ctx = default_context(settings, mode=args.mode)
         results = run_evaluation(questions, ctx, progress=not args.no_progress)
         summary = summarize(results)
         reranked = any(r.get("reranked") for r in results)
-        models = model_names(ctx, settings)
+        models = {**model_names(ctx, settings), "mode": args.mode or settings.search_mode}
         if args.per_question:
             print(format_table(results), end="\n\n")
         print_report(summary, settings, models, reranked)

@@ -14,7 +14,7 @@ import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from langchain_core.documents import Document
 
@@ -233,29 +233,67 @@ def collect_documents(data_dir: Path, settings: Settings) -> tuple[list[Document
     return docs, len(files)
 
 
-def ingest(data_dir: Path, vectorstore, engine, settings: Settings, progress: bool = False) -> IngestReport:
-    """Store every chunk under ``data_dir`` in ``vectorstore``; drop a re-ingested file's stale chunks."""
+def _groups(docs: Sequence[Document], size: int) -> list[list[tuple[str, list[Document]]]]:
+    """Group chunks by file, then files into groups of about ``size`` chunks (one embed call each)."""
+    by_file: dict[str, list[Document]] = {}
+    for doc in docs:
+        by_file.setdefault(doc.metadata["file"], []).append(doc)
+    groups, current, count = [], [], 0
+    for file_name, file_docs in by_file.items():
+        current.append((file_name, file_docs))
+        count += len(file_docs)
+        if count >= size:
+            groups.append(current)
+            current, count = [], 0
+    return groups + ([current] if current else [])
+
+
+def count_truncated(texts: Sequence[str], embeddings: Any) -> tuple[int, int]:
+    """How many texts exceed the embedding model's token limit, and that limit (0, 0 if unknown)."""
+    client = getattr(embeddings, "_client", None)
+    tokenizer, limit = getattr(client, "tokenizer", None), getattr(client, "max_seq_length", None)
+    if tokenizer is None or not limit:
+        return 0, 0
+    lengths = [len(ids) for ids in tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
+    return sum(n > limit for n in lengths), int(limit)
+
+
+def ingest(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, progress: bool = False) -> IngestReport:
+    """Embed every chunk under ``data_dir`` and store it; each file is replaced in one transaction.
+
+    A file's chunks that are no longer produced (the file shrank) are deleted in
+    the same transaction as the new ones are written, in the vector and the
+    keyword index alike.
+    """
     from app import db
 
     docs, files = collect_documents(data_dir, settings)
     report = IngestReport(files=files, chunks=len(docs))
     if not docs:
         return report
-    batches = [docs[i:i + ADD_BATCH] for i in range(0, len(docs), ADD_BATCH)]
+    truncated, limit = count_truncated([d.page_content for d in docs], embeddings)
+    if truncated:
+        log.warning("%d of %d chunks are longer than the embedding model's %d-token limit; their tail is "
+                    "not embedded (it is still searchable by keyword and given to the LLM). A smaller "
+                    "CHUNK_SIZE avoids this.", truncated, len(docs), limit)
+    bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(docs), unit="chunk", desc="Embedding")
-    for batch in batches:
-        vectorstore.add_documents(batch, ids=[d.id for d in batch])
-        if progress:
-            bar.update(len(batch))
-    if progress:
+    for group in _groups(docs, ADD_BATCH):
+        group_docs = [d for _, file_docs in group for d in file_docs]
+        vectors = embeddings.embed_documents([d.page_content for d in group_docs])
+        offset = 0
+        for file_name, file_docs in group:
+            file_vectors = vectors[offset:offset + len(file_docs)]
+            offset += len(file_docs)
+            report.removed_stale += db.write_file_chunks(engine, settings.collection_name, file_name,
+                                                         file_docs, file_vectors)
+        if bar is not None:
+            bar.update(len(group_docs))
+    if bar is not None:
         bar.close()
-    by_file: dict[str, list[str]] = {}
-    for doc in docs:
-        by_file.setdefault(doc.metadata["file"], []).append(doc.id)
-    report.removed_stale = db.delete_stale_chunks(engine, settings.collection_name, by_file)
     return report
 
 
@@ -272,7 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         settings = get_settings()
         data_dir = args.data_dir or settings.data_dir
-        report = ingest(data_dir, db.init_db(settings), db.get_engine(settings), settings, progress=True)
+        store = db.init_db(settings)
+        report = ingest(data_dir, store.embeddings, db.get_engine(settings), settings, progress=True)
         if report.chunks == 0:
             print(f"Nothing to ingest: no readable PDF or CSV under {data_dir}/pdf or {data_dir}/csv")
             return 0

@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
               "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)")
         return 0
 
-    return run(body, debug=args.debug)
+    return run(body, debug=args.debug, model_progress=True)
 
 
 if __name__ == "__main__":

@@ -1,24 +1,103 @@
-"""First-stage retrieval: turns store hits into scored Document copies (inputs never mutated)."""
+"""First-stage retrieval: vector, keyword and hybrid (Reciprocal Rank Fusion) search.
+
+Every function returns new ``Document`` objects (inputs and store rows are never
+mutated) with ``metadata['relevance_score']``:
+
+* vector: ``1 - cosine distance``;
+* keyword: PostgreSQL ``ts_rank`` over the Japanese-aware tokens of app.keywords;
+* hybrid: the RRF score, with ``vector_rank`` / ``keyword_rank`` (1-based, None if absent).
+"""
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, Callable, Sequence
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 
 SCORE_KEY = "relevance_score"
+SEARCH_MODES = ("hybrid", "vector", "keyword")
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Fuse ranked id lists: ``score(d) = Σ weight_i / (k + rank_i(d))`` (rank from 1).
+
+    Returns ``[(id, score), ...]`` best first; ties keep the order in which ids
+    were first seen (earlier rankings first).
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    order = {key: i for i, key in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def _copy(doc: Document, **extra: Any) -> Document:
+    return Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, **extra})
 
 
 def vector_search(vectorstore: Any, query: str, k: int) -> list[Document]:
-    """Top ``k`` chunks by cosine distance (through the HNSW index), best first.
-
-    Each result is a copy with ``metadata['relevance_score'] = 1 - cosine distance``.
-    Returns ``[]`` for a blank query.
-    """
+    """Top ``k`` chunks by cosine distance (through the HNSW index), best first."""
     if not query or not query.strip():
         return []
     hits = vectorstore.similarity_search_with_score(query, k=k)
+    return [_copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6)}) for doc, distance in hits]
+
+
+def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
+    """Top ``k`` chunks by ``ts_rank`` over Japanese-aware tokens (GIN index), best first."""
+    from app import db
+    from app.keywords import to_tsquery
+
+    rows = db.keyword_search(engine, collection_name, to_tsquery(query), k)
+    return [Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
+            for id_, document, metadata, rank in rows]
+
+
+def hybrid_search(
+    vector: Callable[[str, int], list[Document]], keyword: Callable[[str, int], list[Document]],
+    query: str, k: int, rrf_k: int = 60, weights: Sequence[float] = (1.0, 1.0),
+) -> list[Document]:
+    """``k`` candidates from each search, fused with RRF; the best ``k`` are returned."""
+    by_vector, by_keyword = vector(query, k), keyword(query, k)
+    docs = {d.id: d for d in [*by_keyword, *by_vector]}
+    vector_ids, keyword_ids = [d.id for d in by_vector], [d.id for d in by_keyword]
+    fused = reciprocal_rank_fusion([vector_ids, keyword_ids], k=rrf_k, weights=weights)
     return [
-        Document(page_content=doc.page_content, id=doc.id,
-                 metadata={**doc.metadata, SCORE_KEY: round(1.0 - float(distance), 6)})
-        for doc, distance in hits
+        _copy(docs[key], **{SCORE_KEY: round(score, 6),
+                            "vector_rank": vector_ids.index(key) + 1 if key in vector_ids else None,
+                            "keyword_rank": keyword_ids.index(key) + 1 if key in keyword_ids else None})
+        for key, score in fused[:k]
     ]
+
+
+def make_search(mode: str, vectorstore: Any, engine: Any, collection_name: str,
+                rrf_k: int = 60, weights: Sequence[float] = (1.0, 1.0)) -> Callable[[str, int], list[Document]]:
+    """The ``search(query, k)`` function for a mode: ``hybrid``, ``vector`` or ``keyword``."""
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+    vector = partial(vector_search, vectorstore)
+    keyword = partial(keyword_search, engine, collection_name)
+    if mode == "vector":
+        return vector
+    if mode == "keyword":
+        return keyword
+    return partial(hybrid_search, vector, keyword, rrf_k=rrf_k, weights=tuple(weights))
+
+
+class SearchRetriever(BaseRetriever):
+    """A LangChain retriever over a ``search(query, k)`` function (any mode)."""
+
+    search: Callable[[str, int], list[Document]]
+    k: int = 10
+
+    def _get_relevant_documents(self, query: str, *, run_manager=None) -> list[Document]:
+        return self.search(query, self.k)

@@ -35,6 +35,19 @@ def test_search_without_reranker_keeps_vector_order(mock_vectorstore, mock_docum
     assert out[0]["score"] is None
 
 
+def test_search_uses_a_search_function_for_other_modes(mock_documents, fake_reranker):
+    calls = []
+    fn = lambda q, k: calls.append((q, k)) or mock_documents[:k]  # noqa: E731
+    out = ask.search("受付時間", k=4, top_k=2, search_fn=fn, reranker=fake_reranker)
+    assert calls == [("受付時間", 4)] and [r["source"] for r in out][0] == "faq.csv:r2" and len(out) == 2
+
+
+def test_main_rejects_unknown_mode(capsys):
+    with pytest.raises(SystemExit) as err:
+        ask.main(["--mode", "fuzzy", "質問"])
+    assert err.value.code == 2 and "invalid choice: 'fuzzy'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("query", ["", "   ", None])
 def test_search_blank_query_returns_empty(query, mock_vectorstore):
     assert ask.search(query, vectorstore=mock_vectorstore, reranker=None) == []

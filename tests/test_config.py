@@ -117,3 +117,34 @@ def test_module_constant_with_bad_env_raises_valueerror(clean_env):
 def test_unknown_module_attribute_raises_attributeerror():
     with pytest.raises(AttributeError):
         _ = config.NOT_A_SETTING
+
+
+def test_search_settings_defaults(clean_env):
+    s = get_settings()
+    assert (s.search_mode, s.rrf_k, s.hybrid_weights) == ("hybrid", 60, (1.0, 1.0))
+
+
+@pytest.mark.parametrize("env,attr,expected", [
+    ({"SEARCH_MODE": "Keyword"}, "search_mode", "keyword"),
+    ({"SEARCH_MODE": "vector"}, "search_mode", "vector"),
+    ({"RRF_K": "10"}, "rrf_k", 10),
+    ({"HYBRID_WEIGHTS": "0.5, 2"}, "hybrid_weights", (0.5, 2.0)),
+])
+def test_search_settings_from_env(clean_env, env, attr, expected):
+    for k, v in env.items():
+        clean_env.setenv(k, v)
+    assert getattr(get_settings(), attr) == expected
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("SEARCH_MODE", "fuzzy", "SEARCH_MODE must be one of hybrid, vector, keyword, got 'fuzzy'"),
+    ("HYBRID_WEIGHTS", "1", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', got '1'"),
+    ("HYBRID_WEIGHTS", "a,b", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', got 'a,b'"),
+    ("HYBRID_WEIGHTS", "1,-1", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', got '1,-1'"),
+    ("RRF_K", "-5", "RRF_K must be >= 0, got -5"),
+])
+def test_search_settings_bad_values(clean_env, name, value, message):
+    clean_env.setenv(name, value)
+    with pytest.raises(ValueError) as err:
+        get_settings()
+    assert str(err.value) == message

@@ -65,13 +65,26 @@ def test_get_vectorstore_is_a_singleton_with_384_dims_and_jsonb(mocker):
         384, True, "documents", engine)
 
 
-def test_init_db_creates_hnsw_cosine_index(mocker):
+def test_init_db_creates_hnsw_cosine_index_and_keyword_index(mocker):
     mocker.patch("app.db.get_vectorstore")
     conn = mocker.patch("app.db.get_engine").return_value.begin.return_value.__enter__.return_value
     conn.execute.return_value.scalar.return_value = "vector(384)"
+    conn.execute.return_value.all.return_value = []
     db.init_db(Settings())
     statements = [str(c.args[0]) for c in conn.execute.call_args_list]
     assert any("USING hnsw (embedding vector_cosine_ops)" in s and "IF NOT EXISTS" in s for s in statements)
+    assert any("USING gin (tsv)" in s and "IF NOT EXISTS" in s for s in statements)
+    assert any("ON DELETE CASCADE" in s for s in statements)
+
+
+def test_vector_literal():
+    assert db._vector_literal([0.5, 1, -0.25]) == "[0.5,1.0,-0.25]"
+
+
+def test_keyword_search_with_empty_query_does_not_touch_the_db(mocker):
+    engine = mocker.Mock()
+    assert db.keyword_search(engine, "documents", "", 5) == []
+    engine.connect.assert_not_called()
 
 
 def test_init_db_rejects_wrong_embedding_dimension(mocker):

@@ -164,30 +164,51 @@ def test_collect_documents_counts_files(data_dir):
     assert files == 2 and {d.metadata["source"] for d in docs} == {"guide.pdf:p1", "guide.pdf:p3", "faq.csv:r1", "faq.csv:r2"}
 
 
-class RecordingStore:
+class RecordingEmbeddings:
+    """Embeddings double: one call per group, vectors encode the call order."""
+
     def __init__(self):
-        self.batches = []
+        self.calls = []
 
-    def add_documents(self, docs, ids=None):
-        assert ids == [d.id for d in docs]
-        self.batches.append(list(docs))
+    def embed_documents(self, texts):
+        self.calls.append(list(texts))
+        return [[float(len(self.calls)), float(i)] for i in range(len(texts))]
 
 
-def test_ingest_adds_all_chunks_and_removes_stale(mocker, data_dir):
-    stale = mocker.patch("app.db.delete_stale_chunks", return_value=2)
-    store = RecordingStore()
-    report = ingest.ingest(data_dir, store, "engine", Settings())
+def test_ingest_writes_each_file_with_its_own_vectors(mocker, data_dir):
+    write = mocker.patch("app.db.write_file_chunks", return_value=1)
+    emb = RecordingEmbeddings()
+    report = ingest.ingest(data_dir, emb, "engine", Settings())
     assert report.chunks == 4 and report.files == 2 and report.removed_stale == 2
-    assert sum(len(b) for b in store.batches) == 4
-    keep = stale.call_args.args[2]
-    assert set(keep) == {"guide.pdf", "faq.csv"} and len(keep["faq.csv"]) == 2
+    assert len(emb.calls) == 1 and len(emb.calls[0]) == 4  # one batch for both small files
+    files = {c.args[2]: (c.args[3], c.args[4]) for c in write.call_args_list}
+    assert set(files) == {"guide.pdf", "faq.csv"}
+    for docs, vectors in files.values():
+        assert len(docs) == len(vectors) == 2
+        assert all(d.page_content == emb.calls[0][int(v[1])] for d, v in zip(docs, vectors))
 
 
 def test_ingest_empty_dir_touches_nothing(mocker, tmp_path):
-    stale = mocker.patch("app.db.delete_stale_chunks")
-    store = RecordingStore()
-    assert ingest.ingest(tmp_path, store, "engine", Settings()).chunks == 0
-    assert store.batches == [] and not stale.called
+    write = mocker.patch("app.db.write_file_chunks")
+    emb = RecordingEmbeddings()
+    assert ingest.ingest(tmp_path, emb, "engine", Settings()).chunks == 0
+    assert emb.calls == [] and not write.called
+
+
+def test_groups_keep_files_whole_and_batch_small_ones():
+    docs = [Document(page_content="x", metadata={"file": f}) for f in ["a"] * 3 + ["b"] * 2 + ["c"] * 5]
+    groups = ingest._groups(docs, 4)
+    assert [[(name, len(d)) for name, d in g] for g in groups] == [[("a", 3), ("b", 2)], [("c", 5)]]
+
+
+def test_count_truncated_uses_the_model_tokenizer():
+    class Tok:
+        def __call__(self, texts, add_special_tokens=True):
+            return {"input_ids": [list(range(len(t) + 2)) for t in texts]}
+
+    emb = type("E", (), {"_client": type("C", (), {"tokenizer": Tok(), "max_seq_length": 5})()})()
+    assert ingest.count_truncated(["abc", "abcd", "a"], emb) == (1, 5)
+    assert ingest.count_truncated(["abc"], object()) == (0, 0)
 
 
 def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, mocker):

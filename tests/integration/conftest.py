@@ -97,7 +97,7 @@ def ingested(store, engine, settings):
     """The sample corpus in data/, ingested once for the session."""
     from app.ingest import ingest
 
-    return ingest(ROOT / "data", store, engine, settings)
+    return ingest(ROOT / "data", store.embeddings, engine, settings)
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -58,7 +58,7 @@ def test_init_db_twice_is_harmless(store, settings, engine, real_embeddings):
 
 def test_reingest_unchanged_data_adds_no_rows(ingested, store, engine, settings):
     before = sorted(sources_in_db(engine))
-    again = ingest(ROOT / "data", store, engine, settings)
+    again = ingest(ROOT / "data", store.embeddings, engine, settings)
     assert again.chunks == 22 and again.removed_stale == 0
     assert sorted(sources_in_db(engine)) == before
 
@@ -72,9 +72,9 @@ def test_reingest_of_a_shrunk_file_removes_its_stale_chunks(store, engine, setti
     faq = (ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8").splitlines()
     (tmp_path / "csv" / "faq.csv").write_text("\n".join(faq) + "\n", encoding="utf-8")
     s = settings.__class__(**{**settings.__dict__, "collection_name": "shrink_test"})
-    ingest(tmp_path, other, engine, s)
+    ingest(tmp_path, real_embeddings, engine, s)
     (tmp_path / "csv" / "faq.csv").write_text("\n".join(faq[:4]) + "\n", encoding="utf-8")
-    report = ingest(tmp_path, other, engine, s)
+    report = ingest(tmp_path, real_embeddings, engine, s)
     assert report.removed_stale == 7
     assert sorted(sources_in_db(engine, "shrink_test")) == ["faq.csv:r1", "faq.csv:r2", "faq.csv:r3"]
     other.delete_collection()
@@ -127,7 +127,7 @@ def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings
     """retrieve → rerank (real CrossEncoderReranker over a tiny BERT) → generate (real GGUF)."""
     from functools import partial
 
-    ctx = default_context(settings, search=partial(vector_search, store))
+    ctx = default_context(settings, search=partial(vector_search, store))  # vector mode: the spec's path
     assert ctx.reranker is not None
     state = run_rag("サポート窓口の受付時間を教えてください", ctx)
     assert state["reranked"] is True and len(state["documents"]) == 10

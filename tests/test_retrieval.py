@@ -1,0 +1,106 @@
+"""retrieval.py: rank fusion with hand-computed values; vector/keyword/hybrid search with doubles.
+
+The SQL side runs against real PostgreSQL in tests/integration/test_hybrid.py."""
+import pytest
+from langchain_core.documents import Document
+
+from app.retrieval import (SearchRetriever, hybrid_search, make_search, reciprocal_rank_fusion,
+                           vector_search)
+
+
+def test_rrf_hand_computed_k60():
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "a", "d"]], k=60)
+    assert [key for key, _ in fused] == ["a", "c", "b", "d"]
+    scores = dict(fused)
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)  # 0.032522475
+    assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)  # 0.032266459
+    assert scores["b"] == pytest.approx(1 / 62)
+    assert scores["d"] == pytest.approx(1 / 63)
+
+
+def test_rrf_weights():
+    scores = dict(reciprocal_rank_fusion([["a", "b", "c"], ["c", "a", "d"]], k=60, weights=[2.0, 1.0]))
+    assert scores["a"] == pytest.approx(0.048915917, abs=1e-9)
+    assert scores["c"] == pytest.approx(0.048139475, abs=1e-9)
+    assert scores["b"] == pytest.approx(0.032258065, abs=1e-9)
+
+
+def test_rrf_k0():
+    assert reciprocal_rank_fusion([["a", "b", "c"], ["c", "a", "d"]], k=0) == [
+        ("a", 1.5), ("c", pytest.approx(4 / 3)), ("b", 0.5), ("d", pytest.approx(1 / 3))]
+
+
+def test_rrf_ties_keep_first_seen_order():
+    assert [k for k, _ in reciprocal_rank_fusion([["a"], ["b"]])] == ["a", "b"]
+
+
+def test_rrf_zero_weight_ignores_a_ranking():
+    assert [k for k, _ in reciprocal_rank_fusion([["a"], ["b", "a"]], weights=[0.0, 1.0])] == ["b", "a"]
+
+
+def test_rrf_duplicate_ids_in_one_ranking_count_once():
+    assert dict(reciprocal_rank_fusion([["a", "a", "b"]], k=0)) == {"a": 1.0, "b": 0.5}
+
+
+def test_rrf_empty():
+    assert reciprocal_rank_fusion([]) == [] and reciprocal_rank_fusion([[], []]) == []
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"k": -1}, "k must be >= 0, got -1"),
+    ({"weights": [1.0]}, "1 weights for 2 rankings"),
+])
+def test_rrf_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError) as err:
+        reciprocal_rank_fusion([["a"], ["b"]], **kwargs)
+    assert str(err.value) == message
+
+
+def doc(id_, source):
+    return Document(id=id_, page_content=f"text {id_}", metadata={"source": source})
+
+
+def test_hybrid_search_fuses_and_annotates_ranks():
+    vector = lambda q, k: [doc("1", "a:p1"), doc("2", "a:p2"), doc("3", "a:p3")][:k]  # noqa: E731
+    keyword = lambda q, k: [doc("3", "a:p3"), doc("4", "b:r1")][:k]  # noqa: E731
+    out = hybrid_search(vector, keyword, "q", 3)
+    assert [d.id for d in out] == ["3", "1", "2"]  # "2" and "4" tie at 1/62: vector ranking seen first
+    assert out[0].metadata["vector_rank"] == 3 and out[0].metadata["keyword_rank"] == 1
+    assert out[0].metadata["relevance_score"] == pytest.approx(round(1 / 63 + 1 / 61, 6))
+    assert out[1].metadata["keyword_rank"] is None
+
+
+def test_hybrid_search_does_not_mutate_inputs():
+    d = doc("1", "a:p1")
+    hybrid_search(lambda q, k: [d], lambda q, k: [], "q", 5)
+    assert d.metadata == {"source": "a:p1"}
+
+
+def test_hybrid_search_passes_k_to_both():
+    calls = []
+    hybrid_search(lambda q, k: calls.append(("v", k)) or [], lambda q, k: calls.append(("k", k)) or [], "q", 7)
+    assert calls == [("v", 7), ("k", 7)]
+
+
+def test_vector_search_scores_are_one_minus_distance(mock_vectorstore):
+    out = vector_search(mock_vectorstore, "q", 2)
+    assert [d.metadata["relevance_score"] for d in out] == [1.0, 0.9]
+
+
+def test_vector_search_blank_query(mock_vectorstore):
+    assert vector_search(mock_vectorstore, "  ", 3) == []
+
+
+def test_make_search_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="search mode must be one of hybrid, vector, keyword, got 'fuzzy'"):
+        make_search("fuzzy", None, None, "documents")
+
+
+def test_make_search_vector_mode_uses_the_vectorstore(mock_vectorstore):
+    search = make_search("vector", mock_vectorstore, None, "documents")
+    assert [d.metadata["source"] for d in search("q", 1)] == ["faq.csv:r2"]
+
+
+def test_search_retriever_is_a_langchain_retriever():
+    retriever = SearchRetriever(search=lambda q, k: [doc(str(i), "s") for i in range(k)], k=2)
+    assert [d.id for d in retriever.invoke("q")] == ["0", "1"]
