@@ -13,10 +13,10 @@ DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
 MODE ?=
 MODE_ARG := $(if $(MODE),--mode $(MODE),)
-export Q
+export Q DOC
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask evaluate test lint db-stop db-status build up down shell compose-check clean
+.PHONY: help setup models demo ingest ask docs remove watch evaluate test lint db-stop db-status build up down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -39,12 +39,22 @@ demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 	$(PY) -m app.ingest
 	$(PY) -m app.ask "$(DEMO_Q)"
 
-ingest: $(DEPS) ## ingest data/pdf and data/csv into PostgreSQL + pgvector
-	$(PY) -m app.ingest
+ingest: $(DEPS) ## sync data/pdf and data/csv into PostgreSQL + pgvector [DRY_RUN=1]
+	$(PY) -m app.ingest $(if $(DRY_RUN),--dry-run,)
 
 ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword]
 	@if [ -z "$$Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi
 	$(PY) -m app.ask $(MODE_ARG) "$$Q"
+
+docs: $(DEPS) ## list stored documents (id, chunks, ingested at)
+	$(PY) -m app.docs list
+
+remove: $(DEPS) ## remove a document from every index: make remove DOC=csv/faq.csv
+	@if [ -z "$$DOC" ]; then echo 'usage: make remove DOC=<document id or path>' >&2; exit 2; fi
+	$(PY) -m app.docs remove "$$DOC"
+
+watch: $(DEPS) ## keep the store in sync with data/ as files change (Ctrl-C to stop)
+	$(PY) -m app.watch
 
 evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...]
 	$(PY) -m app.evaluate $(MODE_ARG)

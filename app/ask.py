@@ -31,11 +31,9 @@ def search(query: str, k: int | None = None, top_k: int | None = None, vectorsto
         from app.retrieval import SearchRetriever
 
         if search_fn is None:
-            from app import db
-            from app.retrieval import make_search
+            from app.store import RagStore
 
-            search_fn = make_search(mode or s.search_mode, db.init_db(s), db.get_engine(s), s.collection_name,
-                                    rrf_k=s.rrf_k, weights=s.hybrid_weights)
+            search_fn = RagStore(s).search_function(mode)
         base = SearchRetriever(search=search_fn, k=k)
     if reranker == "load":
         from app.graph import load_reranker

@@ -230,6 +230,20 @@ def get_engine(settings: Settings | None = None) -> "Engine":
     return _engine
 
 
+def make_vectorstore(engine: "Engine", embeddings, collection_name: str) -> "PGVector":
+    """A PGVector on ``engine``: vector(384) column, JSONB metadata; creates extension, tables, collection."""
+    from langchain_postgres import PGVector
+
+    return PGVector(
+        embeddings=embeddings,
+        connection=engine,
+        embedding_length=EMBED_DIM,
+        collection_name=collection_name,
+        use_jsonb=True,
+        create_extension=True,
+    )
+
+
 def get_vectorstore(settings: Settings | None = None, embeddings=None) -> "PGVector":
     """Return the PGVector store (created once): vector(384) column, JSONB metadata, tables ensured."""
     global _vectorstore
@@ -240,25 +254,25 @@ def get_vectorstore(settings: Settings | None = None, embeddings=None) -> "PGVec
             from app.embeddings import get_embeddings
 
             embeddings = get_embeddings(s)
-        from langchain_postgres import PGVector
-
-        _vectorstore = PGVector(
-            embeddings=embeddings,
-            connection=engine,
-            embedding_length=EMBED_DIM,
-            collection_name=s.collection_name,
-            use_jsonb=True,
-            create_extension=True,
-        )
+        _vectorstore = make_vectorstore(engine, embeddings, s.collection_name)
     return _vectorstore
 
 
-def init_db(settings: Settings | None = None, embeddings=None) -> "PGVector":
-    """Create the extension, tables, collection and the HNSW cosine index (idempotent)."""
-    store = get_vectorstore(settings, embeddings)
+def init_db(settings: Settings | None = None, embeddings=None, engine: "Engine | None" = None) -> "PGVector":
+    """Create the extension, tables, collection, the HNSW cosine index, the keyword and
+    document tables (all idempotent) and return the store.
+
+    With ``engine`` (and ``embeddings``) given, a store on that engine is returned
+    instead of the process-wide singleton.
+    """
     from sqlalchemy import text
 
-    with get_engine(settings).begin() as conn:
+    s = settings or get_settings()
+    if engine is None:
+        store, engine = get_vectorstore(s, embeddings), get_engine(s)
+    else:
+        store = make_vectorstore(engine, embeddings, s.collection_name)
+    with engine.begin() as conn:
         column_type = conn.execute(text(SQL_EMBEDDING_TYPE), {"table": EMBEDDING_TABLE}).scalar()
         if column_type != f"vector({EMBED_DIM})":
             raise DatabaseUnavailableError(

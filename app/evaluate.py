@@ -179,14 +179,13 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         questions = load_questions(args.questions or data_dir / "eval_questions.json")
         ctx = context
         if ctx is None:
-            from app import db
             from app.ask import ensure_ingested
             from app.graph import default_context
 
             if args.data_dir is not None:
-                from app.ingest import ingest
+                from app.store import RagStore
 
-                ingest(args.data_dir, db.init_db(settings).embeddings, db.get_engine(settings), settings)
+                RagStore(settings).sync(args.data_dir)
             ensure_ingested(settings)
             ctx = default_context(settings, mode=args.mode)
         results = run_evaluation(questions, ctx, progress=not args.no_progress)

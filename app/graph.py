@@ -175,14 +175,12 @@ def llm_token_counter(llm: Any) -> Callable[[str], int] | None:
 def default_context(settings: Settings | None = None, search=None, llm=None, reranker="load",
                     mode: str | None = None) -> RAGContext:
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM."""
-    from app import db
     from app.llm import get_llm
-    from app.retrieval import make_search
+    from app.store import RagStore
 
     s = settings or get_settings()
     if search is None:
-        search = make_search(mode or s.search_mode, db.init_db(s), db.get_engine(s), s.collection_name,
-                             rrf_k=s.rrf_k, weights=s.hybrid_weights)
+        search = RagStore(s).warm_up().search_function(mode)
     if reranker == "load":
         reranker = load_reranker(s)
     llm = llm if llm is not None else get_llm(s)

@@ -2,21 +2,18 @@
 
 PDFs are read page by page (source ``file.pdf:p1``) and split by paragraph;
 CSV rows become ``column:value`` lines (source ``file.csv:r1``, 1-based data
-rows) split with LangChain's RecursiveCharacterTextSplitter. Chunk ids are
-derived from source and position, so re-running ingest replaces rows instead
-of duplicating them. A bad file is skipped with a warning; the rest go in.
+rows) split with LangChain's RecursiveCharacterTextSplitter. ``make ingest`` is
+a sync (app.sync): unchanged files are skipped, changed ones replaced in one
+transaction, deleted ones purged. A bad file is skipped with a warning; the rest go in.
 """
 from __future__ import annotations
 
 import argparse
 import logging
 import unicodedata
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
-from langchain_core.documents import Document
 
 from app.chunking import split_by_structure
 from app.config import Settings, get_settings
@@ -25,18 +22,6 @@ from app.errors import DataSourceError
 log = logging.getLogger(__name__)
 
 CSV_ENCODINGS = ("utf-8-sig", "cp932")  # UTF-8 (with or without BOM), then Shift_JIS/CP932
-ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
-ADD_BATCH = 128
-
-
-@dataclass
-class IngestReport:
-    """What one ingest run did."""
-
-    files: int = 0
-    chunks: int = 0
-    removed_stale: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _files(directory: Path, suffix: str) -> list[Path]:
@@ -188,66 +173,6 @@ def csv_splitter(chunk_size: int, chunk_overlap: int):
     )
 
 
-def chunk_id(source: str, chunk_index: int, collection: str = "documents") -> str:
-    """Stable id of a chunk: the same collection, source and position always give the same UUID.
-
-    The id column is unique across collections, so the collection is part of the key.
-    """
-    return str(uuid.uuid5(ID_NAMESPACE, f"{collection}/{source}#{chunk_index}"))
-
-
-def _documents(pieces: Iterable[str], source: str, collection: str) -> list[Document]:
-    """Wrap the chunks of one source as Documents with source/chunk_index/file metadata."""
-    file_name = source.rsplit(":", 1)[0]
-    return [
-        Document(page_content=text, id=chunk_id(source, index, collection),
-                 metadata={"source": source, "chunk_index": index, "file": file_name})
-        for index, text in enumerate(pieces)
-    ]
-
-
-def build_documents(
-    pdf_pages: Sequence[tuple[str, str]], csv_rows: Sequence[tuple[str, str]],
-    chunk_size: int = 500, chunk_overlap: int = 100, collection: str = "documents",
-) -> list[Document]:
-    """Chunk PDF pages by structure and CSV rows by the recursive splitter, with metadata."""
-    docs: list[Document] = []
-    for text, source in pdf_pages:
-        docs.extend(_documents(split_by_structure(text, chunk_size, chunk_overlap), source, collection))
-    splitter = csv_splitter(chunk_size, chunk_overlap)
-    for text, source in csv_rows:
-        docs.extend(_documents(splitter.split_text(text), source, collection))
-    return docs
-
-
-def collect_documents(data_dir: Path, settings: Settings) -> tuple[list[Document], int]:
-    """Load and chunk everything under ``data_dir``/pdf and ``data_dir``/csv; return (docs, files seen)."""
-    if not data_dir.is_dir():
-        raise DataSourceError(f"data directory not found: {data_dir}")
-    pdf_dir, csv_dir = data_dir / "pdf", data_dir / "csv"
-    pdf_pages = load_pdfs(pdf_dir) if pdf_dir.is_dir() else []
-    csv_rows = load_csvs(csv_dir) if csv_dir.is_dir() else []
-    files = {source.rsplit(":", 1)[0] for _, source in [*pdf_pages, *csv_rows]}
-    docs = build_documents(pdf_pages, csv_rows, settings.chunk_size, settings.chunk_overlap,
-                           settings.collection_name)
-    return docs, len(files)
-
-
-def _groups(docs: Sequence[Document], size: int) -> list[list[tuple[str, list[Document]]]]:
-    """Group chunks by file, then files into groups of about ``size`` chunks (one embed call each)."""
-    by_file: dict[str, list[Document]] = {}
-    for doc in docs:
-        by_file.setdefault(doc.metadata["file"], []).append(doc)
-    groups, current, count = [], [], 0
-    for file_name, file_docs in by_file.items():
-        current.append((file_name, file_docs))
-        count += len(file_docs)
-        if count >= size:
-            groups.append(current)
-            current, count = [], 0
-    return groups + ([current] if current else [])
-
-
 def count_truncated(texts: Sequence[str], embeddings: Any) -> tuple[int, int]:
     """How many texts exceed the embedding model's token limit, and that limit (0, 0 if unknown)."""
     client = getattr(embeddings, "_client", None)
@@ -258,65 +183,41 @@ def count_truncated(texts: Sequence[str], embeddings: Any) -> tuple[int, int]:
     return sum(n > limit for n in lengths), int(limit)
 
 
-def ingest(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, progress: bool = False) -> IngestReport:
-    """Embed every chunk under ``data_dir`` and store it; each file is replaced in one transaction.
-
-    A file's chunks that are no longer produced (the file shrank) are deleted in
-    the same transaction as the new ones are written, in the vector and the
-    keyword index alike.
-    """
-    from app import db
-
-    docs, files = collect_documents(data_dir, settings)
-    report = IngestReport(files=files, chunks=len(docs))
-    if not docs:
-        return report
-    truncated, limit = count_truncated([d.page_content for d in docs], embeddings)
+def warn_truncated(chunks: Sequence[str], embeddings: Any) -> None:
+    """One warning if chunks exceed the embedding model's token limit (their tail is not embedded)."""
+    truncated, limit = count_truncated(chunks, embeddings)
     if truncated:
-        log.warning("%d of %d chunks are longer than the embedding model's %d-token limit; their tail is "
-                    "not embedded (it is still searchable by keyword and given to the LLM). A smaller "
-                    "CHUNK_SIZE avoids this.", truncated, len(docs), limit)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(docs), unit="chunk", desc="Embedding")
-    for group in _groups(docs, ADD_BATCH):
-        group_docs = [d for _, file_docs in group for d in file_docs]
-        vectors = embeddings.embed_documents([d.page_content for d in group_docs])
-        offset = 0
-        for file_name, file_docs in group:
-            file_vectors = vectors[offset:offset + len(file_docs)]
-            offset += len(file_docs)
-            report.removed_stale += db.write_file_chunks(engine, settings.collection_name, file_name,
-                                                         file_docs, file_vectors)
-        if bar is not None:
-            bar.update(len(group_docs))
-    if bar is not None:
-        bar.close()
-    return report
+        log.warning("%d of %d new chunks are longer than the embedding model's %d-token limit; their tail is "
+                    "not embedded (keyword search and the LLM still see it). A smaller CHUNK_SIZE avoids this.",
+                    truncated, len(chunks), limit)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: ``python -m app.ingest [--data-dir DIR]``; prints a summary line."""
-    from app import db
+    """CLI: ``python -m app.ingest [--data-dir DIR] [--dry-run]``; prints a one-line summary."""
     from app.cli import run
 
     parser = argparse.ArgumentParser(prog="python -m app.ingest", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be added/updated/removed; change nothing")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
     def body() -> int:
+        from app.store import RagStore
+
         settings = get_settings()
         data_dir = args.data_dir or settings.data_dir
-        store = db.init_db(settings)
-        report = ingest(data_dir, store.embeddings, db.get_engine(settings), settings, progress=True)
-        if report.chunks == 0:
-            print(f"Nothing to ingest: no readable PDF or CSV under {data_dir}/pdf or {data_dir}/csv")
+        store = RagStore(settings)
+        plan, report = store.sync(data_dir, dry_run=args.dry_run, progress=not args.dry_run)
+        if args.dry_run:
+            print("\n".join(plan.lines() or ["nothing to do"]))
+            print(f"Dry run: {len(plan.added)} to add, {len(plan.updated)} to update, "
+                  f"{len(plan.unchanged)} unchanged, {len(plan.removed)} to remove")
             return 0
-        print(f"Ingested {report.chunks} chunks from {report.files} files into '{settings.collection_name}'"
-              + (f"; removed {report.removed_stale} stale chunks" if report.removed_stale else ""))
+        if not (report.added or report.updated or report.unchanged or report.removed or report.failed):
+            print(f"Nothing to ingest: no PDF or CSV under {data_dir}/pdf or {data_dir}/csv")
+            return 0
+        print(f"Ingest: {report.summary()}")
         return 0
 
     return run(body, debug=args.debug)

@@ -44,11 +44,11 @@ def _copy(doc: Document, **extra: Any) -> Document:
     return Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, **extra})
 
 
-def vector_search(vectorstore: Any, query: str, k: int) -> list[Document]:
+def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = None) -> list[Document]:
     """Top ``k`` chunks by cosine distance (through the HNSW index), best first."""
     if not query or not query.strip():
         return []
-    hits = vectorstore.similarity_search_with_score(query, k=k)
+    hits = vectorstore.similarity_search_with_score(query, k=k, **({"filter": filter} if filter else {}))
     return [_copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6)}) for doc, distance in hits]
 
 

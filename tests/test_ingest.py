@@ -4,10 +4,8 @@ No database or model here: the store is a recording double; tests/integration ru
 import logging
 
 import pytest
-from langchain_core.documents import Document
 
 from app import ingest
-from app.config import Settings
 from app.errors import DataSourceError
 
 FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
@@ -136,71 +134,6 @@ def test_clean_pdf_text(raw, expected):
     assert ingest.clean_pdf_text(raw) == expected
 
 
-def test_chunk_id_is_stable_and_position_specific():
-    assert ingest.chunk_id("a.pdf:p1", 0) == ingest.chunk_id("a.pdf:p1", 0)
-    assert len({ingest.chunk_id("a.pdf:p1", 0), ingest.chunk_id("a.pdf:p1", 1), ingest.chunk_id("a.pdf:p2", 0),
-                ingest.chunk_id("a.pdf:p1", 0, "other")}) == 4
-
-
-def test_build_documents_metadata_and_splitters():
-    docs = ingest.build_documents([("一。" * 30, "a.pdf:p1")], [("質問:Q\n回答:" + "答" * 30, "faq.csv:r1")],
-                                  chunk_size=25, chunk_overlap=5)
-    pdf = [d for d in docs if d.metadata["source"] == "a.pdf:p1"]
-    csv = [d for d in docs if d.metadata["source"] == "faq.csv:r1"]
-    assert [d.metadata["chunk_index"] for d in pdf] == list(range(len(pdf))) and len(pdf) == 3
-    assert [d.page_content for d in csv] == ["質問:Q", "回答:" + "答" * 22, "答" * 13]
-    assert all(len(d.page_content) <= 25 for d in docs)
-    assert pdf[0].metadata == {"source": "a.pdf:p1", "chunk_index": 0, "file": "a.pdf"}
-    assert pdf[0].id == ingest.chunk_id("a.pdf:p1", 0)
-
-
-def test_collect_documents_missing_data_dir(tmp_path):
-    with pytest.raises(DataSourceError, match="data directory not found"):
-        ingest.collect_documents(tmp_path / "missing", Settings())
-
-
-def test_collect_documents_counts_files(data_dir):
-    docs, files = ingest.collect_documents(data_dir, Settings())
-    assert files == 2 and {d.metadata["source"] for d in docs} == {"guide.pdf:p1", "guide.pdf:p3", "faq.csv:r1", "faq.csv:r2"}
-
-
-class RecordingEmbeddings:
-    """Embeddings double: one call per group, vectors encode the call order."""
-
-    def __init__(self):
-        self.calls = []
-
-    def embed_documents(self, texts):
-        self.calls.append(list(texts))
-        return [[float(len(self.calls)), float(i)] for i in range(len(texts))]
-
-
-def test_ingest_writes_each_file_with_its_own_vectors(mocker, data_dir):
-    write = mocker.patch("app.db.write_file_chunks", return_value=1)
-    emb = RecordingEmbeddings()
-    report = ingest.ingest(data_dir, emb, "engine", Settings())
-    assert report.chunks == 4 and report.files == 2 and report.removed_stale == 2
-    assert len(emb.calls) == 1 and len(emb.calls[0]) == 4  # one batch for both small files
-    files = {c.args[2]: (c.args[3], c.args[4]) for c in write.call_args_list}
-    assert set(files) == {"guide.pdf", "faq.csv"}
-    for docs, vectors in files.values():
-        assert len(docs) == len(vectors) == 2
-        assert all(d.page_content == emb.calls[0][int(v[1])] for d, v in zip(docs, vectors))
-
-
-def test_ingest_empty_dir_touches_nothing(mocker, tmp_path):
-    write = mocker.patch("app.db.write_file_chunks")
-    emb = RecordingEmbeddings()
-    assert ingest.ingest(tmp_path, emb, "engine", Settings()).chunks == 0
-    assert emb.calls == [] and not write.called
-
-
-def test_groups_keep_files_whole_and_batch_small_ones():
-    docs = [Document(page_content="x", metadata={"file": f}) for f in ["a"] * 3 + ["b"] * 2 + ["c"] * 5]
-    groups = ingest._groups(docs, 4)
-    assert [[(name, len(d)) for name, d in g] for g in groups] == [[("a", 3), ("b", 2)], [("c", 5)]]
-
-
 def test_count_truncated_uses_the_model_tokenizer():
     class Tok:
         def __call__(self, texts, add_special_tokens=True):
@@ -212,14 +145,26 @@ def test_count_truncated_uses_the_model_tokenizer():
 
 
 def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, mocker):
-    mocker.patch("app.db.init_db")
-    mocker.patch("app.db.get_engine")
+    mocker.patch("app.store.RagStore.warm_up")
+    mocker.patch("app.db.list_documents", return_value=[])
     assert ingest.main(["--data-dir", str(tmp_path / "nope")]) == 1
     assert capsys.readouterr().err == f"Error: data directory not found: {tmp_path / 'nope'}\n"
 
 
 def test_main_empty_data_dir_says_nothing_to_ingest(tmp_path, capsys, mocker):
-    mocker.patch("app.db.init_db")
-    mocker.patch("app.db.get_engine")
+    mocker.patch("app.store.RagStore.warm_up")
+    mocker.patch("app.db.list_documents", return_value=[])
+    mocker.patch("app.db.delete_legacy_chunks", return_value=0)
     assert ingest.main(["--data-dir", str(tmp_path)]) == 0
     assert "Nothing to ingest" in capsys.readouterr().out
+
+
+def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, mocker):
+    mocker.patch("app.store.RagStore.warm_up")
+    mocker.patch("app.db.list_documents", return_value=[])
+    replace = mocker.patch("app.db.replace_document")
+    assert ingest.main(["--data-dir", str(data_dir), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would add:    pdf/guide.pdf" in out and "would add:    csv/faq.csv" in out
+    assert out.strip().endswith("Dry run: 2 to add, 0 to update, 0 unchanged, 0 to remove")
+    replace.assert_not_called()

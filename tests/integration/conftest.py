@@ -84,20 +84,52 @@ def engine(settings):
 
 
 @pytest.fixture(scope="session")
-def store(settings, engine, real_embeddings):
-    """The PGVector store on the embedded server, with the HNSW index (init_db)."""
-    db._engine = engine
-    vs = db.init_db(settings, embeddings=real_embeddings)
-    db._vectorstore = db._engine = None
-    return vs
+def rag_store(settings, engine, real_embeddings):
+    """The Python API on the embedded server (collection 'documents')."""
+    from app.store import RagStore
+
+    return RagStore(settings, embeddings=real_embeddings, engine=engine).warm_up()
 
 
 @pytest.fixture(scope="session")
-def ingested(store, engine, settings):
-    """The sample corpus in data/, ingested once for the session."""
-    from app.ingest import ingest
+def store(rag_store):
+    """The PGVector store of the 'documents' collection (HNSW index created by init_db)."""
+    return rag_store.vectorstore
 
-    return ingest(ROOT / "data", store.embeddings, engine, settings)
+
+@pytest.fixture(scope="session")
+def ingested(rag_store):
+    """The sample corpus in data/, synced once for the session; returns the SyncReport."""
+    _, report = rag_store.sync(ROOT / "data")
+    return report
+
+
+class CountingEmbeddings:
+    """Real embeddings that count how many texts they embed."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, 0
+
+    def embed_documents(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture
+def own_store(settings, engine, real_embeddings, request):
+    """A RagStore on its own collection (so syncing another folder leaves 'documents' alone)."""
+    import dataclasses
+    import uuid
+
+    from app.store import RagStore
+
+    s = dataclasses.replace(settings, collection_name=f"t_{uuid.uuid4().hex[:8]}")
+    rs = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine).warm_up()
+    yield rs
+    rs.vectorstore.delete_collection()
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -46,17 +46,15 @@ def test_keyword_search_with_no_usable_token_returns_nothing(ingested, engine):
     assert keyword_search(engine, "documents", "。、！", 5) == []
 
 
-def test_deleting_a_chunk_removes_its_keyword_row(ingested, engine, store, settings, tmp_path):
-    from app.ingest import ingest
-
+def test_deleting_a_chunk_row_removes_its_keyword_row(own_store, engine, tmp_path):
     (tmp_path / "csv").mkdir()
     (tmp_path / "csv" / "tmp.csv").write_text("項目\n削除テスト用の行\n", encoding="utf-8")
-    ingest(tmp_path, store.embeddings, engine, settings)
-    assert keyword_search(engine, "documents", "削除テスト", 1)[0].metadata["source"] == "tmp.csv:r1"
+    own_store.sync(tmp_path)
+    name = own_store.settings.collection_name
+    assert keyword_search(engine, name, "削除テスト", 1)[0].metadata["source"] == "tmp.csv:r1"
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM langchain_pg_embedding WHERE cmetadata->>'file' = 'tmp.csv'"))
-    remaining = keyword_search(engine, "documents", "削除テスト", 10)
-    assert "tmp.csv:r1" not in [d.metadata["source"] for d in remaining]
+    assert keyword_search(engine, name, "削除テスト", 10) == []
 
 
 def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):

@@ -1,0 +1,50 @@
+"""Stored documents: ``python -m app.docs list`` and ``python -m app.docs remove <id|path>``."""
+from __future__ import annotations
+
+import argparse
+from typing import Sequence
+
+from app.config import get_settings
+
+
+def format_documents(docs: Sequence[dict]) -> str:
+    """A table: document ID, file, chunks, when ingested."""
+    if not docs:
+        return "No documents (run `make ingest`)."
+    width = max(len("document"), *(len(d["doc_id"]) for d in docs))
+    lines = [f"{'document':<{width}}  {'chunks':>6}  ingested at"]
+    for d in docs:
+        when = d["ingested_at"].astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        lines.append(f"{d['doc_id']:<{width}}  {d['chunks']:>6}  {when}")
+    lines.append(f"{len(docs)} documents, {sum(d['chunks'] for d in docs)} chunks")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point."""
+    from app.cli import run
+
+    parser = argparse.ArgumentParser(prog="python -m app.docs", description=__doc__)
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("list", help="list stored documents")
+    remove = sub.add_parser("remove", help="remove a document from every index")
+    remove.add_argument("doc", help="document ID (e.g. csv/faq.csv), file path or file name")
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        from app.store import RagStore
+
+        store = RagStore(get_settings())
+        if args.action == "list":
+            print(format_documents(store.list_documents()))
+        else:
+            removed = store.remove_document(args.doc)
+            print(f"Removed {args.doc} ({removed} chunks)")
+        return 0
+
+    return run(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

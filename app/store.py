@@ -1,0 +1,202 @@
+"""The Python API (FinderLedge's operations on our PostgreSQL store).
+
+    from app.store import RagStore
+    store = RagStore()                       # cheap: nothing loads until first use
+    store.add_document("data/csv/faq.csv")   # -> ["csv/faq.csv"]
+    store.search("受付時間", search_mode="hybrid", top_k=5)
+    store.get_context("受付時間")             # joined page_content
+    store.as_retriever(search_mode="keyword", top_k=3).invoke("E3010")
+    store.remove_document("csv/faq.csv")
+
+The CLIs (ingest, docs, watch, ask, evaluate) and the graph's retrieve node use
+this same code.
+"""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from app.config import Settings, get_settings
+from app.errors import DataSourceError
+
+
+class RagStore:
+    """Documents in PostgreSQL + pgvector: add, remove, list, sync, search."""
+
+    def __init__(self, settings: Settings | None = None, embeddings: Any = None, engine: Any = None):
+        self.settings = settings or get_settings()
+        self._embeddings = embeddings
+        self._engine = engine
+        self._vectorstore = None
+
+    # --- resources (loaded once, on first use) ---------------------------------
+
+    def warm_up(self) -> "RagStore":
+        """Connect, create the schema and load the embedding model; safe to call twice."""
+        from app import db
+        from app.embeddings import get_embeddings
+
+        if self._vectorstore is None:
+            if self._engine is None:
+                self._engine = db.get_engine(self.settings)
+            if self._embeddings is None:
+                self._embeddings = get_embeddings(self.settings)
+            self._vectorstore = db.init_db(self.settings, embeddings=self._embeddings, engine=self._engine)
+        return self
+
+    @property
+    def engine(self):
+        return self.warm_up()._engine
+
+    @property
+    def embeddings(self):
+        return self.warm_up()._embeddings
+
+    @property
+    def vectorstore(self):
+        return self.warm_up()._vectorstore
+
+    # --- documents --------------------------------------------------------------
+
+    def sync(self, data_dir: str | Path | None = None, *, dry_run: bool = False, progress: bool = False):
+        """Make the store match ``data_dir`` (default DATA_DIR); returns (plan, report)."""
+        from app.sync import sync
+
+        data_dir = Path(data_dir or self.settings.data_dir)
+        return sync(data_dir, self.embeddings, self.engine, self.settings, dry_run=dry_run, progress=progress)
+
+    def add_document(self, path_or_doc: str | Path | Document | Sequence[Document],
+                     data_dir: str | Path | None = None) -> list[str]:
+        """Add (or update) a file, a folder's files, or Documents; return the parent document IDs.
+
+        Files must lie under ``data_dir/pdf`` or ``data_dir/csv`` (their ID is the
+        path relative to ``data_dir``). A folder adds its files without removing
+        others. Documents are stored as they are: their ``id`` (or a new UUID) is
+        the parent ID, ``metadata['source']`` their source (default: the ID).
+        """
+        if isinstance(path_or_doc, Document) or (isinstance(path_or_doc, (list, tuple)) and path_or_doc
+                                                  and all(isinstance(d, Document) for d in path_or_doc)):
+            docs = [path_or_doc] if isinstance(path_or_doc, Document) else list(path_or_doc)
+            return [self._add_langchain_document(d) for d in docs]
+        from app.sync import resolve_file, scan, sync
+
+        data_dir = Path(data_dir or self.settings.data_dir)
+        path = Path(path_or_doc)
+        if path.is_dir():
+            files = [f for f in scan(data_dir) if f.path.resolve().is_relative_to(path.resolve())]
+        else:
+            files = [resolve_file(path, data_dir)]
+        _, report = sync(data_dir, self.embeddings, self.engine, self.settings, files=files, remove_missing=False)
+        if report.failures:
+            raise DataSourceError("; ".join(report.failures))
+        return [f.doc_id for f in files]
+
+    def _add_langchain_document(self, doc: Document) -> str:
+        """Store one Document (chunked like a PDF page) as its own parent document."""
+        from app import db
+        from app.chunking import split_by_structure
+        from app.sync import chunk_id, embed_with_reuse, text_hash
+
+        parent = doc.id or str(uuid.uuid4())
+        source = str(doc.metadata.get("source") or parent)
+        chunks = []
+        for index, piece in enumerate(split_by_structure(doc.page_content, self.settings.chunk_size,
+                                                         self.settings.chunk_overlap)):
+            digest = text_hash(piece)
+            chunks.append(Document(
+                id=chunk_id(self.settings.collection_name, parent, index, digest), page_content=piece,
+                metadata={**doc.metadata, "source": source, "chunk_index": index, "file": source,
+                          "doc_id": parent, "content_hash": digest, "embed_model": self.settings.embed_model}))
+        lookup = lambda hashes: db.vectors_by_hash(self.engine, hashes, self.settings.embed_model)  # noqa: E731
+        vectors, _ = embed_with_reuse(chunks, self.embeddings, lookup)
+        db.replace_document(self.engine, self.settings.collection_name,
+                            {"doc_id": parent, "source_file": source,
+                             "content_hash": text_hash(doc.page_content), "settings_hash": "document"},
+                            chunks, vectors)
+        return parent
+
+    def remove_document(self, doc_id_or_path: str | Path) -> int:
+        """Remove a document (by ID, file path or file name) from every index; return chunks removed.
+
+        DataSourceError if no stored document matches.
+        """
+        from app import db
+
+        wanted = str(doc_id_or_path)
+        docs = self.list_documents()
+        match = [d for d in docs if wanted in (d["doc_id"], d["source_file"])]
+        if not match:
+            try:
+                rel = Path(wanted).resolve().relative_to(Path(self.settings.data_dir).resolve()).as_posix()
+                match = [d for d in docs if d["doc_id"] == rel]
+            except ValueError:
+                match = []
+        if not match:
+            raise DataSourceError(f"no stored document {wanted!r} (see `make docs`)")
+        if len(match) > 1:
+            raise DataSourceError(f"{wanted!r} is ambiguous: {', '.join(d['doc_id'] for d in match)}")
+        return db.delete_document(self.engine, self.settings.collection_name, match[0]["doc_id"],
+                                  match[0]["source_file"])
+
+    def list_documents(self) -> list[dict]:
+        """Stored documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at."""
+        from app import db
+
+        return db.list_documents(self.engine, self.settings.collection_name)
+
+    # --- search -----------------------------------------------------------------
+
+    def search(self, query: str, search_mode: str | None = None, top_k: int | None = None,
+               k_vector: int | None = None, k_keyword: int | None = None,
+               vector_filter: dict | None = None) -> list[Document]:
+        """Search (hybrid/vector/keyword); Documents carry ``metadata['relevance_score']``.
+
+        ``k_vector`` / ``k_keyword`` set each search's candidates (default ``top_k``);
+        ``vector_filter`` is a PGVector metadata filter applied to the vector search.
+        """
+        from functools import partial
+
+        from app.retrieval import SEARCH_MODES, hybrid_search, keyword_search, vector_search
+
+        mode = search_mode or self.settings.search_mode
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+        top_k = top_k or self.settings.search_k
+        if not query or not query.strip():
+            return []
+        vector = partial(vector_search, self.vectorstore, filter=vector_filter)
+        keyword = partial(keyword_search, self.engine, self.settings.collection_name)
+        if mode == "vector":
+            return vector(query, k_vector or top_k)[:top_k]
+        if mode == "keyword":
+            return keyword(query, k_keyword or top_k)[:top_k]
+        fused = hybrid_search(lambda q, _k: vector(q, k_vector or top_k), lambda q, _k: keyword(q, k_keyword or top_k),
+                              query, max(top_k, k_vector or 0, k_keyword or 0), rrf_k=self.settings.rrf_k,
+                              weights=self.settings.hybrid_weights)
+        return fused[:top_k]
+
+    def get_context(self, query: str, separator: str = "\n\n", **search_kwargs: Any) -> str:
+        """The ``page_content`` of the search results, joined by ``separator``."""
+        return separator.join(d.page_content for d in self.search(query, **search_kwargs))
+
+    def as_retriever(self, **search_kwargs: Any) -> BaseRetriever:
+        """A LangChain ``BaseRetriever`` that runs :meth:`search` with ``search_kwargs``."""
+        return StoreRetriever(store=self, search_kwargs=search_kwargs)
+
+    def search_function(self, mode: str | None = None):
+        """``search(query, k)`` for the graph's retrieve node."""
+        return lambda query, k: self.search(query, search_mode=mode, top_k=k)
+
+
+class StoreRetriever(BaseRetriever):
+    """LangChain retriever over :meth:`RagStore.search`."""
+
+    store: Any
+    search_kwargs: dict = {}
+
+    def _get_relevant_documents(self, query: str, *, run_manager=None) -> list[Document]:
+        return self.store.search(query, **self.search_kwargs)

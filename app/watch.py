@@ -1,0 +1,75 @@
+"""Keep the store in sync with the data dir: ``python -m app.watch`` (``make watch``).
+
+Runs one sync at start, then one per burst of file changes: a burst ends after
+``--debounce-ms`` without changes, so saving a file five times in a row gives one sync.
+Each sync skips unchanged files, so it costs little more than the changed files.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from app.config import get_settings
+
+log = logging.getLogger(__name__)
+
+
+def relevant(change_path: str) -> bool:
+    """Only PDF/CSV files count (editors' temp files and the like are ignored)."""
+    return Path(change_path).suffix.lower() in {".pdf", ".csv"}
+
+
+def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: threading.Event | None = None,
+                   on_sync: Callable | None = None) -> None:
+    """Sync now, then after every burst of relevant changes under ``data_dir`` until ``stop`` is set."""
+    from watchfiles import watch
+
+    def do_sync(reason: str) -> None:
+        _, report = store.sync(data_dir)
+        if on_sync is not None:
+            on_sync(reason, report)
+
+    do_sync("start")
+    # step: the quiet time that ends a burst; debounce: the longest a burst may be grouped.
+    for changes in watch(data_dir, step=debounce_ms, debounce=max(10 * debounce_ms, 5000), stop_event=stop,
+                         rust_timeout=500, watch_filter=lambda _change, path: relevant(path),
+                         yield_on_timeout=False):
+        if changes:
+            do_sync(f"{len(changes)} change(s)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point: watch until Ctrl-C."""
+    from app.cli import run
+
+    parser = argparse.ArgumentParser(prog="python -m app.watch", description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--debounce-ms", type=int, default=1000, help="quiet time that ends a burst of changes")
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        from app.sync import scan
+        from app.store import RagStore
+
+        settings = get_settings()
+        data_dir = args.data_dir or settings.data_dir
+        scan(data_dir)  # a missing data dir is an error before anything loads
+        store = RagStore(settings).warm_up()
+
+        def report(reason: str, rep) -> None:
+            print(f"{time.strftime('%H:%M:%S')} sync ({reason}): {rep.summary()}", flush=True)
+
+        print(f"Watching {data_dir} (Ctrl-C to stop)", flush=True)
+        watch_and_sync(data_dir, store, debounce_ms=args.debounce_ms, on_sync=report)
+        return 0
+
+    return run(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,204 @@
+"""Incremental ingest on real PostgreSQL: unchanged/edit/delete/rename, crash safety, watch, the API."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from langchain_core.documents import Document
+from sqlalchemy import create_engine, text
+
+from app import db
+from app.retrieval import keyword_search
+from tests.integration.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def rows(engine, collection, table="langchain_pg_embedding"):
+    """(source, doc_id) of every chunk row of a collection; keyword rows via join."""
+    cid = db.collection_id(engine, collection)
+    with engine.connect() as conn:
+        if table == "keyword":
+            return conn.execute(text(f"SELECT count(*) FROM {db.KEYWORD_TABLE} WHERE collection_id = :c"),
+                                {"c": cid}).scalar()
+        return sorted(conn.execute(text(
+            "SELECT cmetadata->>'source', cmetadata->>'doc_id' FROM langchain_pg_embedding WHERE collection_id = :c"),
+            {"c": cid}).all())
+
+
+@pytest.fixture
+def data(tmp_path):
+    target = tmp_path / "data"
+    shutil.copytree(ROOT / "data", target)
+    return target
+
+
+def test_second_sync_of_unchanged_data_adds_nothing_and_embeds_nothing(own_store, engine, data):
+    _, first = own_store.sync(data)
+    before = rows(engine, own_store.settings.collection_name)
+    embedded_before = own_store.embeddings.texts
+    _, second = own_store.sync(data)
+    assert first.added == 4 and first.embedded + first.reused == 22  # vectors of identical text are reused
+    assert (second.added, second.updated, second.unchanged, second.removed, second.embedded) == (0, 0, 4, 0, 0)
+    assert own_store.embeddings.texts == embedded_before
+    assert rows(engine, own_store.settings.collection_name) == before and len(before) == 22
+
+
+def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine, data):
+    name = own_store.settings.collection_name
+    own_store.sync(data)
+    faq = data / "csv" / "faq.csv"
+    faq.write_text(faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"),
+                   encoding="utf-8")
+    _, report = own_store.sync(data)
+    assert (report.updated, report.unchanged, report.embedded + report.reused) == (1, 3, 10)
+    assert report.reused >= 9  # only the edited row is new text
+    assert len(rows(engine, name)) == 22 and rows(engine, name, "keyword") == 22
+    hit = keyword_search(engine, name, "平日10時から17時", 1)[0]
+    assert hit.metadata["source"] == "faq.csv:r2" and "10時" in hit.page_content
+    assert all("平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 22))
+
+
+def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
+    name = own_store.settings.collection_name
+    own_store.sync(data)
+    (data / "pdf" / "technical_guide.pdf").unlink()
+    _, report = own_store.sync(data)
+    assert report.removed == 1
+    assert not [s for s, _ in rows(engine, name) if s.startswith("technical_guide")]
+    assert rows(engine, name, "keyword") == 18
+    assert "pdf/technical_guide.pdf" not in [d["doc_id"] for d in own_store.list_documents()]
+    assert all(d.metadata["file"] != "technical_guide.pdf" for d in keyword_search(engine, name, "E3010", 10))
+
+
+def test_renamed_file_is_not_re_embedded(own_store, engine, data):
+    name = own_store.settings.collection_name
+    own_store.sync(data)
+    embedded = own_store.embeddings.texts
+    (data / "csv" / "faq.csv").rename(data / "csv" / "faq_2026.csv")
+    _, report = own_store.sync(data)
+    assert (report.added, report.removed, report.renamed, report.embedded, report.reused) == (1, 1, 1, 0, 10)
+    assert own_store.embeddings.texts == embedded
+    sources = [s for s, _ in rows(engine, name)]
+    assert "faq_2026.csv:r1" in sources and not [s for s in sources if s.startswith("faq.csv")]
+    assert rows(engine, name, "keyword") == 22
+
+
+def test_python_api_add_search_context_retriever_remove(own_store, data):
+    ids = own_store.add_document(data / "csv" / "faq.csv", data_dir=data)
+    assert ids == ["csv/faq.csv"]
+    parent = own_store.add_document(Document(page_content="社内規程：出張旅費は精算システムで申請する。",
+                                             metadata={"source": "memo:1"}, id="memo-1"))
+    assert parent == ["memo-1"]
+    hits = own_store.search("出張旅費", search_mode="keyword", top_k=2)
+    assert hits[0].metadata["source"] == "memo:1" and hits[0].metadata["relevance_score"] > 0
+    assert "受付時間" in own_store.get_context("サポートの受付時間", search_mode="hybrid", top_k=2)
+    assert own_store.as_retriever(search_mode="keyword", top_k=1).invoke("出張旅費")[0].id
+    assert {d["doc_id"] for d in own_store.list_documents()} == {"csv/faq.csv", "memo-1"}
+    assert own_store.remove_document("memo-1") == 1
+    assert own_store.search("出張旅費", search_mode="keyword", top_k=5) == [] or all(
+        d.metadata["source"] != "memo:1" for d in own_store.search("出張旅費", search_mode="keyword", top_k=5))
+
+
+def test_watch_syncs_once_per_burst_of_saves(own_store, data):
+    from app.watch import watch_and_sync
+
+    syncs, stop = [], threading.Event()
+    thread = threading.Thread(target=watch_and_sync, args=(data, own_store),
+                              kwargs={"debounce_ms": 800, "stop": stop, "on_sync": lambda r, rep: syncs.append((r, rep))})
+    thread.start()
+    try:
+        deadline = time.time() + 60
+        while not syncs and time.time() < deadline:
+            time.sleep(0.1)
+        assert syncs and syncs[0][1].added == 4
+        new = data / "csv" / "new.csv"
+        for i in range(5):  # a burst of saves
+            new.write_text(f"項目\n新しい行{i}\n", encoding="utf-8")
+            time.sleep(0.05)
+        deadline = time.time() + 30
+        while len(syncs) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(2)  # nothing else should follow
+        assert len(syncs) == 2, [r for r, _ in syncs]
+        assert syncs[1][1].added == 1
+        assert "新しい行4" in own_store.get_context("新しい行", search_mode="keyword", top_k=1)
+        new.unlink()
+        deadline = time.time() + 30
+        while len(syncs) < 3 and time.time() < deadline:
+            time.sleep(0.1)
+        assert syncs[2][1].removed == 1
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
+def make_corpus(folder, files=30, rows_per_file=12):
+    (folder / "csv").mkdir(parents=True)
+    for f in range(files):
+        lines = ["番号,内容"] + [f"{f}-{r},ファイル{f}の{r}行目：検査用の文章その{f * 100 + r}です。" for r in range(rows_per_file)]
+        (folder / "csv" / f"part{f:02d}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def consistent(engine) -> tuple[int, int]:
+    """Check every stored document is complete; return (documents, chunks)."""
+    with engine.connect() as conn:
+        docs = conn.execute(text(f"SELECT doc_id, chunks FROM {db.DOCUMENT_TABLE}")).all()
+        counts = dict(conn.execute(text(
+            "SELECT cmetadata->>'doc_id', count(*) FROM langchain_pg_embedding GROUP BY 1")).all())
+        keywords = conn.execute(text(f"SELECT count(*) FROM {db.KEYWORD_TABLE}")).scalar()
+    assert set(counts) == {d for d, _ in docs}, "chunks without a document row (a partial document)"
+    assert all(counts[d] == n for d, n in docs), "a document with missing chunks"
+    assert keywords == sum(counts.values())
+    return len(docs), sum(counts.values())
+
+
+def test_killed_ingest_leaves_no_partial_document_and_next_run_completes(integration_env, tmp_path):
+    from app.config import Settings
+
+    make_corpus(tmp_path / "data")
+    env = {**os.environ, "DB_NAME": "rag_kill_test"}
+    settings = dataclasses.replace(Settings.from_env(), db_name="rag_kill_test")
+    engine = create_engine(db.resolve_connection_string(settings))
+    cmd = [sys.executable, "-m", "app.ingest", "--data-dir", str(tmp_path / "data")]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline, stored = time.time() + 180, 0
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with engine.connect() as conn:
+                    stored = conn.execute(text(f"SELECT count(*) FROM {db.DOCUMENT_TABLE}")).scalar()
+            except Exception:  # schema not created yet
+                stored = 0
+            if stored >= 3:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "ingest finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    docs, chunks = consistent(engine)
+    assert 3 <= docs < 30 and chunks == docs * 12
+    rerun = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{30 - docs} added, 0 updated, {docs} unchanged" in rerun.stdout
+    assert consistent(engine) == (30, 360)
+    engine.dispose()
+
+
+def test_docs_and_remove_cli(ingested, integration_env):
+    from tests.integration.conftest import run_cli
+
+    listed = run_cli("app.docs", "list")
+    assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout and "4 documents, 22 chunks" in listed.stdout
+    missing = run_cli("app.docs", "remove", "nope.csv")
+    assert missing.returncode == 1 and missing.stderr.strip() == "Error: no stored document 'nope.csv' (see `make docs`)"

@@ -1,0 +1,120 @@
+"""store.py (the Python API) with doubles; tests/integration/test_sync.py runs it on PostgreSQL."""
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from app.config import Settings
+from app.errors import DataSourceError
+from app.store import RagStore
+
+
+@pytest.fixture
+def store(mocker, mock_vectorstore, mock_documents):
+    s = RagStore(Settings(search_k=4))
+    s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
+    keyword_docs = [mock_documents[3], mock_documents[0]]
+    mocker.patch("app.retrieval.keyword_search",
+                 side_effect=lambda engine, coll, q, k: [Document(page_content=d.page_content, id=d.metadata["source"],
+                                                                   metadata=dict(d.metadata)) for d in keyword_docs][:k])
+    return s
+
+
+def test_search_vector_mode(store):
+    out = store.search("受付", search_mode="vector", top_k=2)
+    assert [d.metadata["source"] for d in out] == ["faq.csv:r2", "technical_guide.pdf:p4"]
+    assert out[0].metadata["relevance_score"] == 1.0
+
+
+def test_search_keyword_mode(store):
+    assert [d.metadata["source"] for d in store.search("E3010", search_mode="keyword")] == [
+        "technical_guide.pdf:p3", "faq.csv:r2"]
+
+
+def test_search_hybrid_mode_has_fused_scores(store):
+    out = store.search("受付", search_mode="hybrid", top_k=3)
+    assert all("relevance_score" in d.metadata and "keyword_rank" in d.metadata for d in out)
+    assert len(out) == 3
+
+
+def test_search_default_mode_and_top_k_from_settings(store, mock_vectorstore):
+    store.settings = Settings(search_k=2, search_mode="vector")
+    assert len(store.search("受付")) == 2
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 2}
+
+
+def test_search_k_vector_sets_candidates(store, mock_vectorstore):
+    store.search("受付", search_mode="vector", top_k=1, k_vector=3)
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 3}
+
+
+def test_search_vector_filter_is_passed_to_pgvector(store, mock_vectorstore):
+    mock_vectorstore.similarity_search_with_score.side_effect = None
+    mock_vectorstore.similarity_search_with_score.return_value = []
+    store.search("受付", search_mode="vector", vector_filter={"file": "faq.csv"})
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 4, "filter": {"file": "faq.csv"}}
+
+
+def test_search_rejects_unknown_mode(store):
+    with pytest.raises(ValueError, match="search mode must be one of"):
+        store.search("q", search_mode="semantic")
+
+
+def test_search_blank_query(store):
+    assert store.search("  ") == []
+
+
+def test_get_context_joins_page_content(store, mock_documents):
+    assert store.get_context("受付", search_mode="vector", top_k=2) == (
+        mock_documents[0].page_content + "\n\n" + mock_documents[1].page_content)
+    assert store.get_context("受付", separator="|", search_mode="keyword", top_k=1) == mock_documents[3].page_content
+
+
+def test_as_retriever_runs_search_with_kwargs(store):
+    retriever = store.as_retriever(search_mode="keyword", top_k=1)
+    assert isinstance(retriever, BaseRetriever)
+    assert [d.metadata["source"] for d in retriever.invoke("E3010")] == ["technical_guide.pdf:p3"]
+
+
+def test_search_function_for_the_graph(store):
+    assert len(store.search_function("vector")("受付", 3)) == 3
+
+
+DOCS = [{"doc_id": "csv/faq.csv", "source_file": "faq.csv"}, {"doc_id": "old/faq.csv", "source_file": "faq.csv"},
+        {"doc_id": "pdf/a.pdf", "source_file": "a.pdf"}]
+
+
+@pytest.mark.parametrize("wanted,doc_id", [("csv/faq.csv", "csv/faq.csv"), ("a.pdf", "pdf/a.pdf"),
+                                            ("pdf/a.pdf", "pdf/a.pdf")])
+def test_remove_document_matches_id_or_file_name(store, mocker, wanted, doc_id):
+    mocker.patch("app.db.list_documents", return_value=DOCS)
+    delete = mocker.patch("app.db.delete_document", return_value=5)
+    assert store.remove_document(wanted) == 5
+    assert delete.call_args.args[2] == doc_id
+
+
+def test_remove_document_by_path_under_data_dir(store, mocker, tmp_path):
+    store.settings = Settings(data_dir=tmp_path)
+    mocker.patch("app.db.list_documents", return_value=DOCS)
+    delete = mocker.patch("app.db.delete_document", return_value=1)
+    store.remove_document(tmp_path / "pdf" / "a.pdf")
+    assert delete.call_args.args[2] == "pdf/a.pdf"
+
+
+@pytest.mark.parametrize("wanted,message", [("faq.csv", "is ambiguous: csv/faq.csv, old/faq.csv"),
+                                            ("none.csv", "no stored document 'none.csv'")])
+def test_remove_document_errors(store, mocker, wanted, message):
+    mocker.patch("app.db.list_documents", return_value=DOCS)
+    with pytest.raises(DataSourceError, match=message):
+        store.remove_document(wanted)
+
+
+def test_add_document_rejects_file_outside_data_dir(store, tmp_path):
+    store.settings = Settings(data_dir=tmp_path / "data")
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    with pytest.raises(DataSourceError, match="not under the data directory"):
+        store.add_document(tmp_path / "x.csv")
+
+
+def test_constructor_is_cheap():
+    s = RagStore(Settings())
+    assert s._vectorstore is None and s._engine is None
