@@ -43,3 +43,33 @@ def embed(texts: Sequence[str] | None) -> list[list[float]]:
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
     return get_embeddings().embed_documents(items)
+
+
+class LazyEmbeddings:
+    """An Embeddings stand-in that loads the model on first use.
+
+    Lets a sync with nothing new to embed (or a keyword search) finish without
+    importing torch or loading the model; other attributes pass through to the model.
+    """
+
+    def __init__(self, settings: Settings | None = None):
+        self._settings = settings
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            self._model = get_embeddings(self._settings)
+        return self._model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts (loads the model the first time)."""
+        return self._load().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a query (loads the model the first time)."""
+        return self._load().embed_query(text)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._load(), name)

@@ -36,15 +36,15 @@ class RagStore:
     # --- resources (loaded once, on first use) ---------------------------------
 
     def warm_up(self) -> "RagStore":
-        """Connect, create the schema and load the embedding model; safe to call twice."""
+        """Connect and create the schema; safe to call twice. The embedding model loads when first needed."""
         from app import db
-        from app.embeddings import get_embeddings
+        from app.embeddings import LazyEmbeddings
 
         if self._vectorstore is None:
             if self._engine is None:
                 self._engine = db.get_engine(self.settings)
             if self._embeddings is None:
-                self._embeddings = get_embeddings(self.settings)
+                self._embeddings = LazyEmbeddings(self.settings)
             self._vectorstore = db.init_db(self.settings, embeddings=self._embeddings, engine=self._engine)
         return self
 
