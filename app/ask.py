@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any, Sequence
 
 from app.config import Settings, get_settings
@@ -52,11 +53,14 @@ def search(query: str, k: int | None = None, top_k: int | None = None, vectorsto
     ]
 
 
+def format_sources(sources: Sequence[str]) -> str:
+    """The Sources section: a header and one ``- source`` line per source."""
+    return "\n".join(["=== Sources ==="] + ([f"- {source}" for source in sources] or ["(none)"]))
+
+
 def format_output(answer: str, sources: Sequence[str]) -> str:
     """The §4.8 output: an Answer section, then one ``- source`` line per source."""
-    lines = ["=== Answer ===", answer.strip(), "", "=== Sources ==="]
-    lines += [f"- {source}" for source in sources] or ["(none)"]
-    return "\n".join(lines)
+    return f"=== Answer ===\n{answer.strip()}\n\n{format_sources(sources)}"
 
 
 def ensure_ingested(settings: Settings) -> None:
@@ -67,7 +71,45 @@ def ensure_ingested(settings: Settings) -> None:
         raise RagError(f"the collection '{settings.collection_name}' is empty; run `make ingest` first")
 
 
-def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
+class TokenPrinter:
+    """Writes streamed pieces to a stream: leading whitespace dropped, trailing whitespace held
+    back until more text follows (so the output matches the non-streamed answer)."""
+
+    def __init__(self, out):
+        self.out, self.started, self.pending = out, False, ""
+
+    def __call__(self, piece: str) -> None:
+        if not self.started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+            self.started = True
+        text = self.pending + piece
+        body = text.rstrip()
+        self.pending = text[len(body):]
+        if body:
+            self.out.write(body)
+            self.out.flush()
+
+
+def timing_report(state: dict, first_token_at: float | None) -> str:
+    """One JSON line for ``--timings``: per-node seconds, peak RSS, process start to first token."""
+    import json
+    import resource
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return json.dumps({"timings": state.get("timings", {}), "peak_rss_mb": round(peak_mb, 1),
+                       "process_start_to_first_token_s": first_token_at}, ensure_ascii=False)
+
+
+def _process_age() -> float:
+    """Seconds since this process started (for the cold-start figure)."""
+    import psutil
+
+    return time.time() - psutil.Process().create_time()
+
+
+def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> int:
     """CLI entry point: the question is the first argument (``sys.argv[1]``)."""
     from app.cli import run
 
@@ -75,15 +117,21 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     parser.add_argument("query", nargs="*", help="the question (quote it)")
     parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default=None,
                         help="first-stage search (default: SEARCH_MODE or hybrid)")
+    parser.add_argument("--no-stream", action="store_true", help="print the answer only when complete")
+    parser.add_argument("--timings", action="store_true",
+                        help="print per-node timings and peak memory as JSON on stderr")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     query = " ".join(args.query).strip()
+    out = out or sys.stdout
     if not query:
         parser.print_usage(sys.stderr)
         print('Error: no question given; usage: make ask Q="質問文"', file=sys.stderr)
         return 2
 
     def body() -> int:
+        from dataclasses import replace
+
         from app.graph import default_context, run_rag
 
         settings = get_settings()
@@ -91,8 +139,25 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         if ctx is None:
             ensure_ingested(settings)
             ctx = default_context(settings, mode=args.mode)
+        first_token_at: list[float] = []
+        if not args.no_stream:
+            printer = TokenPrinter(out)
+
+            def on_token(piece: str) -> None:
+                if not first_token_at:
+                    first_token_at.append(_process_age())
+                    out.write("=== Answer ===\n")
+                printer(piece)
+
+            ctx = replace(ctx, on_token=on_token)
         state = run_rag(query, ctx)
-        print(format_output(state["answer"], state["sources"]))
+        if args.no_stream or not first_token_at:
+            out.write(format_output(state["answer"], state["sources"]) + "\n")
+        else:
+            out.write("\n\n" + format_sources(state["sources"]) + "\n")
+        out.flush()
+        if args.timings:
+            print(timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)
         return 0
 
     return run(body, debug=args.debug)

@@ -15,7 +15,12 @@ def setup_logging(debug: bool = False, model_progress: bool = False) -> None:
     Model-loading progress bars ("Loading weights") are hidden unless
     ``model_progress`` (``make models`` shows its download bars).
     """
+    import warnings
+
     from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+    # langchain-community announces its own sunset on import; users can do nothing about it here.
+    warnings.filterwarnings("ignore", message=".*langchain-community.*", category=DeprecationWarning)
 
     (enable_progress_bars if model_progress or debug else disable_progress_bars)()
     logging.basicConfig(

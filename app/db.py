@@ -144,7 +144,7 @@ SQL_KEYWORD_SEARCH = (
 )
 # pgvector >= 0.8: when a filter (here: the collection) rejects rows the HNSW scan
 # returned, keep scanning instead of returning fewer than k rows.
-SQL_SESSION_SETTINGS = "SET hnsw.iterative_scan = strict_order"
+SQL_SESSION_SETTINGS = "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 100"
 
 
 # --- connection ------------------------------------------------------------
@@ -504,3 +504,108 @@ def main(argv: Iterable[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# --- benchmark helpers (make bench; a separate database) -------------------
+
+SQL_BENCH_TRUNCATE = f"TRUNCATE {KEYWORD_TABLE}, {EMBEDDING_TABLE}, {DOCUMENT_TABLE}"
+SQL_BENCH_DROP_INDEXES = (f"DROP INDEX IF EXISTS {HNSW_INDEX}", f"DROP INDEX IF EXISTS {KEYWORD_TABLE}_tsv_gin")
+SQL_BENCH_COPY_EMBEDDINGS = (
+    f"COPY {EMBEDDING_TABLE} (id, collection_id, embedding, document, cmetadata) FROM STDIN WITH (FORMAT BINARY)"
+)
+SQL_BENCH_FILL_KEYWORDS = (
+    f"INSERT INTO {KEYWORD_TABLE} (id, collection_id, tsv) "
+    f"SELECT id, collection_id, to_tsvector('simple', cmetadata->>'tokens') FROM {EMBEDDING_TABLE} "
+    "WHERE collection_id = :collection"
+)
+SQL_BENCH_SIZES = (
+    f"SELECT pg_total_relation_size('{EMBEDDING_TABLE}'), pg_total_relation_size('{KEYWORD_TABLE}'), "
+    f"pg_relation_size('{HNSW_INDEX}'), pg_relation_size('{KEYWORD_TABLE}_tsv_gin')"
+)
+SQL_EXACT_VECTOR = (  # exact when index scans are off; otherwise the planner uses HNSW
+    f"SELECT id FROM {EMBEDDING_TABLE} WHERE collection_id = :collection "
+    "ORDER BY embedding <=> CAST(:vector AS vector) LIMIT :k"
+)
+SQL_NO_INDEX_SCANS = ("SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off",
+                      "SET LOCAL enable_indexonlyscan = off")
+
+
+def bench_reset(engine: "Engine") -> None:
+    """Empty the chunk tables and drop the vector and keyword indexes (bench database only)."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        conn.execute(text(SQL_BENCH_TRUNCATE))
+        for statement in SQL_BENCH_DROP_INDEXES:
+            conn.execute(text(statement))
+
+
+def bench_bulk_load(engine: "Engine", collection, ids, vectors, documents, tokens) -> None:
+    """COPY rows in binary (vectors as pgvector values); then fill the keyword table in SQL."""
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+    from sqlalchemy import text
+
+    raw = engine.raw_connection()
+    try:
+        conn = raw.driver_connection
+        register_vector(conn)
+        with conn.cursor() as cur, cur.copy(SQL_BENCH_COPY_EMBEDDINGS) as copy:
+            copy.set_types(["varchar", "uuid", "vector", "varchar", "jsonb"])
+            for row in zip(ids, [collection] * len(ids), vectors, documents, tokens):
+                copy.write_row([row[0], row[1], row[2], row[3], Jsonb({"tokens": row[4]})])
+        conn.commit()
+    finally:
+        raw.close()
+    with engine.begin() as c:
+        c.execute(text(SQL_BENCH_FILL_KEYWORDS), {"collection": collection})
+
+
+def bench_build_indexes(engine: "Engine") -> dict[str, float]:
+    """(Re)create the HNSW and GIN indexes after a bulk load; return build seconds for each."""
+    import time
+
+    from sqlalchemy import text
+
+    timings = {}
+    with engine.begin() as conn:
+        conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
+        for name, statement in (("hnsw", SQL_CREATE_HNSW), ("gin", SQL_CREATE_KEYWORD_GIN)):
+            start = time.perf_counter()
+            conn.execute(text(statement))
+            timings[name] = time.perf_counter() - start
+        conn.execute(text(f"ANALYZE {EMBEDDING_TABLE}"))
+        conn.execute(text(f"ANALYZE {KEYWORD_TABLE}"))
+    return timings
+
+
+def bench_sizes(engine: "Engine") -> dict[str, int]:
+    """Bytes on disk: chunk table (with indexes), keyword table, HNSW index, GIN index."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        table, keywords, hnsw, gin = conn.execute(text(SQL_BENCH_SIZES)).one()
+    return {"chunks_table": table, "keyword_table": keywords, "hnsw_index": hnsw, "gin_index": gin}
+
+
+def sql_vector_search(engine: "Engine", collection, vector: Sequence[float], k: int, exact: bool = False) -> list[str]:
+    """Top-k ids by cosine distance in plain SQL: through the HNSW index, or exact (index scans off)."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        if exact:
+            for statement in SQL_NO_INDEX_SCANS:
+                conn.execute(text(statement))
+        return list(conn.execute(text(SQL_EXACT_VECTOR),
+                                 {"collection": collection, "vector": _vector_literal(vector), "k": k}).scalars())
+
+
+def exact_keyword_search(engine: "Engine", collection, tsquery: str, k: int) -> list[str]:
+    """The keyword query with index scans disabled (a sequential scan), for comparison."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        for statement in SQL_NO_INDEX_SCANS:
+            conn.execute(text(statement))
+        return [r[0] for r in conn.execute(text(SQL_KEYWORD_SEARCH),
+                                           {"tsquery": tsquery, "collection": collection, "k": k})]

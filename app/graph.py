@@ -57,6 +57,7 @@ class RAGContext:
     rerank_top_k: int = 3
     count_tokens: Callable[[str], int] | None = None
     token_budget: int | None = None  # prompt tokens allowed: n_ctx - max_tokens
+    on_token: Callable[[str], None] | None = None  # streaming: called with each generated piece
 
 
 def build_prompt(query: str, contexts: Sequence[str]) -> str:
@@ -123,10 +124,24 @@ def generate_node(state: RAGState, runtime) -> dict:
     query = state["query"]
     contexts = fit_contexts(query, [d.page_content for d in docs], ctx.count_tokens, ctx.token_budget)
     prompt = build_prompt(query, contexts)
-    answer = generate(prompt, llm=ctx.llm) if contexts else NO_CONTEXT_ANSWER
+    first: list[float] = []
+
+    def on_token(piece: str) -> None:
+        if not first:
+            first.append(time.perf_counter() - start)
+        ctx.on_token(piece)
+
+    if contexts:
+        answer = generate(prompt, llm=ctx.llm, on_token=on_token if ctx.on_token else None)
+    else:
+        answer = NO_CONTEXT_ANSWER
+        if ctx.on_token:
+            on_token(answer)
+    timings = {"generate": time.perf_counter() - start}
+    if first:
+        timings["first_token"] = first[0]
     return {"contexts": contexts, "prompt": prompt, "answer": answer,
-            "sources": unique_sources(docs[: len(contexts)]),
-            "timings": {"generate": time.perf_counter() - start}}
+            "sources": unique_sources(docs[: len(contexts)]), "timings": timings}
 
 
 def build_rag_graph():
@@ -180,7 +195,10 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
 
     s = settings or get_settings()
     if search is None:
-        search = RagStore(s).warm_up().search_function(mode)
+        store = RagStore(s).warm_up()
+        if (mode or s.search_mode) != "keyword":
+            store.embeddings.embed_query("warm-up")  # load the model now, not inside the first search
+        search = store.search_function(mode)
     if reranker == "load":
         reranker = load_reranker(s)
     llm = llm if llm is not None else get_llm(s)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from app.config import Settings, get_settings
 from app.models import resolve_llm_path
@@ -14,6 +14,9 @@ _llm: "LlamaCpp | None" = None
 
 # Generation ends where the answer ends: a small model otherwise goes on to
 # invent the next "質問:" turn of the prompt format.
+# Prompt tokens evaluated per batch. LangChain's LlamaCpp defaults to 8, llama-cpp-python to 512.
+N_BATCH = 512
+
 STOP_SEQUENCES = ["\n質問:", "\n質問：", "\n回答:", "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
 
 
@@ -30,6 +33,7 @@ def get_llm(settings: Settings | None = None) -> "LlamaCpp":
             n_ctx=s.llm_n_ctx,
             max_tokens=s.llm_max_tokens,
             n_threads=s.llm_n_threads,
+            n_batch=N_BATCH,
             temperature=s.llm_temperature,
             stop=STOP_SEQUENCES,
             verbose=False,
@@ -72,12 +76,20 @@ def as_model_input(prompt: str, llm: object) -> str:
     return formatter(messages=[{"role": "user", "content": prompt}]).prompt
 
 
-def generate(prompt: str, llm: object | None = None) -> str:
+def generate(prompt: str, llm: object | None = None, on_token: Callable[[str], None] | None = None) -> str:
     """Return the model's completion of ``prompt``, stripped.
 
-    Raises ValueError for a None or blank prompt.
+    With ``on_token``, the completion is streamed and each piece is passed to it
+    as it arrives. Raises ValueError for a None or blank prompt.
     """
     if prompt is None or not str(prompt).strip():
         raise ValueError("prompt must be a non-empty string")
     model = llm if llm is not None else get_llm()
-    return str(model.invoke(as_model_input(prompt, model))).strip()
+    model_input = as_model_input(prompt, model)
+    if on_token is None:
+        return str(model.invoke(model_input)).strip()
+    pieces = []
+    for piece in model.stream(model_input):
+        pieces.append(str(piece))
+        on_token(str(piece))
+    return "".join(pieces).strip()

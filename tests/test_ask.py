@@ -109,3 +109,56 @@ def test_ensure_ingested_empty_collection_says_run_ingest(mocker, clean_env):
 
     with pytest.raises(RagError, match="run `make ingest` first"):
         ask.ensure_ingested(get_settings())
+
+
+@pytest.fixture
+def streaming_context(mock_documents):
+    from langchain_core.language_models.fake import FakeStreamingListLLM
+
+    return RAGContext(search=lambda q, k: mock_documents[:k],
+                      llm=FakeStreamingListLLM(responses=["  平日9時から18時です。\n\n"]), reranker=None,
+                      search_k=4, rerank_top_k=2)
+
+
+def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
+    import io
+
+    streamed, whole = io.StringIO(), io.StringIO()
+    assert ask.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
+    assert ask.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
+    assert streamed.getvalue() == whole.getvalue() == (
+        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n")
+
+
+def test_main_timings_prints_json_on_stderr(streaming_context, capsys):
+    import io
+    import json
+
+    ask.main(["受付時間は？", "--timings"], context=streaming_context, out=io.StringIO())
+    report = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert set(report["timings"]) == {"retrieve", "rerank", "generate", "first_token"}
+    assert report["peak_rss_mb"] > 0 and report["process_start_to_first_token_s"] > 0
+
+
+def test_token_printer_drops_leading_and_holds_trailing_whitespace():
+    import io
+
+    out = io.StringIO()
+    printer = ask.TokenPrinter(out)
+    for piece in [" ", "\n", "平日", " 9時", "です。", "\n", " "]:
+        printer(piece)
+    assert out.getvalue() == "平日 9時です。"
+    printer("続き")
+    assert out.getvalue() == "平日 9時です。\n 続き"
+
+
+def test_help_is_instant_and_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys, runpy\nsys.argv=['x','--help']\n"
+            "try:\n    runpy.run_module('app.ask', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "heavy=[m for m in ('torch','sentence_transformers','llama_cpp','langgraph','sqlalchemy') if m in sys.modules]\n"
+            "print('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert "usage: python -m app.ask" in out and "HEAVY []" in out

@@ -168,3 +168,20 @@ def test_llm_token_counter_uses_llama_tokenizer():
     count = graph.llm_token_counter(type("L", (), {"client": client})())
     assert count("abc") == 3
     assert graph.llm_token_counter(object()) is None
+
+
+def test_generate_node_streams_and_times_first_token(ctx, mock_documents):
+    from langchain_core.language_models.fake import FakeStreamingListLLM
+
+    pieces = []
+    ctx.llm, ctx.on_token = FakeStreamingListLLM(responses=["平日です。"]), pieces.append
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:1]}, runtime(ctx))
+    assert "".join(pieces) == "平日です。" and out["answer"] == "平日です。"
+    assert 0 <= out["timings"]["first_token"] <= out["timings"]["generate"]
+
+
+def test_generate_node_without_documents_streams_the_fixed_answer(ctx):
+    pieces = []
+    ctx.on_token = pieces.append
+    generate_node({"query": "q", "reranked_documents": []}, runtime(ctx))
+    assert pieces == [NO_CONTEXT_ANSWER]

@@ -96,3 +96,16 @@ def test_as_model_input_wraps_in_chat_template():
 def test_model_name_is_the_gguf_file_name():
     assert llm.model_name(SimpleNamespace(model_path="/a/b/x.gguf")) == "x.gguf"
     assert llm.model_name(object()) == "object"
+
+
+def test_generate_streams_pieces_to_on_token():
+    from langchain_core.language_models.fake import FakeStreamingListLLM
+
+    pieces = []
+    out = llm.generate("質問", llm=FakeStreamingListLLM(responses=[" 回答です。"]), on_token=pieces.append)
+    assert out == "回答です。" and "".join(pieces) == " 回答です。" and len(pieces) > 1
+
+
+def test_get_llm_uses_batch_512(fake_llamacpp, gguf):
+    llm.get_llm()
+    assert fake_llamacpp.call_args.kwargs["n_batch"] == 512

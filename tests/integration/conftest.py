@@ -12,31 +12,12 @@ import pytest
 
 from app import db
 from app.config import Settings
+from app.tiny_models import build_tiny_cross_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
 GGUF = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 pytestmark = pytest.mark.integration
-
-
-def build_tiny_cross_encoder(folder: Path) -> Path:
-    """A 2-layer BERT cross-encoder with random (seeded) weights, saved like a hub model."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    folder.mkdir(parents=True, exist_ok=True)
-    chars = sorted(set((ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8")) - {"\n", " "})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [c for c in chars if c.strip()]
-    vocab += [chr(c) for c in range(ord("a"), ord("z") + 1) if chr(c) not in vocab]
-    (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), tokenize_chinese_chars=True)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, num_labels=1,
-                        max_position_embeddings=512)
-    BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +27,8 @@ def integration_env(tmp_path_factory):
         pytest.fail(f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline`)")
     base = tmp_path_factory.mktemp("it")
     models = base / "models"
-    cross_encoder = build_tiny_cross_encoder(models / "tiny-cross-encoder")
+    cross_encoder = build_tiny_cross_encoder(
+        models / "tiny-cross-encoder", (ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8"))
     env = {
         "PGDATA_DIR": str(base / "pgdata"), "DB_NAME": "rag_test", "MODELS_DIR": str(models),
         "LLM_MODEL_PATH": str(GGUF), "RERANKER_MODEL": str(cross_encoder), "LLM_MAX_TOKENS": "48",

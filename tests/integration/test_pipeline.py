@@ -64,17 +64,14 @@ def test_vector_search_finds_the_faq_row(ingested, store):
 
 def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
     """Capture the SQL PGVector really runs and EXPLAIN it, on a collection large enough
-    (3,000 random unit vectors) that a sequential scan would cost more than the index."""
-    from langchain_postgres import PGVector
-
+    (10,000 random unit vectors) that a sequential scan would cost more than the index."""
     name = f"hnsw_{uuid.uuid4().hex[:8]}"
-    big = PGVector(embeddings=real_embeddings, connection=engine, embedding_length=384,
-                   collection_name=name, use_jsonb=True)
+    big = db.make_vectorstore(engine, real_embeddings, name)
     rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(3000, 384))
+    vectors = rng.normal(size=(10000, 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    big.add_embeddings(texts=[f"filler {i}" for i in range(3000)], embeddings=vectors.tolist(),
-                       metadatas=[{"source": f"filler:{i}"} for i in range(3000)])
+    db.bench_bulk_load(engine, db.collection_id(engine, name), [str(uuid.uuid4()) for _ in range(10000)],
+                       vectors, [f"filler {i}" for i in range(10000)], ["filler"] * 10000)
     with engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
     captured = []

@@ -1,0 +1,413 @@
+"""Benchmarks (``make bench``): every figure next to the raw engine measured in the same run.
+
+Writes ``bench/results.json`` and ``bench/results.png`` and prints a table. Uses its own
+database (``DB_NAME`` + ``_bench``), never the user's data. Sections:
+
+* ingest: the whole sync path vs ``SentenceTransformer.encode`` on the same chunks;
+* retrieval at scale: synthetic corpora (clustered random unit vectors + generated
+  Japanese text): vector (HNSW), keyword (GIN), hybrid latency vs exact scans, HNSW
+  recall@10, index build time, sizes;
+* rerank: SEARCH_K (query, passage) pairs through the cross-encoder;
+* generation: TTFT and tokens/s through the app's streaming path vs raw llama-cpp-python,
+  and the effect of ``n_threads``;
+* end to end: ``python -m app.ask --timings`` as a user runs it: per-node seconds, peak RSS,
+  process start to first token.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from app.config import Settings, get_settings
+from app.metrics import percentile
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTION = "エラーコードE3010は何を意味しますか？"
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    import os
+
+    import psutil
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    return {"date": time.strftime("%Y-%m-%d"), "cpu": cpu, "cores": os.cpu_count(),
+            "ram_gb": round(psutil.virtual_memory().total / 2**30, 1), "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
+    """Run ``fn`` ``repeat`` times; return the wall times and the last result."""
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return times, result
+
+
+def stats_ms(times: Sequence[float]) -> dict:
+    """p50 and p95 in milliseconds."""
+    return {"p50_ms": round(1000 * percentile(times, 50), 2), "p95_ms": round(1000 * percentile(times, 95), 2)}
+
+
+# --- synthetic text ------------------------------------------------------------
+
+def vocabulary() -> list[str]:
+    """Japanese words (2–4 character pieces) drawn from the sample corpus."""
+    from app.ingest import load_csvs, load_pdfs
+    from app.keywords import tokenize
+
+    text = "".join(t for t, _ in load_pdfs(ROOT / "data" / "pdf") + load_csvs(ROOT / "data" / "csv"))
+    words = {text[i:i + n] for n in (2, 3, 4) for i in range(0, len(text) - n, 3)}
+    return sorted(w for w in words if tokenize(w) and "\n" not in w and ":" not in w)
+
+
+def synthetic_texts(n: int, words: Sequence[str], rng, length: int = 12) -> list[str]:
+    """``n`` pseudo-sentences of ``length`` random words each (ending in 。)."""
+    picks = rng.integers(0, len(words), size=(n, length))
+    return ["".join(words[j] for j in row) + "。" for row in picks]
+
+
+def clustered_vectors(n: int, rng, clusters: int = 256, spread: float = 0.35):
+    """Unit vectors around random cluster centres (real embeddings are clustered, not uniform)."""
+    import numpy as np
+
+    centres = rng.normal(size=(clusters, 384)).astype("float32")
+    vectors = centres[rng.integers(0, clusters, size=n)] + spread * rng.normal(size=(n, 384)).astype("float32")
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
+# --- sections ------------------------------------------------------------------
+
+def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) -> dict:
+    """Whole sync path (parse, chunk, embed, write) vs raw SentenceTransformer.encode on the same chunks."""
+    import numpy as np
+
+    from app.store import RagStore
+    from app.sync import chunk_file, scan
+
+    rng = np.random.default_rng(1)
+    words = vocabulary()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        (data / "csv").mkdir()
+        for f in range(files):
+            body = synthetic_texts(rows, words, rng, length=40)
+            (data / "csv" / f"bench{f:03d}.csv").write_text(
+                "番号,内容\n" + "\n".join(f"{f}-{i},{t}" for i, t in enumerate(body)) + "\n", encoding="utf-8")
+        texts = [d.page_content for s in scan(data) for d in chunk_file(s, settings)]
+        client = embeddings._client
+        client.encode(texts[:8], batch_size=32)  # warm
+        raw_s, _ = timed(lambda: client.encode(texts, batch_size=32, normalize_embeddings=True), 1)
+        s = dataclasses.replace(settings, collection_name=f"bench_ingest_{uuid.uuid4().hex[:6]}")
+        store = RagStore(s, embeddings=embeddings, engine=engine).warm_up()
+        pipe_s, (_, report) = timed(lambda: store.sync(data), 1)
+        again_s, _ = timed(lambda: store.sync(data), 1)
+        store.vectorstore.delete_collection()
+    return {"chunks": len(texts), "raw_encode_chunks_per_s": round(len(texts) / raw_s[0], 1),
+            "pipeline_chunks_per_s": round(report.chunks_written / pipe_s[0], 1),
+            "pipeline_vs_raw": round(raw_s[0] / pipe_s[0], 3), "unchanged_resync_s": round(again_s[0], 3)}
+
+
+def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int) -> dict:
+    """Load ``size`` synthetic chunks, build the indexes, time each search mode against exact scans."""
+    import numpy as np
+
+    from app import db
+    from app.keywords import to_document, to_tsquery
+    from app.retrieval import hybrid_search, keyword_search
+
+    rng = np.random.default_rng(size)
+    words = vocabulary()
+    db.bench_reset(engine)
+    name = f"bench_{size}"
+    store = db.make_vectorstore(engine, embeddings, name)
+    collection = db.collection_id(engine, name)
+    vectors = clustered_vectors(size, rng)
+    texts = synthetic_texts(size, words, rng)
+    ids = [str(uuid.uuid4()) for _ in range(size)]
+    load_start = time.perf_counter()
+    db.bench_bulk_load(engine, collection, ids, vectors, texts, [to_document(t) for t in texts])
+    load_s = time.perf_counter() - load_start
+    builds = db.bench_build_indexes(engine)
+    sizes = db.bench_sizes(engine)
+
+    picks = rng.integers(0, size, size=queries)
+    qvecs = [(vectors[i] + 0.05 * rng.normal(size=384)).tolist() for i in picks]
+    qtexts = ["".join(texts[i][j:j + 4] for j in (0, 8, 16)) for i in picks]  # words of a stored text
+    by_vector = lambda v, k=10: [d.id for d, _ in store.similarity_search_with_score_by_vector(v, k=k)]  # noqa: E731
+    vector_t, sql_t, exact_t, recalls = [], [], [], []
+    for v in qvecs:
+        t, approx = timed(lambda: by_vector(v), 1)
+        vector_t += t
+        sql_t += timed(lambda: db.sql_vector_search(engine, collection, v, 10), 1)[0]
+        t, exact = timed(lambda: db.sql_vector_search(engine, collection, v, 10, exact=True), 1)
+        exact_t += t
+        recalls.append(len(set(approx) & set(exact)) / 10)
+    kw = lambda q: keyword_search(engine, name, q, 10)  # noqa: E731
+    keyword_each = [timed(lambda q=q: kw(q), 1)[0][0] for q in qtexts]
+    keyword_exact = [timed(lambda q=q: db.exact_keyword_search(engine, collection, to_tsquery(q), 10), 1)[0][0]
+                     for q in qtexts]
+    hybrid_each = []
+    for v, q in zip(qvecs, qtexts):
+        vec_docs = lambda _q, k, v=v: [d for d, _ in store.similarity_search_with_score_by_vector(v, k=k)]  # noqa: E731
+        hybrid_each.append(timed(lambda: hybrid_search(vec_docs, lambda qq, k: kw(qq), q, 10), 1)[0][0])
+    db.bench_reset(engine)
+    store.delete_collection()
+    return {
+        "size": size, "vectors": "clustered random unit vectors (256 centres), queries near stored vectors",
+        "load_s": round(load_s, 1), "hnsw_build_s": round(builds["hnsw"], 1), "gin_build_s": round(builds["gin"], 1),
+        "sizes_mb": {k: round(v / 2**20, 1) for k, v in sizes.items()},
+        "vector_app": stats_ms(vector_t), "vector_hnsw": stats_ms(sql_t), "vector_exact": stats_ms(exact_t),
+        "keyword_gin": stats_ms(keyword_each), "keyword_seqscan": stats_ms(keyword_exact),
+        "hybrid": stats_ms(hybrid_each), "hnsw_recall_at_10": round(statistics.mean(recalls), 3),
+        "queries": queries,
+    }
+
+
+def bench_rerank(settings: Settings, repeat: int = 20) -> dict:
+    """Cross-encoder latency for SEARCH_K pairs: the tiny local model, and the real one if present."""
+    from langchain_community.cross_encoders import HuggingFaceCrossEncoder
+
+    from app.ingest import load_csvs
+    from app.models import resolve_model_dir
+    from app.tiny_models import build_tiny_cross_encoder
+
+    passages = [t for t, _ in load_csvs(ROOT / "data" / "csv")][: settings.search_k]
+    pairs = [(QUESTION, p) for p in passages]
+    out = {"pairs": len(pairs)}
+    with tempfile.TemporaryDirectory() as tmp:
+        tiny = build_tiny_cross_encoder(Path(tmp) / "tiny", "".join(passages))
+        models = {"tiny (2-layer, random weights)": tiny}
+        real = resolve_model_dir(settings.reranker_model, settings.models_dir)
+        if real is not None:
+            models[settings.reranker_model] = real
+        for label, path in models.items():
+            model = HuggingFaceCrossEncoder(model_name=str(path), model_kwargs={"device": "cpu"})
+            model.score(pairs[:2])
+            times, _ = timed(lambda: model.score(pairs), repeat)
+            out[label] = stats_ms(times)
+    return out
+
+
+def stream_tokens(generate: Callable[[Callable[[str], None]], Any], before: Callable[[], Any] = lambda: None,
+                  repeat: int = 3) -> dict:
+    """Time a streaming generation ``repeat`` times (``before`` each): median TTFT and tokens/s after it."""
+    runs = []
+    for _ in range(repeat):
+        before()
+        marks: list[float] = []
+        start = time.perf_counter()
+        generate(lambda _piece: marks.append(time.perf_counter()))
+        if marks:
+            rate = (len(marks) - 1) / (marks[-1] - marks[0]) if len(marks) > 1 else 0.0
+            runs.append((marks[0] - start, len(marks), rate))
+    if not runs:
+        return {"ttft_s": None, "tokens": 0, "tokens_per_s": 0.0}
+    return {"ttft_s": round(statistics.median(r[0] for r in runs), 3), "tokens": runs[-1][1],
+            "tokens_per_s": round(statistics.median(r[2] for r in runs), 1), "runs": len(runs)}
+
+
+def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
+    """App path (LangChain LlamaCpp, streaming, chat template) vs raw llama-cpp-python, same prompt."""
+    from llama_cpp import Llama
+
+    from app import llm as app_llm
+    from app.graph import build_prompt
+    from app.ingest import load_pdfs
+    from app.models import resolve_llm_path
+
+    path = resolve_llm_path(settings.llm_model_path, settings.models_dir, settings.llm_model_path_is_default)
+    contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")][:3]
+    prompt = build_prompt(QUESTION, contexts)
+    s = dataclasses.replace(settings, llm_max_tokens=max_tokens)
+    app_llm._llm = None
+    model = app_llm.get_llm(s)
+    model_input = app_llm.as_model_input(prompt, model)
+    # the sampling parameters LangChain's LlamaCpp sends, so both sides do the same work
+    params = {"max_tokens": max_tokens, "temperature": 0.0, "stop": app_llm.STOP_SEQUENCES,
+              "top_p": model.top_p, "top_k": model.top_k, "repeat_penalty": model.repeat_penalty}
+    results = {"model": path.name, "prompt_tokens": len(model.client.tokenize(model_input.encode("utf-8"))),
+               "max_tokens": max_tokens}
+    app_llm.generate(prompt, llm=model)  # warm (and fill the prompt cache)
+    app_run = lambda cb: app_llm.generate(prompt, llm=model, on_token=cb)  # noqa: E731
+    results["app_streaming_prefix_cached"] = stream_tokens(app_run, repeat=1)
+    # reset() forgets the prompt cache: each run pays for the whole prompt, as a new question does
+    results["app_streaming"] = stream_tokens(app_run, before=model.client.reset)
+    for threads in sorted({1, settings.llm_n_threads}):
+        raw = Llama(str(path), n_ctx=s.llm_n_ctx, n_threads=threads, n_batch=app_llm.N_BATCH, verbose=False)
+
+        def run_raw(cb, raw=raw):
+            for _ in raw.create_completion(model_input, stream=True, **params):
+                cb("")
+
+        run_raw(lambda _: None)  # warm
+        results[f"raw_n_threads_{threads}"] = stream_tokens(run_raw, before=raw.reset)
+    raw_best = results[f"raw_n_threads_{settings.llm_n_threads}"]
+    if raw_best["tokens_per_s"]:
+        results["app_vs_raw_tokens_per_s"] = round(results["app_streaming"]["tokens_per_s"] / raw_best["tokens_per_s"], 3)
+        results["app_vs_raw_ttft"] = round(results["app_streaming"]["ttft_s"] / raw_best["ttft_s"], 3)
+    app_llm._llm = None
+    return results
+
+
+def bench_end_to_end(settings: Settings, db_name: str, runs: int = 3) -> dict:
+    """``python -m app.ask --timings`` in fresh processes on the sample corpus."""
+    import os
+
+    env = {**os.environ, "DB_NAME": db_name}
+    samples = []
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-m", "app.ask", "--timings", QUESTION], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        line = next((ln for ln in done.stderr.splitlines() if ln.startswith("{")), None)
+        if done.returncode != 0 or line is None:
+            return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output"}
+        samples.append(json.loads(line))
+    med = lambda key: round(statistics.median(s["timings"].get(key, 0.0) for s in samples), 3)  # noqa: E731
+    return {"runs": runs, "retrieve_s": med("retrieve"), "rerank_s": med("rerank"), "generate_s": med("generate"),
+            "first_token_in_generate_s": med("first_token"),
+            "process_start_to_first_token_s": round(statistics.median(
+                s["process_start_to_first_token_s"] for s in samples), 2),
+            "peak_rss_mb": round(statistics.median(s["peak_rss_mb"] for s in samples), 1)}
+
+
+# --- report --------------------------------------------------------------------
+
+def format_table(results: dict) -> str:
+    """The printed summary."""
+    lines = [f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, "
+             f"{results['machine']['ram_gb']} GB — {results['machine']['date']}"]
+    ing = results.get("ingest")
+    if ing:
+        lines += ["", f"Ingest ({ing['chunks']} chunks): pipeline {ing['pipeline_chunks_per_s']} chunks/s vs raw "
+                  f"encode {ing['raw_encode_chunks_per_s']} chunks/s → {ing['pipeline_vs_raw']:.0%} of raw; "
+                  f"unchanged re-sync {ing['unchanged_resync_s']} s"]
+    for sc in results.get("scale", []):
+        lines += ["", f"Retrieval at {sc['size']:,} chunks (load {sc['load_s']} s, HNSW build {sc['hnsw_build_s']} s, "
+                  f"GIN build {sc['gin_build_s']} s, tables {sc['sizes_mb']['chunks_table'] + sc['sizes_mb']['keyword_table']:.0f} MB):",
+                  f"  {'search':<16}{'p50 ms':>9}{'p95 ms':>9}"]
+        for key, label in (("vector_app", "vector (app)"), ("vector_hnsw", "vector HNSW sql"),
+                           ("vector_exact", "vector exact"),
+                           ("keyword_gin", "keyword (GIN)"), ("keyword_seqscan", "keyword seqscan"),
+                           ("hybrid", "hybrid (RRF)")):
+            lines.append(f"  {label:<16}{sc[key]['p50_ms']:>9}{sc[key]['p95_ms']:>9}")
+        lines.append(f"  HNSW recall@10 vs exact: {sc['hnsw_recall_at_10']:.3f}")
+    rr = results.get("rerank")
+    if rr:
+        lines += ["", f"Rerank ({rr['pairs']} pairs): " + "; ".join(
+            f"{k}: p50 {v['p50_ms']} ms" for k, v in rr.items() if isinstance(v, dict))]
+    gen = results.get("generation")
+    if gen:
+        app = gen["app_streaming"]
+        raws = {k: v for k, v in gen.items() if k.startswith("raw_n_threads_")}
+        lines += ["", f"Generation ({gen['model']}, {gen['prompt_tokens']} prompt tokens): app TTFT {app['ttft_s']} s, "
+                  f"{app['tokens_per_s']} tok/s"]
+        lines += [f"  raw llama-cpp-python {k[4:]}: TTFT {v['ttft_s']} s, {v['tokens_per_s']} tok/s" for k, v in raws.items()]
+        cached = gen["app_streaming_prefix_cached"]
+        lines.append(f"  app, same prompt again (llama.cpp prefix cache): TTFT {cached['ttft_s']} s")
+        if "app_vs_raw_tokens_per_s" in gen:
+            lines.append(f"  app / raw: tokens/s {gen['app_vs_raw_tokens_per_s']:.2f}, TTFT {gen['app_vs_raw_ttft']:.2f}")
+    e2e = results.get("end_to_end")
+    if e2e and "error" not in e2e:
+        lines += ["", f"make ask (median of {e2e['runs']}): retrieve {e2e['retrieve_s']} s, rerank {e2e['rerank_s']} s, "
+                  f"generate {e2e['generate_s']} s; process start → first token {e2e['process_start_to_first_token_s']} s; "
+                  f"peak RSS {e2e['peak_rss_mb']} MB"]
+    elif e2e:
+        lines += ["", f"make ask: {e2e['error']}"]
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: Path) -> None:
+    """A PNG: search latency by mode and corpus size (index vs exact), log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scale = results.get("scale", [])
+    if not scale:
+        return
+    keys = [("vector_app", "vector (app)"), ("vector_hnsw", "vector HNSW"), ("vector_exact", "vector exact"), ("keyword_gin", "keyword GIN"),
+            ("keyword_seqscan", "keyword seqscan"), ("hybrid", "hybrid RRF")]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.8 / len(scale)
+    for i, sc in enumerate(scale):
+        ax.bar([j + i * width for j in range(len(keys))], [sc[k]["p50_ms"] for k, _ in keys], width,
+               label=f"{sc['size']:,} chunks (p50)")
+    ax.set_xticks([j + width * (len(scale) - 1) / 2 for j in range(len(keys))], [label for _, label in keys])
+    ax.set_yscale("log")
+    ax.set_ylabel("latency, ms (log)")
+    ax.set_title(f"Search latency — {results['machine']['cpu']}, {results['machine']['cores']} cores")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: ``python -m app.bench [--sizes 10000,100000] [--queries 50] [--skip ...]``."""
+    from app.cli import run
+
+    parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10000,100000", help="synthetic corpus sizes (chunks)")
+    parser.add_argument("--queries", type=int, default=50, help="queries per search mode and size")
+    parser.add_argument("--ingest-files", type=int, default=20, help="synthetic CSV files for the ingest benchmark")
+    parser.add_argument("--skip", default="", help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench")
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args(argv)
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+
+    def body() -> int:
+        from app import db
+        from app.embeddings import get_embeddings
+        from app.store import RagStore
+
+        base = get_settings()
+        settings = dataclasses.replace(base, db_name=f"{base.db_name}_bench")
+        engine = db.get_engine(settings)
+        embeddings = get_embeddings(settings)
+        RagStore(settings, embeddings=embeddings, engine=engine).warm_up()
+        results: dict = {"machine": machine(), "settings": {"search_k": settings.search_k,
+                                                              "llm_n_threads": settings.llm_n_threads}}
+
+        def section(name: str, key: str, fn: Callable[[], Any]) -> None:
+            if name in skip:
+                return
+            print(f"[bench] {name} …", file=sys.stderr, flush=True)
+            results[key] = fn()
+
+        section("ingest", "ingest", lambda: bench_ingest(settings, engine, embeddings, args.ingest_files, 25))
+        section("scale", "scale", lambda: [bench_scale(settings, engine, embeddings, int(n), args.queries)
+                                           for n in args.sizes.split(",") if n.strip()])
+        section("rerank", "rerank", lambda: bench_rerank(settings))
+        section("generation", "generation", lambda: bench_generation(settings))
+        if "e2e" not in skip:
+            RagStore(settings, embeddings=embeddings, engine=engine).warm_up().sync(ROOT / "data")
+        section("e2e", "end_to_end", lambda: bench_end_to_end(settings, settings.db_name))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=2), encoding="utf-8")
+        plot(results, args.out / "results.png")
+        print(format_table(results))
+        print(f"\nWrote {args.out / 'results.json'} and {args.out / 'results.png'}")
+        return 0
+
+    return run(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,22 @@
+"""make bench, small: every section except generation and e2e runs for real (they are slow)."""
+import json
+
+import pytest
+
+from tests.integration.conftest import run_cli
+
+pytestmark = pytest.mark.integration
+
+
+def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
+    result = run_cli("app.bench", "--sizes", "600", "--queries", "3", "--ingest-files", "1",
+                     "--skip", "generation,e2e", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    scale = data["scale"][0]
+    assert scale["size"] == 600 and 0 <= scale["hnsw_recall_at_10"] <= 1
+    assert scale["vector_hnsw"]["p50_ms"] > 0 and scale["keyword_gin"]["p50_ms"] > 0
+    assert data["ingest"]["chunks"] == 25 and data["ingest"]["pipeline_vs_raw"] > 0
+    assert "tiny (2-layer, random weights)" in data["rerank"]
+    assert (tmp_path / "results.png").stat().st_size > 1000
+    assert "Retrieval at 600 chunks" in result.stdout
