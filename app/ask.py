@@ -92,12 +92,28 @@ class TokenPrinter:
             self.out.flush()
 
 
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MB.
+
+    Reads VmHWM (reset by exec) rather than ru_maxrss, which on Linux carries the
+    parent's peak into a child started with fork + exec.
+    """
+    import resource
+    from pathlib import Path
+
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def timing_report(state: dict, first_token_at: float | None) -> str:
     """One JSON line for ``--timings``: per-node seconds, peak RSS, process start to first token."""
     import json
-    import resource
 
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     return json.dumps({"timings": state.get("timings", {}), "peak_rss_mb": round(peak_mb, 1),
                        "process_start_to_first_token_s": first_token_at}, ensure_ascii=False)
 

@@ -82,24 +82,33 @@ def read_pdf_pages(path: Path) -> list[str]:
         raise DataSourceError(f"{path.name}: unreadable PDF ({exc})") from exc
 
 
+def pdf_units(path: Path) -> list[tuple[str, str]]:
+    """One PDF's pages as ``[(text, "file.pdf:p1"), ...]`` (pages without text left out).
+
+    DataSourceError if the file is corrupt or encrypted.
+    """
+    pages = (clean_pdf_text(text) for text in read_pdf_pages(path))
+    return [(text, f"{path.name}:p{number}") for number, text in enumerate(pages, start=1) if text]
+
+
+def _load(directory: Path, suffix: str, units) -> list[tuple[str, str]]:
+    """Units of every file in ``directory``; unreadable files are skipped with a warning."""
+    out: list[tuple[str, str]] = []
+    for path in _files(directory, suffix):
+        try:
+            out.extend(units(path))
+        except DataSourceError as exc:
+            log.warning("skipped %s", exc)
+    return out
+
+
 def load_pdfs(pdf_dir: str | Path) -> list[tuple[str, str]]:
     """Read every PDF in ``pdf_dir`` page by page: ``[(text, "file.pdf:p1"), ...]``.
 
     Pages without text are left out. A corrupt or encrypted file is skipped with
     a warning. FileNotFoundError if the folder does not exist.
     """
-    pages: list[tuple[str, str]] = []
-    for path in _files(Path(pdf_dir), ".pdf"):
-        try:
-            texts = read_pdf_pages(path)
-        except DataSourceError as exc:
-            log.warning("skipped %s", exc)
-            continue
-        for number, text in enumerate(texts, start=1):
-            cleaned = clean_pdf_text(text)
-            if cleaned:
-                pages.append((cleaned, f"{path.name}:p{number}"))
-    return pages
+    return _load(Path(pdf_dir), ".pdf", pdf_units)
 
 
 def read_csv_rows(path: Path) -> list[dict[str, str]]:
@@ -138,27 +147,25 @@ def row_to_text(row: dict[str, str]) -> str:
     return "\n".join(f"{column}:{value}" for column, value in row.items())
 
 
+def csv_units(path: Path) -> list[tuple[str, str]]:
+    """One CSV's rows as ``[("col:val\\n...", "file.csv:r1"), ...]``.
+
+    DataSourceError if it cannot be decoded or parsed, or has no data rows.
+    """
+    records = read_csv_rows(path)
+    if not records:
+        raise DataSourceError(f"{path.name}: empty CSV (no data rows)")
+    rows = ((row_to_text(record), number) for number, record in enumerate(records, start=1))
+    return [(text, f"{path.name}:r{number}") for text, number in rows if text]
+
+
 def load_csvs(csv_dir: str | Path) -> list[tuple[str, str]]:
     """Read every CSV in ``csv_dir`` row by row: ``[("col:val\\n...", "file.csv:r1"), ...]``.
 
     An empty or unreadable file is skipped with a warning. FileNotFoundError if
     the folder does not exist.
     """
-    rows: list[tuple[str, str]] = []
-    for path in _files(Path(csv_dir), ".csv"):
-        try:
-            records = read_csv_rows(path)
-        except DataSourceError as exc:
-            log.warning("skipped %s", exc)
-            continue
-        if not records:
-            log.warning("skipped %s: empty CSV (no data rows)", path.name)
-            continue
-        for number, record in enumerate(records, start=1):
-            text = row_to_text(record)
-            if text:
-                rows.append((text, f"{path.name}:r{number}"))
-    return rows
+    return _load(Path(csv_dir), ".csv", csv_units)
 
 
 def csv_splitter(chunk_size: int, chunk_overlap: int):

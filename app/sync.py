@@ -178,15 +178,10 @@ def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     from app import ingest
 
     if source.path.suffix.lower() == ".pdf":
-        units = [(ingest.clean_pdf_text(t), f"{source.name}:p{i}")
-                 for i, t in enumerate(ingest.read_pdf_pages(source.path), start=1)]
-        units = [(t, s) for t, s in units if t]
+        units = ingest.pdf_units(source.path)
         split = lambda text: ingest.split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     else:
-        rows = ingest.read_csv_rows(source.path)
-        if not rows:
-            raise DataSourceError(f"{source.name}: empty CSV (no data rows)")
-        units = [(ingest.row_to_text(r), f"{source.name}:r{i}") for i, r in enumerate(rows, start=1)]
+        units = ingest.csv_units(source.path)
         split = ingest.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     docs: list[Document] = []
     for text, source_id in units:
