@@ -119,3 +119,43 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subproce
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def tcp_server(tmp_path_factory):
+    """A second PostgreSQL + pgvector (pgserver's binaries) on 127.0.0.1 with a password:
+    reached exactly like a real server, through DB_HOST/DB_PORT/DB_USER/DB_PASSWORD/DB_NAME."""
+    import socket
+
+    import psycopg
+    from pgserver._commands import initdb, pg_ctl
+
+    base = tmp_path_factory.mktemp("tcp")
+    pgdata = base / "pgdata"
+    pgdata.mkdir()
+    pwfile = base / "pw"
+    pwfile.write_text("s3cret\n")
+    user = None
+    if os.geteuid() == 0:  # postgres refuses to run as root: pgserver's own user runs it
+        import pwd
+
+        from pgserver.utils import ensure_prefix_permissions, ensure_user_exists
+
+        user = "pgserver"
+        ensure_user_exists(user)
+        entry = pwd.getpwnam(user)
+        ensure_prefix_permissions(pgdata)
+        for path in (pgdata, pwfile):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    initdb(["--auth-local=trust", "--auth-host=scram-sha-256", "-U", "rag", f"--pwfile={pwfile}",
+            "--encoding=utf8"], pgdata=pgdata, user=user)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    pg_ctl(["-w", "-o", f"-h 127.0.0.1 -p {port} -k {pgdata}", "-l", str(pgdata / "log"), "start"],
+           pgdata=pgdata, user=user, timeout=60)
+    with psycopg.connect(host="127.0.0.1", port=port, user="rag", password="s3cret", dbname="postgres",
+                         autocommit=True) as conn:
+        conn.execute("CREATE DATABASE rag")
+    yield {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": "s3cret", "DB_NAME": "rag"}
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
