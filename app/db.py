@@ -49,10 +49,6 @@ SQL_EMBEDDING_TYPE = (
     "WHERE a.attrelid = CAST(:table AS regclass) AND a.attname = 'embedding'"
 )
 SQL_COLLECTION_ID = f"SELECT uuid FROM {COLLECTION_TABLE} WHERE name = :name"
-SQL_DELETE_STALE = (
-    f"DELETE FROM {EMBEDDING_TABLE} WHERE collection_id = :collection "
-    "AND cmetadata->>'file' = :file AND NOT (id = ANY(:keep))"
-)
 SQL_COUNT_CHUNKS = f"SELECT count(*) FROM {EMBEDDING_TABLE} WHERE collection_id = :collection"
 SQL_COUNT_BY_SOURCE = (
     f"SELECT count(*) FROM {EMBEDDING_TABLE} WHERE collection_id = :collection "
@@ -313,26 +309,6 @@ def collection_id(engine: "Engine", name: str):
 
     with engine.connect() as conn:
         return conn.execute(text(SQL_COLLECTION_ID), {"name": name}).scalar()
-
-
-def write_file_chunks(
-    engine: "Engine", collection_name: str, file_name: str, docs: Sequence, vectors: Sequence[Sequence[float]]
-) -> int:
-    """Upsert one file's chunks in both indexes and delete its other chunks, in one transaction.
-
-    Returns how many chunks were deleted.
-    """
-    from sqlalchemy import text
-
-    collection = _require_collection(engine, collection_name)
-    rows, keywords = _chunk_rows(collection, docs, vectors)
-    with engine.begin() as conn:
-        if rows:
-            conn.execute(text(SQL_UPSERT_EMBEDDING), rows)
-            conn.execute(text(SQL_UPSERT_KEYWORD), keywords)
-        result = conn.execute(text(SQL_DELETE_STALE), {"collection": collection, "file": file_name,
-                                                       "keep": [d.id for d in docs]})
-    return result.rowcount or 0
 
 
 def _chunk_rows(collection, docs: Sequence, vectors: Sequence[Sequence[float]]) -> tuple[list, list]:

@@ -9,14 +9,17 @@ mutated) with ``metadata['relevance_score']``:
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable, Sequence
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from app.config import SEARCH_MODES
+
+__all__ = ["SEARCH_MODES", "SCORE_KEY", "reciprocal_rank_fusion", "vector_search", "keyword_search",
+           "hybrid_search", "SearchRetriever"]
+
 SCORE_KEY = "relevance_score"
-SEARCH_MODES = ("hybrid", "vector", "keyword")
 
 
 def reciprocal_rank_fusion(
@@ -77,20 +80,6 @@ def hybrid_search(
                             "keyword_rank": keyword_ids.index(key) + 1 if key in keyword_ids else None})
         for key, score in fused[:k]
     ]
-
-
-def make_search(mode: str, vectorstore: Any, engine: Any, collection_name: str,
-                rrf_k: int = 60, weights: Sequence[float] = (1.0, 1.0)) -> Callable[[str, int], list[Document]]:
-    """The ``search(query, k)`` function for a mode: ``hybrid``, ``vector`` or ``keyword``."""
-    if mode not in SEARCH_MODES:
-        raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-    vector = partial(vector_search, vectorstore)
-    keyword = partial(keyword_search, engine, collection_name)
-    if mode == "vector":
-        return vector
-    if mode == "keyword":
-        return keyword
-    return partial(hybrid_search, vector, keyword, rrf_k=rrf_k, weights=tuple(weights))
 
 
 class SearchRetriever(BaseRetriever):

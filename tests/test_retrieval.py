@@ -4,8 +4,7 @@ The SQL side runs against real PostgreSQL in tests/integration/test_hybrid.py.""
 import pytest
 from langchain_core.documents import Document
 
-from app.retrieval import (SearchRetriever, hybrid_search, make_search, reciprocal_rank_fusion,
-                           vector_search)
+from app.retrieval import SearchRetriever, hybrid_search, reciprocal_rank_fusion, vector_search
 
 
 def test_rrf_hand_computed_k60():
@@ -89,16 +88,6 @@ def test_vector_search_scores_are_one_minus_distance(mock_vectorstore):
 
 def test_vector_search_blank_query(mock_vectorstore):
     assert vector_search(mock_vectorstore, "  ", 3) == []
-
-
-def test_make_search_rejects_unknown_mode():
-    with pytest.raises(ValueError, match="search mode must be one of hybrid, vector, keyword, got 'fuzzy'"):
-        make_search("fuzzy", None, None, "documents")
-
-
-def test_make_search_vector_mode_uses_the_vectorstore(mock_vectorstore):
-    search = make_search("vector", mock_vectorstore, None, "documents")
-    assert [d.metadata["source"] for d in search("q", 1)] == ["faq.csv:r2"]
 
 
 def test_search_retriever_is_a_langchain_retriever():

@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 from app import db
 from app.metrics import retrieval_at_k
-from app.retrieval import keyword_search, make_search, vector_search
+from app.retrieval import keyword_search, vector_search
 from tests.integration.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -79,7 +79,8 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
 
     vectors = np.random.default_rng(1).normal(size=(len(docs), 384))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    db.write_file_chunks(engine, name, "f.csv", docs, vectors.tolist())
+    db.replace_document(engine, name, {"doc_id": "f.csv", "source_file": "f.csv", "content_hash": "x",
+                                       "settings_hash": "x"}, docs, vectors.tolist())
     with engine.begin() as conn:
         conn.execute(text(f"ANALYZE {db.KEYWORD_TABLE}"))
         plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN " + db.SQL_KEYWORD_SEARCH), {
@@ -94,11 +95,11 @@ def retrieval_rates(search, n, depth=10):
     return sum(hits) / len(hits)
 
 
-def test_hybrid_retrieval_on_the_sample_corpus(ingested, store, engine):
+def test_hybrid_retrieval_on_the_sample_corpus(ingested, rag_store):
     """As make evaluate does it: SEARCH_K=10 candidates per search, fused with RRF (k=60, 1:1)."""
     rates = {}
     for mode in ("vector", "keyword", "hybrid"):
-        search = make_search(mode, store, engine, "documents")
+        search = rag_store.search_function(mode)
         rates[mode] = {n: retrieval_rates(search, n) for n in (3, 10)}
     print("Retrieval@3/@10 by mode:", rates)
     assert rates["hybrid"][10] >= max(rates["vector"][10], rates["keyword"][10]), rates
