@@ -59,7 +59,7 @@ watch: $(DEPS) ## keep the store in sync with data/ as files change (Ctrl-C to s
 evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...]
 	$(PY) -m app.evaluate $(MODE_ARG)
 
-bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~10 min)
+bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~3 min on 2 cores)
 	HF_HUB_OFFLINE=1 $(PY) -m app.bench
 
 test: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## run all tests (unit + integration, offline)
