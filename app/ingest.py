@@ -206,6 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.ingest", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)")
     parser.add_argument("--dry-run", action="store_true", help="print what would be added/updated/removed; change nothing")
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="let an empty data dir remove every stored document")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -215,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = get_settings()
         data_dir = args.data_dir or settings.data_dir
         store = RagStore(settings)
-        plan, report = store.sync(data_dir, dry_run=args.dry_run, progress=not args.dry_run)
+        plan, report = store.sync(data_dir, dry_run=args.dry_run, progress=not args.dry_run,
+                                  allow_empty=args.allow_empty)
         if args.dry_run:
             print("\n".join(plan.lines() or ["nothing to do"]))
             print(f"Dry run: {len(plan.added)} to add, {len(plan.updated)} to update, "

@@ -62,12 +62,14 @@ class RagStore:
 
     # --- documents --------------------------------------------------------------
 
-    def sync(self, data_dir: str | Path | None = None, *, dry_run: bool = False, progress: bool = False):
+    def sync(self, data_dir: str | Path | None = None, *, dry_run: bool = False, progress: bool = False,
+             allow_empty: bool = False):
         """Make the store match ``data_dir`` (default DATA_DIR); returns (plan, report)."""
         from app.sync import sync
 
         data_dir = Path(data_dir or self.settings.data_dir)
-        return sync(data_dir, self.embeddings, self.engine, self.settings, dry_run=dry_run, progress=progress)
+        return sync(data_dir, self.embeddings, self.engine, self.settings, dry_run=dry_run, progress=progress,
+                    allow_empty=allow_empty)
 
     def add_document(self, path_or_doc: str | Path | Document | Sequence[Document],
                      data_dir: str | Path | None = None) -> list[str]:

@@ -212,13 +212,23 @@ def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable
 
 
 def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, files: Sequence[SourceFile] | None = None,
-         remove_missing: bool = True, dry_run: bool = False, progress: bool = False) -> tuple[SyncPlan, SyncReport]:
-    """Bring the store in line with ``files`` (default: everything under ``data_dir``)."""
+         remove_missing: bool = True, dry_run: bool = False, progress: bool = False,
+         allow_empty: bool = False) -> tuple[SyncPlan, SyncReport]:
+    """Bring the store in line with ``files`` (default: everything under ``data_dir``).
+
+    A data dir with no files at all while documents are stored is refused
+    (DataSourceError) unless ``allow_empty``: a wrong or unmounted folder must
+    not wipe the index.
+    """
     from app import db
 
     files = scan(data_dir) if files is None else list(files)
     key = settings_hash(settings)
     stored = db.list_documents(engine, settings.collection_name)
+    if remove_missing and not files and stored and not allow_empty:
+        raise DataSourceError(
+            f"no PDF or CSV under {data_dir}, but {len(stored)} documents are stored; refusing to remove them "
+            "all (check the folder, or run `python -m app.ingest --allow-empty` to empty the store)")
     plan = plan_sync(files, stored, key, remove_missing)
     report = SyncReport(unchanged=len(plan.unchanged), doc_ids=[f.doc_id for f in plan.unchanged])
     if dry_run:

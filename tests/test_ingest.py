@@ -168,3 +168,16 @@ def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, mock
     assert "would add:    pdf/guide.pdf" in out and "would add:    csv/faq.csv" in out
     assert out.strip().endswith("Dry run: 2 to add, 0 to update, 0 unchanged, 0 to remove")
     replace.assert_not_called()
+
+
+def test_main_refuses_to_empty_the_store_from_an_empty_dir(tmp_path, capsys, mocker):
+    mocker.patch("app.store.RagStore.warm_up")
+    mocker.patch("app.db.list_documents", return_value=[{"doc_id": "csv/faq.csv", "source_file": "faq.csv",
+                                                         "content_hash": "h", "settings_hash": "s"}])
+    delete = mocker.patch("app.db.delete_document")
+    assert ingest.main(["--data-dir", str(tmp_path)]) == 1
+    assert "refusing to remove them all" in capsys.readouterr().err
+    delete.assert_not_called()
+    mocker.patch("app.db.delete_legacy_chunks", return_value=0)
+    assert ingest.main(["--data-dir", str(tmp_path), "--allow-empty"]) == 0
+    delete.assert_called_once()
