@@ -50,10 +50,6 @@ SQL_EMBEDDING_TYPE = (
 )
 SQL_COLLECTION_ID = f"SELECT uuid FROM {COLLECTION_TABLE} WHERE name = :name"
 SQL_COUNT_CHUNKS = f"SELECT count(*) FROM {EMBEDDING_TABLE} WHERE collection_id = :collection"
-SQL_COUNT_BY_SOURCE = (
-    f"SELECT count(*) FROM {EMBEDDING_TABLE} WHERE collection_id = :collection "
-    "AND cmetadata->>'source' = :source"
-)
 SQL_DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %s"
 
 # Keyword index: one row per chunk, deleted with it (ON DELETE CASCADE), so the two
@@ -416,18 +412,15 @@ def keyword_search(engine: "Engine", collection_name: str, tsquery: str, k: int)
                                                {"tsquery": tsquery, "collection": collection, "k": k})]
 
 
-def count_chunks(engine: "Engine", collection_name: str, source: str | None = None) -> int:
-    """Number of chunks in the collection (of one source ID if given)."""
+def count_chunks(engine: "Engine", collection_name: str) -> int:
+    """Number of chunks in the collection."""
     from sqlalchemy import text
 
     collection = collection_id(engine, collection_name)
     if collection is None:
         return 0
     with engine.connect() as conn:
-        if source is None:
-            return int(conn.execute(text(SQL_COUNT_CHUNKS), {"collection": collection}).scalar())
-        return int(conn.execute(text(SQL_COUNT_BY_SOURCE),
-                                {"collection": collection, "source": source}).scalar())
+        return int(conn.execute(text(SQL_COUNT_CHUNKS), {"collection": collection}).scalar())
 
 
 # --- embedded server CLI --------------------------------------------------

@@ -8,7 +8,6 @@ plus its wall time under ``timings``.
 from __future__ import annotations
 
 import logging
-import operator
 import time
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Sequence, TypedDict

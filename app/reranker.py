@@ -94,6 +94,6 @@ def rerank(query: str, docs: Sequence[dict] | None, top_k: int = 3, reranker: An
         if not isinstance(item, dict) or not isinstance(item.get("content"), str):
             raise ValueError(f"docs[{i}] must be a dict with a 'content' string")
     model = (reranker or get_reranker()).model
-    scores = model.score([(query, item["content"]) for item in docs])
-    ranked = sorted(zip(docs, scores), key=lambda pair: float(pair[1]), reverse=True)
-    return [{**item, "score": float(score)} for item, score in ranked[:top_k]]
+    as_docs = [Document(page_content=item["content"], metadata={"_index": i}) for i, item in enumerate(docs)]
+    return [{**docs[d.metadata["_index"]], "score": d.metadata[SCORE_KEY]}
+            for d in score_documents(model, query, as_docs, top_k)]

@@ -187,18 +187,12 @@ class RagStore:
 
     def as_retriever(self, **search_kwargs: Any) -> BaseRetriever:
         """A LangChain ``BaseRetriever`` that runs :meth:`search` with ``search_kwargs``."""
-        return StoreRetriever(store=self, search_kwargs=search_kwargs)
+        from app.retrieval import SearchRetriever
+
+        top_k = search_kwargs.pop("top_k", None) or self.settings.search_k
+        return SearchRetriever(search=lambda query, k: self.search(query, top_k=k, **search_kwargs), k=top_k)
 
     def search_function(self, mode: str | None = None):
         """``search(query, k)`` for the graph's retrieve node."""
         return lambda query, k: self.search(query, search_mode=mode, top_k=k)
 
-
-class StoreRetriever(BaseRetriever):
-    """LangChain retriever over :meth:`RagStore.search`."""
-
-    store: Any
-    search_kwargs: dict = {}
-
-    def _get_relevant_documents(self, query: str, *, run_manager=None) -> list[Document]:
-        return self.store.search(query, **self.search_kwargs)

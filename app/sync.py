@@ -176,10 +176,11 @@ def chunk_id(collection: str, doc_id: str, index: int, content_hash: str) -> str
 def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     """Read and chunk one file into Documents with full metadata; DataSourceError if unreadable."""
     from app import ingest
+    from app.chunking import split_by_structure
 
     if source.path.suffix.lower() == ".pdf":
         units = ingest.pdf_units(source.path)
-        split = lambda text: ingest.split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
+        split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     else:
         units = ingest.csv_units(source.path)
         split = ingest.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
