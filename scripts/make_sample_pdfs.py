@@ -60,6 +60,52 @@ TECHNICAL_GUIDE = [
     ]),
 ]
 
+SERVICE_AGREEMENT = [
+    ("サービスレベル（SLA）", [
+        "ミナトクラウドの月間稼働率の目標は99.9%です。",
+        "月間稼働率が99.9%を下回った場合は月額料金の10%を、99.0%を下回った場合は30%を、翌月の請求から減額します。",
+        "定期メンテナンスの時間は、稼働率の計算から除きます。",
+    ]),
+    ("契約期間と更新", [
+        "年払いプランの契約期間は申込日から1年間です。",
+        "期間満了の30日前までに解約の申し出がない場合、同じ条件で1年間自動更新されます。",
+        "月払いプランは1か月単位で自動更新されます。",
+    ]),
+    ("禁止事項", [
+        "本サービスのアカウントを第三者に貸与・譲渡することを禁止します。",
+        "APIを通じて過度な負荷をかける行為と、リバースエンジニアリングを禁止します。",
+        "違反があった場合、当社は事前の通知なく本サービスの利用を停止できます。",
+    ]),
+    ("個人情報の取扱い", [
+        "当社は個人情報保護法に従い個人情報を取り扱います。2019年にプライバシーマークを取得しました。",
+        "お客様のデータを、本サービスの提供以外の目的で利用することはありません。",
+        "個人情報に関するお問い合わせは privacy@minato-data.example で受け付けます。",
+    ]),
+]
+
+WORK_RULES = [
+    ("勤務時間と休憩", [
+        "所定労働時間は1日8時間です。始業は午前9時、終業は午後6時です。",
+        "休憩時間は正午から午後1時までの60分です。",
+        "開発部門には、コアタイムを午前11時から午後3時とするフレックスタイム制を適用します。",
+    ]),
+    ("休日と休暇", [
+        "休日は土曜日、日曜日、国民の祝日、年末年始（12月29日から1月3日）です。",
+        "年次有給休暇は、入社6か月後に10日を付与します。",
+        "夏季休暇として、7月から9月の間に3日間の特別休暇を取得できます。",
+    ]),
+    ("在宅勤務", [
+        "在宅勤務は週3日まで認めます。利用する日の前日までに上長へ申請してください。",
+        "在宅勤務手当として月額5000円を支給します。",
+        "自宅で業務を行うときは会社が貸与したパソコンのみを使い、公共のWi-Fiには接続しないでください。",
+    ]),
+    ("出張と経費精算", [
+        "出張の旅費は、出張から戻って2週間以内にミナト経費精算で申請してください。",
+        "国内出張の日当は1日あたり2000円、宿泊費の上限は1泊12000円です。",
+        "新幹線は普通車指定席を利用し、グリーン車の利用は認めません。",
+    ]),
+]
+
 
 def build_pdf(path: Path, title: str, sections: list[tuple[str, list[str]]]) -> None:
     """Write one PDF: a page per section, a heading followed by its paragraphs."""
@@ -79,11 +125,13 @@ def build_pdf(path: Path, title: str, sections: list[tuple[str, list[str]]]) -> 
 
 
 def main(out_dir: str = "data/pdf") -> None:
-    """Write company_overview.pdf and technical_guide.pdf into ``out_dir``."""
+    """Write the four sample PDFs into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     build_pdf(out / "company_overview.pdf", "会社概要", COMPANY_OVERVIEW)
     build_pdf(out / "technical_guide.pdf", "ミナトクラウド 技術ガイド", TECHNICAL_GUIDE)
+    build_pdf(out / "service_agreement.pdf", "ミナトクラウド 利用規約（抜粋）", SERVICE_AGREEMENT)
+    build_pdf(out / "work_rules.pdf", "就業規則（抜粋）", WORK_RULES)
 
 
 if __name__ == "__main__":

@@ -33,9 +33,9 @@ def test_load_questions_reads_the_list(qfile):
     assert evaluate.load_questions(qfile) == QUESTIONS
 
 
-def test_load_questions_sample_set_has_13_valid_questions():
+def test_load_questions_sample_set_has_33_valid_questions():
     questions = evaluate.load_questions("data/eval_questions.json")
-    assert len(questions) == 13
+    assert len(questions) == 33
     assert all(set(evaluate.REQUIRED_KEYS) <= set(q) for q in questions)
 
 

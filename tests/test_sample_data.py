@@ -24,27 +24,41 @@ def texts():
     ("technical_guide.pdf:p2", "レート制限は1つのAPIキーにつき1分あたり600リクエストです。"),
     ("technical_guide.pdf:p3", "エラーコードE3010は処理のタイムアウトを表します。"),
     ("technical_guide.pdf:p4", "保持期間は35日間です。"),
+    ("service_agreement.pdf:p1", "ミナトクラウドの月間稼働率の目標は99.9%です。"),
+    ("service_agreement.pdf:p4", "2019年にプライバシーマークを取得しました。"),
+    ("work_rules.pdf:p2", "年次有給休暇は、入社6か月後に10日を付与します。"),
+    ("work_rules.pdf:p4", "国内出張の日当は1日あたり2000円、宿泊費の上限は1泊12000円です。"),
 ])
 def test_pdf_pages_extract_expected_japanese(texts, source, expected):
     assert expected in texts[source]
 
 
 def test_sample_corpus_has_the_expected_sources(texts):
-    assert len([s for s in texts if s.startswith("faq.csv")]) == 10
-    assert len([s for s in texts if s.startswith("products.csv")]) == 5
-    assert len([s for s in texts if ".pdf:" in s]) == 7
+    assert len([s for s in texts if s.startswith("faq.csv")]) == 22
+    assert len([s for s in texts if s.startswith("products.csv")]) == 7
+    assert len([s for s in texts if ".pdf:" in s]) == 15
 
 
 QUESTIONS = json.loads((DATA / "eval_questions.json").read_text(encoding="utf-8"))
+TUNING = json.loads((DATA / "tuning_questions.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("question", QUESTIONS, ids=[q["expected_source"] for q in QUESTIONS])
+@pytest.mark.parametrize("question", QUESTIONS + TUNING,
+                         ids=[f"eval:{q['expected_source']}" for q in QUESTIONS]
+                         + [f"tuning:{q['expected_source']}" for q in TUNING])
 def test_every_expected_keyword_is_in_its_source(texts, question):
     source_text = normalize(texts[question["expected_source"]])
     missing = [k for k in question["expected_keywords"] if normalize(k) not in source_text]
     assert not missing, f"{question['expected_source']} lacks {missing}"
 
 
-def test_questions_cover_all_four_documents():
-    files = {q["expected_source"].split(":")[0] for q in QUESTIONS}
-    assert files == {"faq.csv", "products.csv", "company_overview.pdf", "technical_guide.pdf"}
+@pytest.mark.parametrize("questions", [QUESTIONS, TUNING], ids=["eval", "tuning"])
+def test_questions_cover_all_six_documents(questions):
+    files = {q["expected_source"].split(":")[0] for q in questions}
+    assert files == {"faq.csv", "products.csv", "company_overview.pdf", "technical_guide.pdf",
+                     "service_agreement.pdf", "work_rules.pdf"}
+
+
+def test_tuning_questions_are_held_apart_from_the_evaluation_set():
+    """Fusion settings are chosen on the tuning set; no question may appear in both."""
+    assert not {q["query"] for q in QUESTIONS} & {q["query"] for q in TUNING}

@@ -17,8 +17,9 @@ from tests.integration.conftest import ROOT, run_cli
 pytestmark = pytest.mark.integration
 
 SAMPLE_SOURCES = (
-    {f"faq.csv:r{i}" for i in range(1, 11)} | {f"products.csv:r{i}" for i in range(1, 6)}
+    {f"faq.csv:r{i}" for i in range(1, 23)} | {f"products.csv:r{i}" for i in range(1, 8)}
     | {f"company_overview.pdf:p{i}" for i in range(1, 4)} | {f"technical_guide.pdf:p{i}" for i in range(1, 5)}
+    | {f"service_agreement.pdf:p{i}" for i in range(1, 5)} | {f"work_rules.pdf:p{i}" for i in range(1, 5)}
 )
 
 
@@ -31,9 +32,9 @@ def sources_in_db(engine, collection="documents"):
 
 
 def test_ingest_stores_every_page_and_row_with_metadata(ingested, engine):
-    assert (ingested.added, ingested.failed, ingested.chunks_written) == (4, 0, 22)
+    assert (ingested.added, ingested.failed, ingested.chunks_written) == (6, 0, 44)
     rows = sources_in_db(engine)
-    assert len(rows) == 22 and set(rows) == SAMPLE_SOURCES
+    assert len(rows) == 44 and set(rows) == SAMPLE_SOURCES
 
 
 def test_embedding_column_is_vector_384_with_hnsw_cosine_index(ingested, engine):
@@ -135,12 +136,12 @@ def test_ingest_cli_skips_corrupt_pdf_and_reads_cp932_csv(integration_env, tmp_p
     assert result.returncode == 0, result.stderr
     assert "broken.pdf: unreadable PDF" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout.strip().endswith(
-        "Ingest: 5 added, 0 updated, 0 unchanged, 0 removed, 1 failed; embedded 23 chunks, reused 0")
+        "Ingest: 7 added, 0 updated, 0 unchanged, 0 removed, 1 failed; embedded 45 chunks, reused 0")
     second = run_cli("app.ingest", "--data-dir", str(data), env=env)
     assert second.returncode == 0 and second.stdout.strip().endswith(
-        "Ingest: 0 added, 0 updated, 5 unchanged, 0 removed, 1 failed; embedded 0 chunks, reused 0")
+        "Ingest: 0 added, 0 updated, 7 unchanged, 0 removed, 1 failed; embedded 0 chunks, reused 0")
     status = run_cli("app.db", "status", env=env)
-    assert "23 chunks" in status.stdout
+    assert "45 chunks" in status.stdout
 
 
 def test_cli_unreachable_database_is_one_line(integration_env):

@@ -45,10 +45,10 @@ def test_second_sync_of_unchanged_data_adds_nothing_and_embeds_nothing(own_store
     before = rows(engine, own_store.settings.collection_name)
     embedded_before = own_store.embeddings.texts
     _, second = own_store.sync(data)
-    assert first.added == 4 and first.embedded + first.reused == 22  # vectors of identical text are reused
-    assert (second.added, second.updated, second.unchanged, second.removed, second.embedded) == (0, 0, 4, 0, 0)
+    assert first.added == 6 and first.embedded + first.reused == 44  # vectors of identical text are reused
+    assert (second.added, second.updated, second.unchanged, second.removed, second.embedded) == (0, 0, 6, 0, 0)
     assert own_store.embeddings.texts == embedded_before
-    assert rows(engine, own_store.settings.collection_name) == before and len(before) == 22
+    assert rows(engine, own_store.settings.collection_name) == before and len(before) == 44
 
 
 def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine, data):
@@ -58,12 +58,12 @@ def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine,
     faq.write_text(faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"),
                    encoding="utf-8")
     _, report = own_store.sync(data)
-    assert (report.updated, report.unchanged, report.embedded + report.reused) == (1, 3, 10)
-    assert report.reused >= 9  # only the edited row is new text
-    assert len(rows(engine, name)) == 22 and rows(engine, name, "keyword") == 22
+    assert (report.updated, report.unchanged, report.embedded + report.reused) == (1, 5, 22)
+    assert report.reused >= 21  # only the edited row is new text
+    assert len(rows(engine, name)) == 44 and rows(engine, name, "keyword") == 44
     hit = keyword_search(engine, name, "平日10時から17時", 1)[0]
     assert hit.metadata["source"] == "faq.csv:r2" and "10時" in hit.page_content
-    assert all("平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 22))
+    assert all("平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 44))
 
 
 def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
@@ -73,7 +73,7 @@ def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
     _, report = own_store.sync(data)
     assert report.removed == 1
     assert not [s for s, _ in rows(engine, name) if s.startswith("technical_guide")]
-    assert rows(engine, name, "keyword") == 18
+    assert rows(engine, name, "keyword") == 40
     assert "pdf/technical_guide.pdf" not in [d["doc_id"] for d in own_store.list_documents()]
     assert all(d.metadata["file"] != "technical_guide.pdf" for d in keyword_search(engine, name, "E3010", 10))
 
@@ -84,11 +84,11 @@ def test_renamed_file_is_not_re_embedded(own_store, engine, data):
     embedded = own_store.embeddings.texts
     (data / "csv" / "faq.csv").rename(data / "csv" / "faq_2026.csv")
     _, report = own_store.sync(data)
-    assert (report.added, report.removed, report.renamed, report.embedded, report.reused) == (1, 1, 1, 0, 10)
+    assert (report.added, report.removed, report.renamed, report.embedded, report.reused) == (1, 1, 1, 0, 22)
     assert own_store.embeddings.texts == embedded
     sources = [s for s, _ in rows(engine, name)]
     assert "faq_2026.csv:r1" in sources and not [s for s in sources if s.startswith("faq.csv")]
-    assert rows(engine, name, "keyword") == 22
+    assert rows(engine, name, "keyword") == 44
 
 
 def test_python_api_add_search_context_retriever_remove(own_store, data):
@@ -118,7 +118,7 @@ def test_watch_syncs_once_per_burst_of_saves(own_store, data):
         deadline = time.time() + 60
         while not syncs and time.time() < deadline:
             time.sleep(0.1)
-        assert syncs and syncs[0][1].added == 4
+        assert syncs and syncs[0][1].added == 6
         new = data / "csv" / "new.csv"
         for i in range(5):  # a burst of saves
             new.write_text(f"項目\n新しい行{i}\n", encoding="utf-8")
@@ -199,6 +199,6 @@ def test_docs_and_remove_cli(ingested, integration_env):
     from tests.integration.conftest import run_cli
 
     listed = run_cli("app.docs", "list")
-    assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout and "4 documents, 22 chunks" in listed.stdout
+    assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout and "6 documents, 44 chunks" in listed.stdout
     missing = run_cli("app.docs", "remove", "nope.csv")
     assert missing.returncode == 1 and missing.stderr.strip() == "Error: no stored document 'nope.csv' (see `make docs`)"
