@@ -16,7 +16,7 @@ MODE_ARG := $(if $(MODE),--mode $(MODE),)
 export Q DOC
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask docs remove watch evaluate bench test lint db-stop db-status build up down shell compose-check clean
+.PHONY: help setup models demo ingest ask docs remove watch evaluate tune bench test lint db-stop db-status build up down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ watch: $(DEPS) ## keep the store in sync with data/ as files change (Ctrl-C to s
 
 evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...]
 	$(PY) -m app.evaluate $(MODE_ARG)
+
+tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (retrieval only, ~10 s)
+	$(PY) -m app.tune
 
 bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~3 min on 2 cores)
 	HF_HUB_OFFLINE=1 $(PY) -m app.bench

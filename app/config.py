@@ -29,9 +29,13 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "RERANK_TOP_K": (3, 1),
     "LLM_N_CTX": (2048, 256),
     "LLM_MAX_TOKENS": (300, 1),
-    "RRF_K": (60, 0),
+    "RRF_K": (5, 0),
 }
 SEARCH_MODES = ("hybrid", "vector", "keyword")
+# Hybrid fusion defaults, chosen by `make tune` on data/tuning_questions.json (README, "Hybrid search"):
+# with 10-candidate lists and the English-trained default embedder, keyword ranks must dominate.
+DEFAULT_RRF_K = _INT_VARS["RRF_K"][0]
+DEFAULT_HYBRID_WEIGHTS = (1.0, 10.0)
 
 
 def _read_int(env: Mapping[str, str], name: str) -> int:
@@ -72,10 +76,10 @@ def _read_mode(env: Mapping[str, str]) -> str:
 
 
 def _read_weights(env: Mapping[str, str]) -> tuple[float, float]:
-    """HYBRID_WEIGHTS: ``vector,keyword`` RRF weights, default ``1.0,1.0``."""
+    """HYBRID_WEIGHTS: ``vector,keyword`` RRF weights, default ``1.0,10.0``."""
     raw = env.get("HYBRID_WEIGHTS", "").strip()
     if not raw:
-        return (1.0, 1.0)
+        return DEFAULT_HYBRID_WEIGHTS
     parts = [p.strip() for p in raw.split(",")]
     try:
         weights = tuple(float(p) for p in parts)
@@ -122,8 +126,8 @@ class Settings:
     llm_n_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     llm_temperature: float = 0.0
     search_mode: str = "hybrid"
-    rrf_k: int = 60
-    hybrid_weights: tuple[float, float] = (1.0, 1.0)
+    rrf_k: int = DEFAULT_RRF_K
+    hybrid_weights: tuple[float, float] = DEFAULT_HYBRID_WEIGHTS
     collection_name: str = COLLECTION_NAME
 
     @property

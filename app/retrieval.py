@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from app.config import SEARCH_MODES
+from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
 
 __all__ = ["SEARCH_MODES", "SCORE_KEY", "reciprocal_rank_fusion", "vector_search", "keyword_search",
            "hybrid_search", "SearchRetriever"]
@@ -67,7 +67,7 @@ def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> lis
 
 def hybrid_search(
     vector: Callable[[str, int], list[Document]], keyword: Callable[[str, int], list[Document]],
-    query: str, k: int, rrf_k: int = 60, weights: Sequence[float] = (1.0, 1.0),
+    query: str, k: int, rrf_k: int = DEFAULT_RRF_K, weights: Sequence[float] = DEFAULT_HYBRID_WEIGHTS,
 ) -> list[Document]:
     """``k`` candidates from each search, fused with RRF; the best ``k`` are returned."""
     by_vector, by_keyword = vector(query, k), keyword(query, k)

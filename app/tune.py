@@ -1,0 +1,144 @@
+"""Choose hybrid fusion settings (RRF_K, HYBRID_WEIGHTS) on a question set, retrieval only.
+
+Each question's vector and keyword candidate lists (SEARCH_K each) are fetched once;
+every (RRF k, keyword weight) pair of the grid then fuses those same lists, exactly as
+``hybrid`` search does, and is scored by Retrieval@RERANK_TOP_K (what the LLM gets
+when no cross-encoder re-ranks), Retrieval@SEARCH_K (what a re-ranker gets) and the
+mean reciprocal rank of the expected source (which breaks ties).
+
+Tune on a question set kept apart from the one you report (the sample corpus ships
+``data/tuning_questions.json`` for this), then report with ``make evaluate``.
+
+    python -m app.tune [--questions data/tuning_questions.json] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from langchain_core.documents import Document
+
+from app.config import get_settings
+from app.metrics import retrieval_at_k
+from app.retrieval import hybrid_search
+
+RRF_KS = (60, 30, 10, 5, 1)
+KEYWORD_WEIGHTS = (1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0)
+
+Candidates = tuple[list[Document], list[Document]]
+
+
+def fetch_candidates(store: Any, questions: Sequence[dict], k: int) -> list[Candidates]:
+    """Each question's (vector, keyword) candidate lists, ``k`` each, best first."""
+    return [(store.search(q["query"], search_mode="vector", top_k=k),
+             store.search(q["query"], search_mode="keyword", top_k=k)) for q in questions]
+
+
+def fuse(candidates: Candidates, k: int, rrf_k: int, weights: Sequence[float]) -> list[Document]:
+    """The hybrid ranking of one question's cached lists (the same function ``hybrid`` search uses)."""
+    by_vector, by_keyword = candidates
+    return hybrid_search(lambda _q, _k: by_vector, lambda _q, _k: by_keyword, "-", k,
+                         rrf_k=rrf_k, weights=weights)
+
+
+def reciprocal_rank(ranking: Sequence[Document], expected_source: str) -> float:
+    """1/rank of the first chunk from ``expected_source`` (rank from 1); 0.0 if absent."""
+    for rank, doc in enumerate(ranking, start=1):
+        if retrieval_at_k([doc], expected_source):
+            return 1.0 / rank
+    return 0.0
+
+
+def hit_rates(rankings: Iterable[list[Document]], questions: Sequence[dict], top_k: int, search_k: int
+              ) -> dict[str, float]:
+    """Retrieval@top_k, Retrieval@search_k and the mean reciprocal rank (within search_k), 0–1."""
+    scores = [(retrieval_at_k(r[:top_k], q["expected_source"]), retrieval_at_k(r[:search_k], q["expected_source"]),
+               reciprocal_rank(r[:search_k], q["expected_source"])) for r, q in zip(rankings, questions)]
+    n = len(scores) or 1
+    return {key: sum(s[i] for s in scores) / n for i, key in enumerate(("at_top_k", "at_search_k", "mrr"))}
+
+
+def grid(candidates: Sequence[Candidates], questions: Sequence[dict], top_k: int, search_k: int,
+         rrf_ks: Sequence[int] = RRF_KS, keyword_weights: Sequence[float] = KEYWORD_WEIGHTS) -> list[dict]:
+    """Score the single modes and every (rrf_k, keyword weight) pair; vector weight is 1.
+
+    Rows come in grid order (defaults first: k=60, weights 1:1), each
+    ``{mode, rrf_k, weights, at_top_k, at_search_k, mrr}``.
+    """
+    rows = [{"mode": mode, "rrf_k": None, "weights": None,
+             **hit_rates((c[i] for c in candidates), questions, top_k, search_k)}
+            for i, mode in enumerate(("vector", "keyword"))]
+    for rrf_k in rrf_ks:
+        for weight in keyword_weights:
+            fused = [fuse(c, search_k, rrf_k, (1.0, weight)) for c in candidates]
+            rows.append({"mode": "hybrid", "rrf_k": rrf_k, "weights": (1.0, weight),
+                         **hit_rates(fused, questions, top_k, search_k)})
+    return rows
+
+
+def best_setting(rows: Sequence[dict]) -> dict:
+    """The hybrid row with the highest Retrieval@top_k, then Retrieval@search_k, then mean
+    reciprocal rank; ties go to the earlier grid row (closest to the defaults k=60, 1:1)."""
+    hybrid = [r for r in rows if r["mode"] == "hybrid"]
+    if not hybrid:
+        raise ValueError("no hybrid rows to choose from")
+    return max(hybrid, key=lambda r: (r["at_top_k"], r["at_search_k"], r["mrr"], -hybrid.index(r)))
+
+
+def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -> str:
+    """A table: one line per setting, the chosen one marked."""
+    pct = lambda x: f"{100 * x:5.1f}%"  # noqa: E731
+    lines = [f"{'mode':<7} {'RRF_K':>5} {'HYBRID_WEIGHTS':>15}  {f'R@{top_k}':>6}  {f'R@{search_k}':>6}  {'MRR':>5}"]
+    for r in rows:
+        weights = f"{r['weights'][0]:g},{r['weights'][1]:g}" if r["weights"] else "-"
+        mark = "  ← chosen" if r is chosen else ""
+        lines.append(f"{r['mode']:<7} {r['rrf_k'] if r['rrf_k'] is not None else '-':>5} {weights:>15}  "
+                     f"{pct(r['at_top_k'])}  {pct(r['at_search_k'])}  {r['mrr']:.3f}{mark}")
+    lines.append(f"\nBest on these questions: RRF_K={chosen['rrf_k']} "
+                 f"HYBRID_WEIGHTS={chosen['weights'][0]:g},{chosen['weights'][1]:g}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
+    """CLI: ``python -m app.tune [--questions F] [--data-dir D] [--json P]``."""
+    from app.cli import run
+    from app.evaluate import load_questions
+
+    parser = argparse.ArgumentParser(prog="python -m app.tune", description=__doc__.split("\n")[0])
+    parser.add_argument("--questions", type=Path, default=None,
+                        help="question set (default: <data dir>/tuning_questions.json)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="ingest this folder (pdf/, csv/) first (default: use what is stored)")
+    parser.add_argument("--json", type=Path, default=None, help="write every row and the choice here")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        settings = get_settings()
+        questions = load_questions(args.questions or (args.data_dir or settings.data_dir) / "tuning_questions.json")
+        rag = store
+        if rag is None:
+            from app.ask import ensure_ingested
+            from app.store import RagStore
+
+            rag = RagStore(settings)
+            if args.data_dir is not None:
+                rag.sync(args.data_dir)
+            ensure_ingested(settings)
+        candidates = fetch_candidates(rag, questions, settings.search_k)
+        rows = grid(candidates, questions, settings.rerank_top_k, settings.search_k)
+        chosen = best_setting(rows)
+        print(format_grid(rows, settings.rerank_top_k, settings.search_k, chosen))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"questions": len(questions), "rows": rows, "chosen": chosen},
+                                            ensure_ascii=False, indent=2), encoding="utf-8")
+        return 0
+
+    return run(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Fusion tuning: pure scoring of cached candidate lists, with hand-computed values."""
+import pytest
+from langchain_core.documents import Document
+
+from app import tune
+
+
+def doc(id_, source):
+    return Document(page_content=id_, id=id_, metadata={"source": source})
+
+
+V = [doc("v1", "a:p1"), doc("v2", "a:p2"), doc("v3", "a:p3")]
+K = [doc("v3", "a:p3"), doc("k4", "b:r1")]
+QUESTIONS = [{"query": "q1", "expected_source": "b:r1"}, {"query": "q2", "expected_source": "a:p2"}]
+
+
+def test_reciprocal_rank_is_one_over_the_first_hit():
+    assert tune.reciprocal_rank(V, "a:p2") == 0.5
+    assert tune.reciprocal_rank(V, "zz") == 0.0
+
+
+def test_hit_rates_at_both_depths_and_mrr():
+    # q1 expects b:r1 at rank 2 of K; q2 expects a:p2 at rank 2 of V
+    rates = tune.hit_rates([K, V], QUESTIONS, top_k=1, search_k=3)
+    assert rates == {"at_top_k": 0.0, "at_search_k": 1.0, "mrr": 0.5}
+
+
+def test_fuse_uses_the_given_settings():
+    assert [d.id for d in tune.fuse((V, K), 3, 60, (1.0, 1.0))] == ["v3", "v1", "v2"]
+    assert [d.id for d in tune.fuse((V, K), 3, 5, (1.0, 10.0))] == ["v3", "k4", "v1"]
+
+
+def test_grid_rows_singles_then_hybrid_in_grid_order():
+    candidates = [(V, K), (V, K)]
+    rows = tune.grid(candidates, QUESTIONS, top_k=2, search_k=3, rrf_ks=(60, 5), keyword_weights=(1.0, 10.0))
+    assert [(r["mode"], r["rrf_k"], r["weights"]) for r in rows] == [
+        ("vector", None, None), ("keyword", None, None), ("hybrid", 60, (1.0, 1.0)),
+        ("hybrid", 60, (1.0, 10.0)), ("hybrid", 5, (1.0, 1.0)), ("hybrid", 5, (1.0, 10.0))]
+    # vector: q1 miss, q2 at rank 2 → @2 0.5, @3 0.5, MRR (0 + 1/2) / 2
+    assert (rows[0]["at_top_k"], rows[0]["at_search_k"], rows[0]["mrr"]) == (0.5, 0.5, 0.25)
+    # k=5, 1:10 → [v3, k4, v1]: q1 at rank 2, q2 (a:p2) absent
+    assert (rows[5]["at_top_k"], rows[5]["at_search_k"], rows[5]["mrr"]) == (0.5, 0.5, 0.25)
+    # k=60, 1:1 → [v3, v1, v2]: q1 absent, q2 at rank 3
+    assert (rows[2]["at_top_k"], rows[2]["at_search_k"], rows[2]["mrr"]) == (0.0, 0.5, pytest.approx(1 / 6))
+
+
+def row(rrf_k, top, search, mrr):
+    return {"mode": "hybrid", "rrf_k": rrf_k, "weights": (1.0, 1.0), "at_top_k": top, "at_search_k": search,
+            "mrr": mrr}
+
+
+def test_best_setting_orders_by_top_k_then_search_k_then_mrr_then_grid_order():
+    rows = [{"mode": "keyword", "rrf_k": None, "weights": None, "at_top_k": 1.0, "at_search_k": 1.0, "mrr": 1.0},
+            row(60, 0.5, 1.0, 0.9), row(30, 0.8, 0.9, 0.9), row(10, 0.8, 1.0, 0.7), row(5, 0.8, 1.0, 0.8),
+            row(1, 0.8, 1.0, 0.8)]
+    assert tune.best_setting(rows)["rrf_k"] == 5
+
+
+def test_best_setting_needs_a_hybrid_row():
+    with pytest.raises(ValueError, match="no hybrid rows"):
+        tune.best_setting([{"mode": "vector", "at_top_k": 1, "at_search_k": 1, "mrr": 1}])
+
+
+def test_format_grid_marks_the_choice_and_prints_env_values():
+    rows = [row(60, 0.5, 1.0, 0.75), row(5, 1.0, 1.0, 1.0)]
+    rows[1]["weights"] = (1.0, 10.0)
+    text = tune.format_grid(rows, 3, 10, rows[1])
+    assert text.splitlines()[0].split() == ["mode", "RRF_K", "HYBRID_WEIGHTS", "R@3", "R@10", "MRR"]
+    assert text.splitlines()[1].split() == ["hybrid", "60", "1,1", "50.0%", "100.0%", "0.750"]
+    assert text.splitlines()[2].endswith("1.000  ← chosen")
+    assert text.endswith("Best on these questions: RRF_K=5 HYBRID_WEIGHTS=1,10")
+
+
+def test_cli_reports_a_missing_question_file(tmp_path, capsys):
+    assert tune.main(["--questions", str(tmp_path / "nope.json")], store=object()) == 1
+    assert capsys.readouterr().err.strip() == f"Error: question file not found: {tmp_path / 'nope.json'}"
