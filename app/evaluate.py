@@ -156,16 +156,27 @@ def model_names(context: Any, settings: Settings) -> dict:
     return {"embed": settings.embed_model, "reranker": reranker, "llm": model_name(context.llm)}
 
 
+def add_question_options(parser: argparse.ArgumentParser, default_file: str, json_help: str) -> None:
+    """The options shared by the commands that run a question set: --questions, --data-dir, --json."""
+    parser.add_argument("--questions", type=Path, default=None,
+                        help=f"question set (default: <data dir>/{default_file})")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="ingest this folder (pdf/, csv/) first (default: use what is stored)")
+    parser.add_argument("--json", type=Path, default=None, help=json_help)
+
+
+def write_json(path: Path, payload: dict) -> None:
+    """Write ``payload`` as UTF-8 JSON (Japanese kept readable), creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, ensure_ascii=False, indent=2), encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     """CLI: ``python -m app.evaluate [--questions F] [--data-dir D] [--json P] [--per-question]``."""
     from app.cli import run
 
     parser = argparse.ArgumentParser(prog="python -m app.evaluate", description=__doc__.split("\n")[0])
-    parser.add_argument("--questions", type=Path, default=None,
-                        help="question set (default: <data dir>/eval_questions.json)")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="ingest this folder (pdf/, csv/) before evaluating (default: use what is stored)")
-    parser.add_argument("--json", type=Path, default=None, help="write per-question results and the summary here")
+    add_question_options(parser, "eval_questions.json", "write per-question results and the summary here")
     parser.add_argument("--per-question", action="store_true", help="print a line per question")
     parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default=None,
                         help="first-stage search (default: SEARCH_MODE or hybrid)")
@@ -196,9 +207,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
             print(format_table(results), end="\n\n")
         print_report(summary, settings, models, reranked)
         if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({"summary": summary, "models": models, "results": results},
-                                            ensure_ascii=False, indent=2), encoding="utf-8")
+            write_json(args.json, {"summary": summary, "models": models, "results": results})
         return 0
 
     return run(body, debug=args.debug)

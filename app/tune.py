@@ -14,7 +14,6 @@ Tune on a question set kept apart from the one you report (the sample corpus shi
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -104,14 +103,10 @@ def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -
 def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
     """CLI: ``python -m app.tune [--questions F] [--data-dir D] [--json P]``."""
     from app.cli import run
-    from app.evaluate import load_questions
+    from app.evaluate import add_question_options, load_questions, write_json
 
     parser = argparse.ArgumentParser(prog="python -m app.tune", description=__doc__.split("\n")[0])
-    parser.add_argument("--questions", type=Path, default=None,
-                        help="question set (default: <data dir>/tuning_questions.json)")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="ingest this folder (pdf/, csv/) first (default: use what is stored)")
-    parser.add_argument("--json", type=Path, default=None, help="write every row and the choice here")
+    add_question_options(parser, "tuning_questions.json", "write every row and the choice here")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -132,9 +127,7 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         chosen = best_setting(rows)
         print(format_grid(rows, settings.rerank_top_k, settings.search_k, chosen))
         if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({"questions": len(questions), "rows": rows, "chosen": chosen},
-                                            ensure_ascii=False, indent=2), encoding="utf-8")
+            write_json(args.json, {"questions": len(questions), "rows": rows, "chosen": chosen})
         return 0
 
     return run(body, debug=args.debug)

@@ -107,13 +107,18 @@ def test_hybrid_retrieval_on_the_sample_corpus(ingested, rag_store):
         assert rates["hybrid"][n] >= max(rates["vector"][n], rates["keyword"][n]), rates
 
 
-def test_default_fusion_settings_are_what_tune_chooses_on_the_tuning_set(ingested, rag_store, capsys):
+def test_default_fusion_settings_are_what_tune_chooses_on_the_tuning_set(ingested, rag_store, capsys, tmp_path):
     """The defaults were chosen by `make tune` on data/tuning_questions.json (held apart from
     the evaluation set); if the corpus, questions or grid change, this says to re-tune."""
     from app import tune
     from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K
 
-    assert tune.main(["--questions", str(ROOT / "data" / "tuning_questions.json")], store=rag_store) == 0
+    report = tmp_path / "tune.json"
+    assert tune.main(["--questions", str(ROOT / "data" / "tuning_questions.json"), "--json", str(report)],
+                     store=rag_store) == 0
     out = capsys.readouterr().out
+    saved = json.loads(report.read_text(encoding="utf-8"))
+    assert saved["questions"] == 22 and len(saved["rows"]) == 2 + 5 * 7
+    assert (saved["chosen"]["rrf_k"], tuple(saved["chosen"]["weights"])) == (DEFAULT_RRF_K, DEFAULT_HYBRID_WEIGHTS)
     assert out.rstrip().endswith(f"Best on these questions: RRF_K={DEFAULT_RRF_K} "
                                  f"HYBRID_WEIGHTS={DEFAULT_HYBRID_WEIGHTS[0]:g},{DEFAULT_HYBRID_WEIGHTS[1]:g}"), out
