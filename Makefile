@@ -59,7 +59,7 @@ watch: $(DEPS) ## keep the store in sync with data/ as files change (Ctrl-C to s
 evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...]
 	$(PY) -m app.evaluate $(MODE_ARG)
 
-tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (retrieval only, ~10 s)
+tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (retrieval only, ~12 s)
 	$(PY) -m app.tune
 
 bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~3 min on 2 cores)

@@ -34,7 +34,12 @@ _INT_VARS: dict[str, tuple[int, int]] = {
 SEARCH_MODES = ("hybrid", "vector", "keyword")
 # Hybrid fusion defaults, chosen by `make tune` on data/tuning_questions.json (README, "Hybrid search"):
 # with 10-candidate lists and the English-trained default embedder, keyword ranks must dominate.
-DEFAULT_RRF_K = _INT_VARS["RRF_K"][0]
+def _int_default(name: str) -> int:
+    """The default of an integer variable (one place: ``_INT_VARS``)."""
+    return _INT_VARS[name][0]
+
+
+DEFAULT_RRF_K = _int_default("RRF_K")
 DEFAULT_HYBRID_WEIGHTS = (1.0, 10.0)
 
 
@@ -106,7 +111,7 @@ class Settings:
     """All configuration, resolved and validated once from the environment."""
 
     db_host: str | None = None  # None: start the embedded PostgreSQL under pgdata_dir
-    db_port: int = 5432
+    db_port: int = _int_default("DB_PORT")
     db_user: str = "rag"
     db_password: str = "rag"
     db_name: str = "rag"
@@ -117,12 +122,12 @@ class Settings:
     reranker_model: str = RERANKER_MODEL_DEFAULT
     llm_model_path: str = LLM_MODEL_PATH_DEFAULT
     llm_model_path_is_default: bool = True
-    chunk_size: int = 500
-    chunk_overlap: int = 100
-    search_k: int = 10
-    rerank_top_k: int = 3
-    llm_n_ctx: int = 2048
-    llm_max_tokens: int = 300
+    chunk_size: int = _int_default("CHUNK_SIZE")
+    chunk_overlap: int = _int_default("CHUNK_OVERLAP")
+    search_k: int = _int_default("SEARCH_K")
+    rerank_top_k: int = _int_default("RERANK_TOP_K")
+    llm_n_ctx: int = _int_default("LLM_N_CTX")
+    llm_max_tokens: int = _int_default("LLM_MAX_TOKENS")
     llm_n_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     llm_temperature: float = 0.0
     search_mode: str = "hybrid"

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 from langchain_core.documents import Document
 
 from app.config import get_settings
-from app.metrics import retrieval_at_k
+from app.metrics import mean, retrieval_at_k
 from app.retrieval import hybrid_search
 
 RRF_KS = (60, 30, 10, 5, 1)
@@ -55,8 +55,7 @@ def hit_rates(rankings: Iterable[list[Document]], questions: Sequence[dict], top
     """Retrieval@top_k, Retrieval@search_k and the mean reciprocal rank (within search_k), 0–1."""
     scores = [(retrieval_at_k(r[:top_k], q["expected_source"]), retrieval_at_k(r[:search_k], q["expected_source"]),
                reciprocal_rank(r[:search_k], q["expected_source"])) for r, q in zip(rankings, questions)]
-    n = len(scores) or 1
-    return {key: sum(s[i] for s in scores) / n for i, key in enumerate(("at_top_k", "at_search_k", "mrr"))}
+    return {key: mean([float(s[i]) for s in scores]) for i, key in enumerate(("at_top_k", "at_search_k", "mrr"))}
 
 
 def grid(candidates: Sequence[Candidates], questions: Sequence[dict], top_k: int, search_k: int,
