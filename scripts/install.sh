@@ -6,3 +6,5 @@ PY=${1:-python3}
 REQ=${2:-requirements.txt}
 "$PY" -m pip install --quiet --upgrade pip
 "$PY" -m pip install --quiet -r "$REQ"
+# The wheel's pgvector needs AVX-512; replace it with a portable build (see the script).
+sh "$(dirname "$0")/build_pgvector.sh" "$PY"
