@@ -64,10 +64,12 @@ def format_output(answer: str, sources: Sequence[str]) -> str:
 
 
 def ensure_ingested(settings: Settings) -> None:
-    """RagError if the collection has no chunks yet (the user has not run ingest)."""
-    from app.db import count_chunks, get_engine
+    """RagError if nothing is stored yet (the user has not run ingest); a read: creates nothing."""
+    from app.db import check_schema, count_chunks, get_engine
 
-    if count_chunks(get_engine(settings), settings.collection_name) == 0:
+    engine = get_engine(settings)
+    check_schema(engine, settings.collection_name)
+    if count_chunks(engine, settings.collection_name) == 0:
         raise RagError(f"the collection '{settings.collection_name}' is empty; run `make ingest` first")
 
 

@@ -109,12 +109,12 @@ def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) 
             body = synthetic_texts(rows, words, rng, length=40)
             (data / "csv" / f"bench{f:03d}.csv").write_text(
                 "番号,内容\n" + "\n".join(f"{f}-{i},{t}" for i, t in enumerate(body)) + "\n", encoding="utf-8")
-        texts = [d.page_content for s in scan(data) for d in chunk_file(s, settings)]
+        texts = [d.page_content for s in scan(data)[0] for d in chunk_file(s, settings)]
         client = embeddings._client
         client.encode(texts[:8], batch_size=32)  # warm
         raw_s, _ = timed(lambda: client.encode(texts, batch_size=32, normalize_embeddings=True), 1)
         s = dataclasses.replace(settings, collection_name=f"bench_ingest_{uuid.uuid4().hex[:6]}")
-        store = RagStore(s, embeddings=embeddings, engine=engine).warm_up()
+        store = RagStore(s, embeddings=embeddings, engine=engine)
         pipe_s, (_, report) = timed(lambda: store.sync(data), 1)
         again_s, _ = timed(lambda: store.sync(data), 1)
         store.vectorstore.delete_collection()
@@ -135,7 +135,7 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     words = vocabulary()
     db.bench_reset(engine)
     name = f"bench_{size}"
-    store = db.make_vectorstore(engine, embeddings, name)
+    store = db.make_vectorstore(engine, embeddings, name, create=True)
     collection = db.collection_id(engine, name)
     vectors = clustered_vectors(size, rng)
     texts = synthetic_texts(size, words, rng)
@@ -381,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = dataclasses.replace(base, db_name=f"{base.db_name}_bench")
         engine = db.get_engine(settings)
         embeddings = get_embeddings(settings)
-        RagStore(settings, embeddings=embeddings, engine=engine).warm_up()
+        db.init_db(settings, embeddings=embeddings, engine=engine)
         results: dict = {"machine": machine(), "settings": {"search_k": settings.search_k,
                                                               "llm_n_threads": settings.llm_n_threads}}
 
@@ -397,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         section("rerank", "rerank", lambda: bench_rerank(settings))
         section("generation", "generation", lambda: bench_generation(settings))
         if "e2e" not in skip:
-            RagStore(settings, embeddings=embeddings, engine=engine).warm_up().sync(ROOT / "data")
+            RagStore(settings, embeddings=embeddings, engine=engine).sync(ROOT / "data")
         section("e2e", "end_to_end", lambda: bench_end_to_end(settings, settings.db_name))
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=2), encoding="utf-8")

@@ -46,3 +46,13 @@ def run(body: Callable[[], int], debug: bool = False, model_progress: bool = Fal
             traceback.print_exc()
         print(f"Error: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        from app.db import database_error
+
+        mapped = database_error(exc)  # the database went away or filled up mid-command
+        if mapped is None:
+            raise
+        if debug:
+            traceback.print_exc()
+        print(f"Error: {mapped}", file=sys.stderr)
+        return 1

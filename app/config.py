@@ -6,6 +6,7 @@ bad value raises ``ValueError`` naming the variable and the value.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "LLM_MAX_TOKENS": (300, 1),
     "RRF_K": (5, 0),
 }
+_INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 SEARCH_MODES = ("hybrid", "vector", "keyword")
 # Hybrid fusion defaults, chosen by `make tune` on data/tuning_questions.json (README, "Hybrid search"):
 # with 10-candidate lists and the English-trained default embedder, keyword ranks must dominate.
@@ -55,6 +57,8 @@ def _read_int(env: Mapping[str, str], name: str) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if name in _INT_MAX and value > _INT_MAX[name]:
+        raise ValueError(f"{name} must be <= {_INT_MAX[name]}, got {value}")
     return value
 
 
@@ -90,20 +94,24 @@ def _read_weights(env: Mapping[str, str]) -> tuple[float, float]:
         weights = tuple(float(p) for p in parts)
     except ValueError:
         weights = ()
-    if len(weights) != 2 or any(w < 0 for w in weights):
-        raise ValueError(f"HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', got {raw!r}")
+    if len(weights) != 2 or not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
+        raise ValueError(f"HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', "
+                         f"not both 0, got {raw!r}")
     return weights  # type: ignore[return-value]
 
 
-def _read_float(env: Mapping[str, str], name: str, default: float) -> float:
-    """Return the float value of ``name`` or ``default``; ValueError if not a number."""
+def _read_float(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
+    """Return the float value of ``name`` or ``default``; ValueError unless a finite number in range."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ValueError(f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value) or not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be a number from {minimum:g} to {maximum:g}, got {raw!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,7 @@ class Settings:
             llm_n_ctx=_read_int(env, "LLM_N_CTX"),
             llm_max_tokens=_read_int(env, "LLM_MAX_TOKENS"),
             llm_n_threads=_read_threads(env),
-            llm_temperature=_read_float(env, "LLM_TEMPERATURE", 0.0),
+            llm_temperature=_read_float(env, "LLM_TEMPERATURE", 0.0, 0.0, 2.0),
             search_mode=_read_mode(env),
             rrf_k=_read_int(env, "RRF_K"),
             hybrid_weights=_read_weights(env),

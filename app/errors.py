@@ -15,3 +15,15 @@ class DatabaseUnavailableError(RagError):
 
 class DataSourceError(RagError):
     """An input file or folder cannot be read (missing, corrupt, encrypted, bad encoding)."""
+
+
+class StoreNotReadyError(RagError):
+    """Nothing has been ingested yet, or the schema is older than this version (run ingest/db init)."""
+
+
+class WriterBusyError(RagError):
+    """Another process holds the writer lock and the caller asked not to wait."""
+
+
+class QuestionTooLongError(RagError):
+    """The question alone does not fit the LLM's context window."""

@@ -161,8 +161,32 @@ def add_question_options(parser: argparse.ArgumentParser, default_file: str, jso
     parser.add_argument("--questions", type=Path, default=None,
                         help=f"question set (default: <data dir>/{default_file})")
     parser.add_argument("--data-dir", type=Path, default=None,
-                        help="ingest this folder (pdf/, csv/) first (default: use what is stored)")
+                        help="sync this folder (pdf/, csv/) into its own collection first and use that "
+                             "(default: the main collection as stored)")
     parser.add_argument("--json", type=Path, default=None, help=json_help)
+
+
+def collection_for(data_dir: Path) -> str:
+    """The collection a question run on ``data_dir`` uses: one per folder, never the main one."""
+    import hashlib
+
+    return "eval_" + hashlib.sha256(str(data_dir.expanduser().absolute()).encode()).hexdigest()[:12]
+
+
+def prepare_data_dir(settings: Settings, data_dir: Path | None) -> Settings:
+    """With ``--data-dir``: sync it into its own collection and return settings that use it
+    (the main collection is never touched); without, the settings as they are."""
+    if data_dir is None:
+        return settings
+    from dataclasses import replace
+
+    from app.store import RagStore
+
+    own = replace(settings, collection_name=collection_for(data_dir))
+    print(f"Using collection '{own.collection_name}', synced from {data_dir} "
+          f"(the main collection '{settings.collection_name}' is not touched)", file=sys.stderr)
+    RagStore(own).sync(data_dir)
+    return own
 
 
 def write_json(path: Path, payload: dict) -> None:
@@ -193,10 +217,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
             from app.ask import ensure_ingested
             from app.graph import default_context
 
-            if args.data_dir is not None:
-                from app.store import RagStore
-
-                RagStore(settings).sync(args.data_dir)
+            settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
             ctx = default_context(settings, mode=args.mode)
         results = run_evaluation(questions, ctx, progress=not args.no_progress)

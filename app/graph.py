@@ -15,7 +15,7 @@ from typing import Annotated, Any, Callable, Sequence, TypedDict
 from langchain_core.documents import Document
 
 from app.config import Settings, get_settings
-from app.errors import ModelNotFoundError
+from app.errors import ModelNotFoundError, QuestionTooLongError
 
 log = logging.getLogger(__name__)
 
@@ -208,8 +208,24 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
     )
 
 
+def check_question_fits(query: str, count_tokens: Callable[[str], int] | None, budget: int | None) -> None:
+    """QuestionTooLongError if the prompt with no context at all is already over ``budget`` tokens."""
+    if count_tokens is None or budget is None:
+        return
+    needed = count_tokens(build_prompt(query, []))
+    if needed > budget:
+        raise QuestionTooLongError(
+            f"the question is too long: the prompt needs {needed} tokens without any document text, but only "
+            f"{budget} fit (LLM_N_CTX - LLM_MAX_TOKENS); shorten the question or raise LLM_N_CTX")
+
+
 def run_rag(query: str, context: RAGContext, graph=None) -> RAGState:
-    """Run the workflow for one question and return the final state."""
+    """Run the workflow for one question and return the final state.
+
+    ValueError for a blank question, QuestionTooLongError for one that leaves no
+    room for any document text in the model's context.
+    """
     if not query or not query.strip():
         raise ValueError("query must be a non-empty string")
+    check_question_fits(query.strip(), context.count_tokens, context.token_budget)
     return (graph or get_graph()).invoke({"query": query.strip()}, context=context)

@@ -14,14 +14,15 @@ this same code.
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from app.config import Settings, get_settings
-from app.errors import DataSourceError
+from app.errors import DataSourceError, StoreNotReadyError
 
 
 class RagStore:
@@ -32,44 +33,86 @@ class RagStore:
         self._embeddings = embeddings
         self._engine = engine
         self._vectorstore = None
+        self._schema_ready = False
+        self._writing = 0
 
     # --- resources (loaded once, on first use) ---------------------------------
 
     def warm_up(self) -> "RagStore":
-        """Connect and create the schema; safe to call twice. The embedding model loads when first needed."""
+        """Connect and open the store for reading (the schema must exist: StoreNotReadyError
+        otherwise); safe to call twice. The embedding model loads when first needed."""
         from app import db
-        from app.embeddings import LazyEmbeddings
 
         if self._vectorstore is None:
-            if self._engine is None:
-                self._engine = db.get_engine(self.settings)
-            if self._embeddings is None:
-                self._embeddings = LazyEmbeddings(self.settings)
-            self._vectorstore = db.init_db(self.settings, embeddings=self._embeddings, engine=self._engine)
+            self._vectorstore = db.open_store(self.engine, self.embeddings, self.settings.collection_name)
         return self
 
     @property
     def engine(self):
-        return self.warm_up()._engine
+        """The database engine (connects on first use; creates nothing)."""
+        from app import db
+
+        if self._engine is None:
+            self._engine = db.get_engine(self.settings)
+        return self._engine
 
     @property
     def embeddings(self):
-        return self.warm_up()._embeddings
+        """The embedding model (a lazy wrapper: loads when something must be embedded)."""
+        from app.embeddings import LazyEmbeddings
+
+        if self._embeddings is None:
+            self._embeddings = LazyEmbeddings(self.settings)
+        return self._embeddings
 
     @property
     def vectorstore(self):
         return self.warm_up()._vectorstore
 
+    @contextmanager
+    def writing(self, wait: bool = True) -> Iterator["RagStore"]:
+        """Hold the writer lock and make sure the schema exists (created or migrated once).
+
+        Re-entrant within this store; another process's writer makes this one wait
+        (one warning line) or, with ``wait=False``, raise WriterBusyError.
+        """
+        from app import db
+
+        if self._writing:
+            self._writing += 1
+            try:
+                yield self
+            finally:
+                self._writing -= 1
+            return
+        with db.writer_lock(self.engine, wait=wait):
+            self._writing = 1
+            try:
+                if not self._schema_ready:
+                    self._vectorstore = db.create_schema(self.engine, self.embeddings, self.settings.collection_name)
+                    self._schema_ready = True
+                yield self
+            finally:
+                self._writing = 0
+
     # --- documents --------------------------------------------------------------
 
     def sync(self, data_dir: str | Path | None = None, *, dry_run: bool = False, progress: bool = False,
-             allow_empty: bool = False):
-        """Make the store match ``data_dir`` (default DATA_DIR); returns (plan, report)."""
+             allow_empty: bool = False, wait: bool = True):
+        """Make the store match ``data_dir`` (default DATA_DIR); returns (plan, report).
+
+        Only documents that came from the data dir are updated or removed; those
+        added with :meth:`add_document` of a ``Document`` are left alone.
+        """
         from app.sync import sync
 
         data_dir = Path(data_dir or self.settings.data_dir)
-        return sync(data_dir, self.embeddings, self.engine, self.settings, dry_run=dry_run, progress=progress,
-                    allow_empty=allow_empty)
+        if dry_run:  # a plan only: no lock, no schema, no writes
+            return sync(data_dir, self.embeddings, self.engine, self.settings, dry_run=True,
+                        allow_empty=allow_empty, stored=self.list_documents())
+        with self.writing(wait):
+            return sync(data_dir, self.embeddings, self.engine, self.settings, progress=progress,
+                        allow_empty=allow_empty)
 
     def add_document(self, path_or_doc: str | Path | Document | Sequence[Document],
                      data_dir: str | Path | None = None) -> list[str]:
@@ -78,36 +121,41 @@ class RagStore:
         Files must lie under ``data_dir/pdf`` or ``data_dir/csv`` (their ID is the
         path relative to ``data_dir``). A folder adds its files without removing
         others. Documents are stored as they are: their ``id`` (or a new UUID) is
-        the parent ID, ``metadata['source']`` their source (default: the ID).
+        the parent ID, ``metadata['source']`` their source (default: the ID); a
+        sync of the data dir never removes them.
         """
         if isinstance(path_or_doc, Document) or (isinstance(path_or_doc, (list, tuple)) and path_or_doc
                                                   and all(isinstance(d, Document) for d in path_or_doc)):
             docs = [path_or_doc] if isinstance(path_or_doc, Document) else list(path_or_doc)
-            return [self._add_langchain_document(d) for d in docs]
+            with self.writing():
+                return [self._add_langchain_document(d) for d in docs]
         from app.sync import resolve_file, scan, sync
 
         data_dir = Path(data_dir or self.settings.data_dir)
         path = Path(path_or_doc)
         if path.is_dir():
-            files = [f for f in scan(data_dir) if f.path.resolve().is_relative_to(path.resolve())]
+            files = [f for f in scan(data_dir)[0] if f.path.absolute().is_relative_to(path.absolute())]
         else:
             files = [resolve_file(path, data_dir)]
-        _, report = sync(data_dir, self.embeddings, self.engine, self.settings, files=files, remove_missing=False)
+        with self.writing():
+            _, report = sync(data_dir, self.embeddings, self.engine, self.settings, files=files,
+                             remove_missing=False)
         if report.failures:
             raise DataSourceError("; ".join(report.failures))
         return [f.doc_id for f in files]
 
     def _add_langchain_document(self, doc: Document) -> str:
-        """Store one Document (chunked like a PDF page) as its own parent document."""
+        """Store one Document (chunked like a PDF page) as its own parent document (origin 'api')."""
         from app import db
         from app.chunking import split_by_structure
-        from app.sync import chunk_id, embed_with_reuse, text_hash
+        from app.loaders import strip_nul
+        from app.sync import ORIGIN_API, chunk_id, embed_with_reuse, text_hash
 
         parent = doc.id or str(uuid.uuid4())
         source = str(doc.metadata.get("source") or parent)
         chunks = []
-        for index, piece in enumerate(split_by_structure(doc.page_content, self.settings.chunk_size,
-                                                         self.settings.chunk_overlap)):
+        text = strip_nul(doc.page_content)
+        for index, piece in enumerate(split_by_structure(text, self.settings.chunk_size, self.settings.chunk_overlap)):
             digest = text_hash(piece)
             chunks.append(Document(
                 id=chunk_id(self.settings.collection_name, parent, index, digest), page_content=piece,
@@ -116,12 +164,12 @@ class RagStore:
         lookup = lambda hashes: db.vectors_by_hash(self.engine, hashes, self.settings.embed_model)  # noqa: E731
         vectors, _ = embed_with_reuse(chunks, self.embeddings, lookup)
         db.replace_document(self.engine, self.settings.collection_name,
-                            {"doc_id": parent, "source_file": source,
-                             "content_hash": text_hash(doc.page_content), "settings_hash": "document"},
+                            {"doc_id": parent, "source_file": source, "content_hash": text_hash(text),
+                             "settings_hash": "document", "origin": ORIGIN_API},
                             chunks, vectors)
         return parent
 
-    def remove_document(self, doc_id_or_path: str | Path) -> int:
+    def remove_document(self, doc_id_or_path: str | Path, wait: bool = True) -> int:
         """Remove a document (by ID, file path or file name) from every index; return chunks removed.
 
         DataSourceError if no stored document matches.
@@ -129,25 +177,32 @@ class RagStore:
         from app import db
 
         wanted = str(doc_id_or_path)
-        docs = self.list_documents()
-        match = [d for d in docs if wanted in (d["doc_id"], d["source_file"])]
-        if not match:
-            try:
-                rel = Path(wanted).resolve().relative_to(Path(self.settings.data_dir).resolve()).as_posix()
-                match = [d for d in docs if d["doc_id"] == rel]
-            except ValueError:
-                match = []
-        if not match:
-            raise DataSourceError(f"no stored document {wanted!r} (see `make docs`)")
-        if len(match) > 1:
-            raise DataSourceError(f"{wanted!r} is ambiguous: {', '.join(d['doc_id'] for d in match)}")
-        return db.delete_document(self.engine, self.settings.collection_name, match[0]["doc_id"],
-                                  match[0]["source_file"])
+        with self.writing(wait):
+            docs = self.list_documents()
+            match = [d for d in docs if wanted in (d["doc_id"], d["source_file"])]
+            if not match:
+                try:
+                    rel = Path(wanted).absolute().relative_to(Path(self.settings.data_dir).absolute()).as_posix()
+                    match = [d for d in docs if d["doc_id"] == rel]
+                except ValueError:
+                    match = []
+            if not match:
+                raise DataSourceError(f"no stored document {wanted!r} (see `make docs`)")
+            if len(match) > 1:
+                raise DataSourceError(f"{wanted!r} is ambiguous: {', '.join(d['doc_id'] for d in match)}")
+            return db.delete_document(self.engine, self.settings.collection_name, match[0]["doc_id"],
+                                      match[0]["source_file"])
 
     def list_documents(self) -> list[dict]:
-        """Stored documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at."""
+        """Stored documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at, origin
+        (``[]`` when nothing was ingested yet)."""
         from app import db
 
+        if not self._writing and not self._schema_ready:
+            try:
+                db.check_schema(self.engine, self.settings.collection_name)
+            except StoreNotReadyError:
+                return []
         return db.list_documents(self.engine, self.settings.collection_name)
 
     # --- search -----------------------------------------------------------------

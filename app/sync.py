@@ -13,8 +13,13 @@ the files with the stored documents:
   every vector reused, nothing re-embedded.
 
 Killing a sync at any moment leaves every document either in its old or its new state;
-the next sync finishes the work. A file that cannot be read is reported as failed and its
-stored version (if any) is kept.
+the next sync finishes the work. A file that fails at any step (read, parse, chunk, embed,
+write) is reported as failed with one warning line and its stored version (if any) is kept;
+the other files go on. Only a database that is down or full ends the whole sync.
+
+A sync manages only the documents that came from the data dir (``origin = 'data_dir'``);
+documents added through the Python API (``origin = 'api'``) are never removed by it.
+Writers (sync, remove, schema creation) are serialized by a PostgreSQL advisory lock.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from typing import Any, Callable, Sequence
 from langchain_core.documents import Document
 
 from app.config import Settings
-from app.errors import DataSourceError
+from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +41,10 @@ ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
 CHUNKER_VERSION = "1"  # bump when chunking changes, so every document is re-chunked once
 SUPPORTED = {"pdf": ".pdf", "csv": ".csv"}
 EMBED_BATCH = 64
+ORIGIN_DATA_DIR = "data_dir"  # documents a sync of the data dir manages
+ORIGIN_API = "api"  # documents added through RagStore.add_document(Document); a sync leaves them alone
+# Failures that are not one file's fault: they end the sync instead of failing every file in turn.
+FATAL_ERRORS = (DatabaseUnavailableError, ModelNotFoundError, MemoryError)
 
 
 @dataclass(frozen=True)
@@ -114,23 +123,57 @@ def settings_hash(settings: Settings) -> str:
 
 
 def doc_id_for(path: Path, data_dir: Path) -> str:
-    """A document's ID: its path relative to the data dir, with forward slashes."""
-    return path.resolve().relative_to(data_dir.resolve()).as_posix()
+    """A document's ID: its path relative to the data dir, with forward slashes.
+
+    Links are not followed here, so a link inside the data dir keeps its own name
+    even when it points elsewhere.
+    """
+    return path.absolute().relative_to(data_dir.absolute()).as_posix()
 
 
-def scan(data_dir: Path) -> list[SourceFile]:
-    """Every supported file: ``data_dir/pdf/*.pdf`` and ``data_dir/csv/*.csv`` (not recursive)."""
-    if not data_dir.is_dir():
-        raise DataSourceError(f"data directory not found: {data_dir}")
-    files = []
+def _candidates(data_dir: Path) -> list[Path]:
+    """Supported files under ``data_dir/pdf`` and ``data_dir/csv`` (not recursive), regular files
+    before links."""
+    paths = []
     for folder, suffix in SUPPORTED.items():
         directory = data_dir / folder
-        if not directory.is_dir():
+        if directory.is_dir():
+            paths += [p for p in sorted(directory.iterdir())
+                      if p.suffix.lower() == suffix and not p.name.startswith(".")
+                      and (p.is_symlink() or p.is_file())]
+    return sorted(paths, key=lambda p: p.is_symlink())  # stable: pdf/ then csv/, by name
+
+
+def scan(data_dir: Path) -> tuple[list[SourceFile], list[tuple[str, str]]]:
+    """Every supported file under ``data_dir/pdf/*.pdf`` and ``data_dir/csv/*.csv``.
+
+    Returns ``(files, failures)``; a failure is ``(doc_id, reason)`` for a file that
+    cannot be read (no permission, a broken link). A link to a file outside the data
+    dir is followed; a link to a file that is already listed is skipped, so one
+    file is never stored twice. DataSourceError if ``data_dir`` is not a folder.
+    """
+    if not data_dir.is_dir():
+        raise DataSourceError(f"data directory not found: {data_dir}")
+    files: list[SourceFile] = []
+    failures: list[tuple[str, str]] = []
+    seen: dict[Path, str] = {}
+    for path in _candidates(data_dir):
+        doc_id = doc_id_for(path, data_dir)
+        real = path.resolve()
+        if real in seen:
+            log.info("%s is a link to %s: stored once, as %s", doc_id, seen[real], seen[real])
             continue
-        for path in sorted(directory.iterdir()):
-            if path.is_file() and path.suffix.lower() == suffix and not path.name.startswith("."):
-                files.append(SourceFile(doc_id_for(path, data_dir), path, path.name, file_hash(path)))
-    return files
+        if not real.is_file():
+            failures.append((doc_id, f"{doc_id}: broken link (points to {real}, which does not exist)"))
+            continue
+        try:
+            digest = file_hash(path)
+        except OSError as exc:
+            failures.append((doc_id, f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})"))
+            continue
+        seen[real] = doc_id
+        files.append(SourceFile(doc_id, path, path.name, digest))
+    return files, failures
 
 
 def resolve_file(path: Path, data_dir: Path) -> SourceFile:
@@ -144,15 +187,22 @@ def resolve_file(path: Path, data_dir: Path) -> SourceFile:
     folder = doc_id.split("/", 1)[0]
     if folder not in SUPPORTED or path.suffix.lower() != SUPPORTED[folder]:
         raise DataSourceError(f"{doc_id}: only pdf/*.pdf and csv/*.csv are ingested")
-    return SourceFile(doc_id, path, path.name, file_hash(path))
+    try:
+        return SourceFile(doc_id, path, path.name, file_hash(path))
+    except OSError as exc:
+        raise DataSourceError(f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
 
 
 def plan_sync(files: Sequence[SourceFile], stored: Sequence[dict], settings_key: str,
-              remove_missing: bool = True) -> SyncPlan:
-    """Compare files on disk with stored documents (pure: no I/O)."""
+              remove_missing: bool = True, keep: Sequence[str] = ()) -> SyncPlan:
+    """Compare files on disk with stored documents (pure: no I/O).
+
+    Only documents whose ``origin`` is the data dir can be planned for removal, and
+    none whose ID is in ``keep`` (files that exist but could not be read this time).
+    """
     plan = SyncPlan()
     by_id = {d["doc_id"]: d for d in stored}
-    present = {f.doc_id for f in files}
+    present = {f.doc_id for f in files} | set(keep)
     for f in files:
         old = by_id.get(f.doc_id)
         if old is None:
@@ -162,7 +212,8 @@ def plan_sync(files: Sequence[SourceFile], stored: Sequence[dict], settings_key:
         else:
             plan.updated.append(f)
     if remove_missing:
-        plan.removed = [d for d in stored if d["doc_id"] not in present]
+        plan.removed = [d for d in stored if d["doc_id"] not in present
+                        and d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
         gone = {d["content_hash"]: d["doc_id"] for d in plan.removed}
         plan.renamed = {f.doc_id: gone[f.content_hash] for f in plan.added if f.content_hash in gone}
     return plan
@@ -175,15 +226,15 @@ def chunk_id(collection: str, doc_id: str, index: int, content_hash: str) -> str
 
 def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     """Read and chunk one file into Documents with full metadata; DataSourceError if unreadable."""
-    from app import ingest
+    from app import loaders
     from app.chunking import split_by_structure
 
     if source.path.suffix.lower() == ".pdf":
-        units = ingest.pdf_units(source.path)
+        units = loaders.pdf_units(source.path)
         split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     else:
-        units = ingest.csv_units(source.path)
-        split = ingest.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
+        units = loaders.csv_units(source.path)
+        split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     docs: list[Document] = []
     for text, source_id in units:
         for index, piece in enumerate(split(text)):
@@ -214,24 +265,32 @@ def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable
 
 def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, files: Sequence[SourceFile] | None = None,
          remove_missing: bool = True, dry_run: bool = False, progress: bool = False,
-         allow_empty: bool = False) -> tuple[SyncPlan, SyncReport]:
+         allow_empty: bool = False, stored: Sequence[dict] | None = None) -> tuple[SyncPlan, SyncReport]:
     """Bring the store in line with ``files`` (default: everything under ``data_dir``).
 
-    A data dir with no files at all while documents are stored is refused
-    (DataSourceError) unless ``allow_empty``: a wrong or unmounted folder must
-    not wipe the index.
+    The caller holds the writer lock (RagStore does); ``stored`` (default: read
+    from the database) lets a dry run plan without the schema existing. A data dir with no files at
+    all while documents are stored is refused (DataSourceError) unless
+    ``allow_empty``: a wrong or unmounted folder must not wipe the index.
     """
     from app import db
 
-    files = scan(data_dir) if files is None else list(files)
+    failures: list[tuple[str, str]] = []
+    if files is None:
+        files, failures = scan(data_dir)
+    files = list(files)
     key = settings_hash(settings)
-    stored = db.list_documents(engine, settings.collection_name)
-    if remove_missing and not files and stored and not allow_empty:
+    if stored is None:
+        stored = db.list_documents(engine, settings.collection_name)
+    managed = [d for d in stored if d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
+    if remove_missing and not files and not failures and managed and not allow_empty:
         raise DataSourceError(
-            f"no PDF or CSV under {data_dir}, but {len(stored)} documents are stored; refusing to remove them "
+            f"no PDF or CSV under {data_dir}, but {len(managed)} documents are stored; refusing to remove them "
             "all (check the folder, or run `python -m app.ingest --allow-empty` to empty the store)")
-    plan = plan_sync(files, stored, key, remove_missing)
+    plan = plan_sync(files, stored, key, remove_missing, keep=[doc_id for doc_id, _ in failures])
     report = SyncReport(unchanged=len(plan.unchanged), doc_ids=[f.doc_id for f in plan.unchanged])
+    for _, reason in failures:
+        _fail(report, reason)
     if dry_run:
         return plan, report
     lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.embed_model)  # noqa: E731
@@ -240,37 +299,92 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     new_texts: list[str] = []
     for source, kind in work:
         try:
-            chunks = chunk_file(source, settings)
-        except DataSourceError as exc:
-            log.warning("skipped %s", exc)
-            report.failed += 1
-            report.failures.append(str(exc))
-            _tick(bar)
-            continue
-        vectors, embedded = embed_with_reuse(chunks, embeddings, lookup)
-        new_texts.extend(d.page_content for d in chunks)
-        db.replace_document(engine, settings.collection_name,
-                            {"doc_id": source.doc_id, "source_file": source.name,
-                             "content_hash": source.content_hash, "settings_hash": key}, chunks, vectors)
-        setattr(report, kind, getattr(report, kind) + 1)
-        report.embedded += embedded
-        report.reused += len(chunks) - embedded
-        report.chunks_written += len(chunks)
-        report.doc_ids.append(source.doc_id)
-        report.renamed += source.doc_id in plan.renamed
+            chunks, embedded = write_file(source, embeddings, engine, settings, key, lookup)
+        except FATAL_ERRORS:
+            raise
+        except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
+            _fail(report, describe_failure(source.doc_id, exc))
+        else:
+            new_texts.extend(d.page_content for d in chunks)
+            setattr(report, kind, getattr(report, kind) + 1)
+            report.embedded += embedded
+            report.reused += len(chunks) - embedded
+            report.chunks_written += len(chunks)
+            report.doc_ids.append(source.doc_id)
+            report.renamed += source.doc_id in plan.renamed
         _tick(bar)
     for doc in plan.removed:
         db.delete_document(engine, settings.collection_name, doc["doc_id"], doc["source_file"])
         report.removed += 1
     if remove_missing:
-        db.delete_legacy_chunks(engine, settings.collection_name, [f.name for f in files])
+        names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures]
+        db.delete_legacy_chunks(engine, settings.collection_name, names)
     if bar is not None:
         bar.close()
     if new_texts:
-        from app.ingest import warn_truncated
-
         warn_truncated(new_texts, embeddings)
     return plan, report
+
+
+def write_file(source: SourceFile, embeddings: Any, engine: Any, settings: Settings, key: str,
+               lookup: Callable[[list[str]], dict]) -> tuple[list[Document], int]:
+    """Read, chunk and embed one file, then replace its document in one transaction.
+
+    Returns (chunks, how many were embedded). Raises whatever fails; nothing is
+    written unless every step succeeded.
+    """
+    from app import db
+
+    chunks = chunk_file(source, settings)
+    vectors, embedded = embed_with_reuse(chunks, embeddings, lookup)
+    db.replace_document(engine, settings.collection_name,
+                        {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
+                         "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors)
+    return chunks, embedded
+
+
+def describe_failure(doc_id: str, exc: BaseException) -> str:
+    """One line naming the file and the reason (never SQL parameters or a traceback).
+
+    A lost or full database is not one file's fault: DatabaseUnavailableError is
+    raised for it instead, so the caller stops the sync.
+    """
+    from app.db import database_error
+
+    if isinstance(exc, DataSourceError):
+        message = str(exc)
+        return message if message.startswith((doc_id, doc_id.rsplit("/", 1)[-1])) else f"{doc_id}: {message}"
+    fatal = database_error(exc)
+    if fatal is not None:
+        raise fatal from exc
+    reason = (str(exc).strip().splitlines() or [""])[0]
+    return f"{doc_id}: {exc.__class__.__name__}" + (f": {reason}" if reason else "")
+
+
+def _fail(report: SyncReport, reason: str) -> None:
+    """Count one failed file and warn once, on one line."""
+    log.warning("skipped %s", reason)
+    report.failed += 1
+    report.failures.append(reason)
+
+
+def count_truncated(texts: Sequence[str], embeddings: Any) -> tuple[int, int]:
+    """How many texts exceed the embedding model's token limit, and that limit (0, 0 if unknown)."""
+    client = getattr(embeddings, "_client", None)
+    tokenizer, limit = getattr(client, "tokenizer", None), getattr(client, "max_seq_length", None)
+    if tokenizer is None or not limit:
+        return 0, 0
+    lengths = [len(ids) for ids in tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
+    return sum(n > limit for n in lengths), int(limit)
+
+
+def warn_truncated(chunks: Sequence[str], embeddings: Any) -> None:
+    """One warning if chunks exceed the embedding model's token limit (their tail is not embedded)."""
+    truncated, limit = count_truncated(chunks, embeddings)
+    if truncated:
+        log.warning("%d of %d new chunks are longer than the embedding model's %d-token limit; their tail is "
+                    "not embedded (keyword search and the LLM still see it). A smaller CHUNK_SIZE avoids this.",
+                    truncated, len(chunks), limit)
 
 
 def _progress(total: int, enabled: bool):

@@ -102,7 +102,7 @@ def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -
 def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
     """CLI: ``python -m app.tune [--questions F] [--data-dir D] [--json P]``."""
     from app.cli import run
-    from app.evaluate import add_question_options, load_questions, write_json
+    from app.evaluate import add_question_options, load_questions, prepare_data_dir, write_json
 
     parser = argparse.ArgumentParser(prog="python -m app.tune", description=__doc__.split("\n")[0])
     add_question_options(parser, "tuning_questions.json", "write every row and the choice here")
@@ -117,10 +117,9 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
             from app.ask import ensure_ingested
             from app.store import RagStore
 
-            rag = RagStore(settings)
-            if args.data_dir is not None:
-                rag.sync(args.data_dir)
+            settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
+            rag = RagStore(settings)
         candidates = fetch_candidates(rag, questions, settings.search_k)
         rows = grid(candidates, questions, settings.rerank_top_k, settings.search_k)
         chosen = best_setting(rows)

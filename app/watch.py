@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from app.config import get_settings
+from app.errors import RagError
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,11 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
     from watchfiles import watch
 
     def do_sync(reason: str) -> None:
-        _, report = store.sync(data_dir)
+        try:
+            _, report = store.sync(data_dir)
+        except RagError as exc:  # the data dir vanished, the database is down or full: keep watching
+            log.warning("sync failed (%s): %s; watching on", reason, exc)
+            return
         if on_sync is not None:
             on_sync(reason, report)
 
@@ -59,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = get_settings()
         data_dir = args.data_dir or settings.data_dir
         scan(data_dir)  # a missing data dir is an error before anything loads
-        store = RagStore(settings).warm_up()
+        store = RagStore(settings)
 
         def report(reason: str, rep) -> None:
             print(f"{time.strftime('%H:%M:%S')} sync ({reason}): {rep.summary()}", flush=True)

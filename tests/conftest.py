@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from langchain_core.documents import Document
 
-from app import db, embeddings, graph, llm, reranker
+from app import embeddings, graph, llm, reranker
 
 CONFIG_VARS = [
     "DB_HOST", "DB_PORT", "DB_USER", "DB_PASSWORD", "DB_NAME", "PGDATA_DIR", "DATA_DIR", "MODELS_DIR",
@@ -21,11 +21,17 @@ CONFIG_VARS = [
 @pytest.fixture(autouse=True)
 def reset_singletons():
     """Every test starts with no loaded model, store or graph (§11)."""
-    saved = (embeddings._embeddings, llm._llm, reranker._reranker, db._vectorstore, db._engine, graph._graph)
+    from app import resources
+
+    saved = (embeddings._embeddings, llm._llm, reranker._reranker, graph._graph)
     embeddings._embeddings = llm._llm = reranker._reranker = None
-    db._vectorstore = db._engine = graph._graph = None
+    graph._graph = None
+    saved_cache = dict(resources._cache)
+    resources.clear()
     yield
-    (embeddings._embeddings, llm._llm, reranker._reranker, db._vectorstore, db._engine, graph._graph) = saved
+    (embeddings._embeddings, llm._llm, reranker._reranker, graph._graph) = saved
+    resources.clear()
+    resources._cache.update(saved_cache)
 
 
 @pytest.fixture
@@ -132,3 +138,20 @@ def fake_reranker(overlap_model):
 def runtime(context):
     """What LangGraph passes a node as ``runtime``: here only ``.context`` is used."""
     return SimpleNamespace(context=context)
+
+
+@pytest.fixture
+def no_db(mocker):
+    """RagStore without a database: no engine, no lock, no schema (the SQL functions are patched per test)."""
+    from contextlib import contextmanager
+
+    from app.store import RagStore
+
+    @contextmanager
+    def writing(self, wait=True):
+        yield self
+
+    mocker.patch.object(RagStore, "writing", writing)
+    mocker.patch("app.db.get_engine")
+    mocker.patch("app.db.check_schema")
+    return mocker

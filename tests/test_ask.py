@@ -101,9 +101,8 @@ def test_main_bad_env_value_is_one_line_error(capsys, clean_env):
     assert capsys.readouterr().err == "Error: SEARCH_K must be an integer, got 'many'\n"
 
 
-def test_ensure_ingested_empty_collection_says_run_ingest(mocker, clean_env):
-    mocker.patch("app.db.get_engine")
-    mocker.patch("app.db.count_chunks", return_value=0)
+def test_ensure_ingested_empty_collection_says_run_ingest(no_db, clean_env):
+    no_db.patch("app.db.count_chunks", return_value=0)
     from app.config import get_settings
     from app.errors import RagError
 

@@ -14,20 +14,18 @@ def test_resolve_connection_string_server_mode_uses_env():
 
 
 def test_resolve_connection_string_embedded_starts_server_and_creates_db(mocker, tmp_path):
-    server = mocker.Mock()
-    server.get_uri.side_effect = lambda name: f"postgresql://postgres:@/{name}?host={tmp_path}"
-    start = mocker.patch("app.db._embedded_server", return_value=server)
+    start = mocker.patch("app.embedded_pg.ensure_running")
+    mocker.patch("app.embedded_pg.connection_url", side_effect=lambda pgdata, name: f"url/{name}")
     ensure = mocker.patch("app.db._ensure_database")
-    url = db.resolve_connection_string(Settings(pgdata_dir=tmp_path / "pg"))
-    assert url == f"postgresql+psycopg://postgres:@/rag?host={tmp_path}"
+    assert db.resolve_connection_string(Settings(pgdata_dir=tmp_path / "pg")) == "url/rag"
     start.assert_called_once_with(tmp_path / "pg")
-    ensure.assert_called_once_with(f"postgresql://postgres:@/postgres?host={tmp_path}", "rag")
+    ensure.assert_called_once_with("url/postgres", "rag")
 
 
 def test_ensure_database_creates_missing_database(mocker, mock_db_connection):
     mocker.patch("psycopg.connect", return_value=mock_db_connection)
     mock_db_connection.execute.return_value.fetchone.return_value = None
-    db._ensure_database("postgresql://x", "rag")
+    db._ensure_database("postgresql+psycopg://x", "rag")
     assert mock_db_connection.execute.call_args_list[0].args == (db.SQL_DATABASE_EXISTS, ("rag",))
     assert "CREATE DATABASE" in mock_db_connection.execute.call_args_list[1].args[0].as_string(None)
 
@@ -53,28 +51,35 @@ def test_get_engine_unreachable_server_is_one_clear_error(clean_env):
     assert "\n" not in str(err.value)
 
 
-def test_get_vectorstore_is_a_singleton_with_384_dims_and_jsonb(mocker):
+def test_get_vectorstore_is_cached_per_settings_with_384_dims_and_jsonb(mocker):
     engine = mocker.patch("app.db.get_engine").return_value
+    check = mocker.patch("app.db.check_schema")
     pgvector = mocker.patch("langchain_postgres.PGVector")
     emb = object()
     first = db.get_vectorstore(Settings(), embeddings=emb)
     assert db.get_vectorstore(Settings(), embeddings=emb) is first
-    assert pgvector.call_count == 1
-    kw = pgvector.call_args.kwargs
-    assert (kw["embedding_length"], kw["use_jsonb"], kw["collection_name"], kw["connection"]) == (
-        384, True, "documents", engine)
+    db.get_vectorstore(Settings(db_name="other"), embeddings=emb)  # other settings: a store of its own
+    assert pgvector.call_count == 2
+    kw = pgvector.call_args_list[0].kwargs
+    assert (kw["embedding_length"], kw["use_jsonb"], kw["collection_name"], kw["connection"],
+            kw["create_extension"]) == (384, True, "documents", engine, False)
+    check.assert_called_with(engine, "documents")
 
 
-def test_init_db_creates_hnsw_cosine_index_and_keyword_index(mocker):
-    mocker.patch("app.db.get_vectorstore")
-    conn = mocker.patch("app.db.get_engine").return_value.begin.return_value.__enter__.return_value
+def test_create_schema_creates_hnsw_cosine_index_keyword_index_and_version(mocker):
+    pgvector = mocker.patch("langchain_postgres.PGVector")
+    engine = mocker.MagicMock()
+    conn = engine.begin.return_value.__enter__.return_value
     conn.execute.return_value.scalar.return_value = "vector(384)"
     conn.execute.return_value.all.return_value = []
-    db.init_db(Settings())
+    db.create_schema(engine, object(), "documents")
+    assert pgvector.call_args.kwargs["create_extension"] is True
     statements = [str(c.args[0]) for c in conn.execute.call_args_list]
     assert any("USING hnsw (embedding vector_cosine_ops)" in s and "IF NOT EXISTS" in s for s in statements)
     assert any("USING gin (tsv)" in s and "IF NOT EXISTS" in s for s in statements)
     assert any("ON DELETE CASCADE" in s for s in statements)
+    assert any("ADD COLUMN IF NOT EXISTS origin" in s for s in statements)
+    assert conn.execute.call_args_list[-1].args[1] == {"version": str(db.SCHEMA_VERSION)}
 
 
 def test_vector_literal():
@@ -87,13 +92,34 @@ def test_keyword_search_with_empty_query_does_not_touch_the_db(mocker):
     engine.connect.assert_not_called()
 
 
-def test_init_db_rejects_wrong_embedding_dimension(mocker):
-    mocker.patch("app.db.get_vectorstore")
-    conn = mocker.patch("app.db.get_engine").return_value.begin.return_value.__enter__.return_value
-    conn.execute.return_value.scalar.return_value = "vector"
+def test_create_schema_rejects_wrong_embedding_dimension(mocker):
+    mocker.patch("langchain_postgres.PGVector")
+    engine = mocker.MagicMock()
+    engine.begin.return_value.__enter__.return_value.execute.return_value.scalar.return_value = "vector"
     with pytest.raises(DatabaseUnavailableError, match=r"expected vector\(384\)"):
-        db.init_db(Settings())
+        db.create_schema(engine, object(), "documents")
 
 
-def test_stop_embedded_server_when_not_running(tmp_path):
-    assert db.stop_embedded_server(tmp_path) is False
+def test_stop_embedded_server_when_nothing_was_made(tmp_path):
+    from app import embedded_pg
+
+    assert embedded_pg.stop(tmp_path) == f"no embedded database in {tmp_path}"
+
+
+def test_database_error_maps_disk_full_to_one_line_without_parameters():
+    import psycopg
+    from sqlalchemy.exc import OperationalError
+
+    exc = OperationalError("INSERT INTO t VALUES (%(doc)s)", {"doc": "秘密の本文"},
+                           psycopg.errors.DiskFull("could not extend file: No space left on device"))
+    message = str(db.database_error(exc))
+    assert message.startswith("the database disk is full (could not extend file: No space left on device); ")
+    assert "秘密" not in message and "\n" not in message
+
+
+def test_database_error_leaves_data_errors_to_the_caller():
+    import psycopg
+    from sqlalchemy.exc import DataError
+
+    assert db.database_error(DataError("x", {}, psycopg.errors.DataError("bad"))) is None
+    assert db.database_error(ValueError("x")) is None

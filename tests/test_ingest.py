@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from app import ingest
+from app import ingest, loaders, sync
 from app.errors import DataSourceError
 
 FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
@@ -111,7 +111,7 @@ def test_load_csvs_skips_undecodable_file(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         rows = ingest.load_csvs(tmp_path)
     assert [s for _, s in rows] == ["ok.csv:r1", "ok.csv:r2"]
-    assert "bin.csv: not UTF-8 or Shift_JIS/CP932" in caplog.text
+    assert "bin.csv: not UTF-8, UTF-16/32 (with BOM) or Shift_JIS/CP932 text" in caplog.text
 
 
 def test_load_csvs_drops_empty_cells(tmp_path):
@@ -131,7 +131,7 @@ def test_load_csvs_keeps_leading_zeros_as_text(tmp_path):
     ("  \n\n  ", ""),
 ])
 def test_clean_pdf_text(raw, expected):
-    assert ingest.clean_pdf_text(raw) == expected
+    assert loaders.clean_pdf_text(raw) == expected
 
 
 def test_count_truncated_uses_the_model_tokenizer():
@@ -140,27 +140,27 @@ def test_count_truncated_uses_the_model_tokenizer():
             return {"input_ids": [list(range(len(t) + 2)) for t in texts]}
 
     emb = type("E", (), {"_client": type("C", (), {"tokenizer": Tok(), "max_seq_length": 5})()})()
-    assert ingest.count_truncated(["abc", "abcd", "a"], emb) == (1, 5)
-    assert ingest.count_truncated(["abc"], object()) == (0, 0)
+    assert sync.count_truncated(["abc", "abcd", "a"], emb) == (1, 5)
+    assert sync.count_truncated(["abc"], object()) == (0, 0)
 
 
-def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, mocker):
-    mocker.patch("app.store.RagStore.warm_up")
+def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, no_db):
+    mocker = no_db
     mocker.patch("app.db.list_documents", return_value=[])
     assert ingest.main(["--data-dir", str(tmp_path / "nope")]) == 1
     assert capsys.readouterr().err == f"Error: data directory not found: {tmp_path / 'nope'}\n"
 
 
-def test_main_empty_data_dir_says_nothing_to_ingest(tmp_path, capsys, mocker):
-    mocker.patch("app.store.RagStore.warm_up")
+def test_main_empty_data_dir_says_nothing_to_ingest(tmp_path, capsys, no_db):
+    mocker = no_db
     mocker.patch("app.db.list_documents", return_value=[])
     mocker.patch("app.db.delete_legacy_chunks", return_value=0)
     assert ingest.main(["--data-dir", str(tmp_path)]) == 0
     assert "Nothing to ingest" in capsys.readouterr().out
 
 
-def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, mocker):
-    mocker.patch("app.store.RagStore.warm_up")
+def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, no_db):
+    mocker = no_db
     mocker.patch("app.db.list_documents", return_value=[])
     replace = mocker.patch("app.db.replace_document")
     assert ingest.main(["--data-dir", str(data_dir), "--dry-run"]) == 0
@@ -170,8 +170,8 @@ def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, mock
     replace.assert_not_called()
 
 
-def test_main_refuses_to_empty_the_store_from_an_empty_dir(tmp_path, capsys, mocker):
-    mocker.patch("app.store.RagStore.warm_up")
+def test_main_refuses_to_empty_the_store_from_an_empty_dir(tmp_path, capsys, no_db):
+    mocker = no_db
     mocker.patch("app.db.list_documents", return_value=[{"doc_id": "csv/faq.csv", "source_file": "faq.csv",
                                                          "content_hash": "h", "settings_hash": "s"}])
     delete = mocker.patch("app.db.delete_document")

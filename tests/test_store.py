@@ -9,7 +9,8 @@ from app.store import RagStore
 
 
 @pytest.fixture
-def store(mocker, mock_vectorstore, mock_documents):
+def store(no_db, mock_vectorstore, mock_documents):
+    mocker = no_db
     s = RagStore(Settings(search_k=4))
     s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
     keyword_docs = [mock_documents[3], mock_documents[0]]

@@ -91,8 +91,8 @@ def data_dir(tmp_path):
 
 
 def test_scan_finds_supported_files_with_relative_ids(data_dir):
-    files = sync.scan(data_dir)
-    assert [f.doc_id for f in files] == ["pdf/guide.pdf", "csv/faq.csv"]
+    files, failures = sync.scan(data_dir)
+    assert [f.doc_id for f in files] == ["pdf/guide.pdf", "csv/faq.csv"] and failures == []
     assert files[1].name == "faq.csv" and len(files[1].content_hash) == 64
 
 

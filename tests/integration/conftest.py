@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app import db
+from app import db, embedded_pg
 from app.config import Settings
 from app.tiny_models import build_tiny_cross_encoder
 
@@ -21,11 +21,11 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="session")
-def integration_env(tmp_path_factory):
+def integration_env():
     """Environment for the app under test: its own embedded PostgreSQL, models dir and DB name."""
     if not GGUF.is_file():
         pytest.fail(f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline`)")
-    base = tmp_path_factory.mktemp("it")
+    base = private_base("rag-it-")
     models = base / "models"
     cross_encoder = build_tiny_cross_encoder(
         models / "tiny-cross-encoder", (ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8"))
@@ -40,8 +40,8 @@ def integration_env(tmp_path_factory):
         for name, value in env.items():
             mp.setenv(name, value)
         yield env
-    db.stop_embedded_server(Path(env["PGDATA_DIR"]))
-    shutil.rmtree(base / "pgdata", ignore_errors=True)
+    embedded_pg.stop(Path(env["PGDATA_DIR"]))
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -60,9 +60,7 @@ def real_embeddings(settings):
 
 @pytest.fixture(scope="session")
 def engine(settings):
-    engine = db.get_engine(settings)
-    db._engine = None
-    return engine
+    return db.get_engine(settings)
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +68,10 @@ def rag_store(settings, engine, real_embeddings):
     """The Python API on the embedded server (collection 'documents')."""
     from app.store import RagStore
 
-    return RagStore(settings, embeddings=real_embeddings, engine=engine).warm_up()
+    rs = RagStore(settings, embeddings=real_embeddings, engine=engine)
+    with rs.writing():  # creates the schema, as the first ingest does
+        pass
+    return rs
 
 
 @pytest.fixture(scope="session")
@@ -109,7 +110,9 @@ def own_store(settings, engine, real_embeddings, request):
     from app.store import RagStore
 
     s = dataclasses.replace(settings, collection_name=f"t_{uuid.uuid4().hex[:8]}")
-    rs = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine).warm_up()
+    rs = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine)
+    with rs.writing():
+        pass
     yield rs
     rs.vectorstore.delete_collection()
 
@@ -121,41 +124,46 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subproce
                           text=True, timeout=timeout)
 
 
+def private_base(prefix: str) -> Path:
+    """A new folder for a test's database: ours alone (0711), enterable by the postgres user
+    (as root, postgres runs as rag-postgres), under /tmp so socket paths stay short."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    base.chmod(0o711)
+    return base
+
+
 @pytest.fixture(scope="session")
-def tcp_server(tmp_path_factory):
-    """A second PostgreSQL + pgvector (pgserver's binaries) on 127.0.0.1 with a password:
+def tcp_server():
+    """A second PostgreSQL + pgvector (the same binaries) on 127.0.0.1 with a password:
     reached exactly like a real server, through DB_HOST/DB_PORT/DB_USER/DB_PASSWORD/DB_NAME."""
     import socket
 
     import psycopg
-    from pgserver._commands import initdb, pg_ctl
 
-    base = tmp_path_factory.mktemp("tcp")
+    base = private_base("rag-tcp-")
     pgdata = base / "pgdata"
-    pgdata.mkdir()
+    pgdata.mkdir(mode=0o700)
     pwfile = base / "pw"
     pwfile.write_text("s3cret\n")
-    user = None
-    if os.geteuid() == 0:  # postgres refuses to run as root: pgserver's own user runs it
-        import pwd
-
-        from pgserver.utils import ensure_prefix_permissions, ensure_user_exists
-
-        user = "pgserver"
-        ensure_user_exists(user)
-        entry = pwd.getpwnam(user)
-        ensure_prefix_permissions(pgdata)
-        for path in (pgdata, pwfile):
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-    initdb(["--auth-local=trust", "--auth-host=scram-sha-256", "-U", "rag", f"--pwfile={pwfile}",
-            "--encoding=utf8"], pgdata=pgdata, user=user)
+    who = embedded_pg.runner()
+    for path in (pgdata, pwfile):
+        if who.user is not None:
+            os.chown(path, who.uid, who.gid)
+    pg = embedded_pg.bin_dir()
+    done = embedded_pg._run([str(pg / "initdb"), "-D", str(pgdata), "--auth-local=scram-sha-256",
+                             "--auth-host=scram-sha-256", "-U", "rag", f"--pwfile={pwfile}", "--encoding=utf8"], who)
+    assert done.returncode == 0, done.stderr
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    pg_ctl(["-w", "-o", f"-h 127.0.0.1 -p {port} -k {pgdata}", "-l", str(pgdata / "log"), "start"],
-           pgdata=pgdata, user=user, timeout=60)
+    done = embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log"), "-o",
+                             f"-h 127.0.0.1 -p {port} -k {pgdata}", "start"], who)
+    assert done.returncode == 0, done.stderr
     with psycopg.connect(host="127.0.0.1", port=port, user="rag", password="s3cret", dbname="postgres",
                          autocommit=True) as conn:
         conn.execute("CREATE DATABASE rag")
     yield {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": "s3cret", "DB_NAME": "rag"}
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
+    shutil.rmtree(base, ignore_errors=True)

