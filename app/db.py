@@ -223,15 +223,18 @@ def _first_line(exc: BaseException) -> str:
 def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
     """The one-line error for a failure of the database itself (lost, full, out of resources),
     or None for an error of one statement's data. Never includes SQL parameters."""
-    from sqlalchemy.exc import InterfaceError, OperationalError
+    import psycopg
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
     if isinstance(exc, DatabaseUnavailableError):
         return exc
+    orig = getattr(exc, "orig", None)
+    if isinstance(exc, DBAPIError) and isinstance(orig, psycopg.errors.InsufficientPrivilege):
+        return DatabaseUnavailableError(
+            f"the database user may not do this ({_first_line(exc)}); ingest, remove and `db init` need a user "
+            "that may create and write the tables, reads only need SELECT")
     if not isinstance(exc, (OperationalError, InterfaceError)):
         return None
-    import psycopg
-
-    orig = getattr(exc, "orig", None)
     if isinstance(orig, psycopg.errors.DiskFull):
         return DatabaseUnavailableError(
             f"the database disk is full ({_first_line(exc)}); free some space and run the command again "

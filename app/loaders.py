@@ -98,6 +98,18 @@ def pdf_units(path: Path) -> list[tuple[str, str]]:
     return units
 
 
+def looks_like_wide_text(raw: bytes) -> bool:
+    """True for UTF-16/32 without a BOM (zero bytes on one parity: the high bytes of ASCII characters)
+    or binary data (many zero bytes); a stray NUL in UTF-8 text is neither."""
+    zeros = [i for i, b in enumerate(raw) if b == 0]
+    if len(zeros) > len(raw) // 8:
+        return True
+    if len(zeros) < 4:  # a stray NUL or two is damage to strip, not an encoding
+        return False
+    odd = sum(i % 2 for i in zeros)
+    return max(odd, len(zeros) - odd) >= 0.9 * len(zeros)
+
+
 def decode_text(raw: bytes, name: str) -> str:
     """Decode a text file: by its BOM (UTF-8/16/32), else UTF-8, else CP932; NULs removed.
 
@@ -110,15 +122,14 @@ def decode_text(raw: bytes, name: str) -> str:
                 return strip_nul(raw.decode(encoding))
             except UnicodeDecodeError as exc:
                 raise DataSourceError(f"{name}: invalid {encoding.upper()} text ({exc.reason})") from None
+    if looks_like_wide_text(raw):  # CP932 would "decode" it into text full of NULs
+        raise DataSourceError(f"{name}: looks like UTF-16/32 without a byte-order mark, or binary data; "
+                              "save it as UTF-8")
     for encoding in CSV_ENCODINGS:
         try:
-            text = raw.decode(encoding)
+            return strip_nul(raw.decode(encoding))
         except UnicodeDecodeError:
             continue
-        if text.count("\x00") > len(text) // 4:
-            raise DataSourceError(f"{name}: looks like UTF-16/32 without a byte-order mark or binary data; "
-                                  "save it as UTF-8")
-        return strip_nul(text)
     raise DataSourceError(f"{name}: not UTF-8, UTF-16/32 (with BOM) or Shift_JIS/CP932 text")
 
 

@@ -297,30 +297,32 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     work = [(f, "added") for f in plan.added] + [(f, "updated") for f in plan.updated]
     bar = _progress(len(work), progress)
     new_texts: list[str] = []
-    for source, kind in work:
-        try:
-            chunks, embedded = write_file(source, embeddings, engine, settings, key, lookup)
-        except FATAL_ERRORS:
-            raise
-        except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
-            _fail(report, describe_failure(source.doc_id, exc))
-        else:
-            new_texts.extend(d.page_content for d in chunks)
-            setattr(report, kind, getattr(report, kind) + 1)
-            report.embedded += embedded
-            report.reused += len(chunks) - embedded
-            report.chunks_written += len(chunks)
-            report.doc_ids.append(source.doc_id)
-            report.renamed += source.doc_id in plan.renamed
-        _tick(bar)
+    try:
+        for source, kind in work:
+            try:
+                chunks, embedded = write_file(source, embeddings, engine, settings, key, lookup)
+            except FATAL_ERRORS:
+                raise
+            except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
+                _fail(report, describe_failure(source.doc_id, exc))
+            else:
+                new_texts.extend(d.page_content for d in chunks)
+                setattr(report, kind, getattr(report, kind) + 1)
+                report.embedded += embedded
+                report.reused += len(chunks) - embedded
+                report.chunks_written += len(chunks)
+                report.doc_ids.append(source.doc_id)
+                report.renamed += source.doc_id in plan.renamed
+            _tick(bar)
+    finally:
+        if bar is not None:
+            bar.close()
     for doc in plan.removed:
         db.delete_document(engine, settings.collection_name, doc["doc_id"], doc["source_file"])
         report.removed += 1
     if remove_missing:
         names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures]
         db.delete_legacy_chunks(engine, settings.collection_name, names)
-    if bar is not None:
-        bar.close()
     if new_texts:
         warn_truncated(new_texts, embeddings)
     return plan, report
@@ -352,8 +354,10 @@ def describe_failure(doc_id: str, exc: BaseException) -> str:
     from app.db import database_error
 
     if isinstance(exc, DataSourceError):
-        message = str(exc)
-        return message if message.startswith((doc_id, doc_id.rsplit("/", 1)[-1])) else f"{doc_id}: {message}"
+        message, name = str(exc), doc_id.rsplit("/", 1)[-1]
+        if message.startswith(doc_id):
+            return message
+        return doc_id + message[len(name):] if message.startswith(name + ":") else f"{doc_id}: {message}"
     fatal = database_error(exc)
     if fatal is not None:
         raise fatal from exc

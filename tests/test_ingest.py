@@ -111,7 +111,7 @@ def test_load_csvs_skips_undecodable_file(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         rows = ingest.load_csvs(tmp_path)
     assert [s for _, s in rows] == ["ok.csv:r1", "ok.csv:r2"]
-    assert "bin.csv: not UTF-8, UTF-16/32 (with BOM) or Shift_JIS/CP932 text" in caplog.text
+    assert "bin.csv: looks like UTF-16/32 without a byte-order mark, or binary data" in caplog.text
 
 
 def test_load_csvs_drops_empty_cells(tmp_path):

@@ -1,0 +1,73 @@
+"""loaders.py on real bytes: encodings by BOM, NULs, damaged PDFs, image-only PDFs (issue 15, case 3)."""
+import codecs
+
+import pytest
+
+from app import loaders
+from app.errors import DataSourceError
+
+FAQ = "質問,回答\n受付時間は？,平日9時から18時です。\n"
+
+
+@pytest.mark.parametrize("bom,encoding", [
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+])
+def test_csv_with_a_byte_order_mark_is_decoded_by_it(tmp_path, bom, encoding):
+    path = tmp_path / "faq.csv"
+    path.write_bytes(bom + FAQ.encode(encoding))
+    assert loaders.csv_units(path) == [("質問:受付時間は？\n回答:平日9時から18時です。", "faq.csv:r1")]
+
+
+def test_utf16_without_bom_is_one_clear_failure_not_nul_text(tmp_path):
+    path = tmp_path / "u16.csv"
+    path.write_bytes(FAQ.encode("utf-16-le"))
+    with pytest.raises(DataSourceError, match="u16.csv: looks like UTF-16/32 without a byte-order mark"):
+        loaders.csv_units(path)
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("質問,回答\n休日は？,土日です。\n".encode("utf-16-le"), True),
+    ("a,b\n1,2\n".encode("utf-32-be"), True),
+    (bytes(range(256)) * 4, True),
+    ("名前,値\nA\x00B,1\n".encode(), False),
+    ("質問,回答\n".encode("cp932"), False),
+])
+def test_looks_like_wide_text(raw, expected):
+    assert loaders.looks_like_wide_text(raw) is expected
+
+
+def test_nul_bytes_are_stripped_from_csv_text(tmp_path):
+    path = tmp_path / "nul.csv"
+    path.write_bytes("名前,値\nA\x00B,1\x002\n".encode("utf-8"))
+    assert loaders.csv_units(path) == [("名前:AB\n値:12", "nul.csv:r1")]
+
+
+def test_nul_is_stripped_from_pdf_text():
+    assert loaders.clean_pdf_text("受付\x00時間") == "受付時間"
+
+
+@pytest.mark.parametrize("error", [NotImplementedError("unsupported filter"), RecursionError("deep"),
+                                   AssertionError(), ZeroDivisionError("x")])
+def test_any_pdf_parser_error_is_this_files_failure(tmp_path, mocker, error):
+    # pypdf raises these (and LimitReachedError) on damaged files; tests/integration fuzzes real ones.
+    mocker.patch("pypdf.PdfReader", side_effect=error)
+    with pytest.raises(DataSourceError, match=rf"bad.pdf: unreadable PDF \({type(error).__name__}"):
+        loaders.read_pdf_pages(tmp_path / "bad.pdf")
+
+
+def test_image_only_pdf_is_a_failure_with_a_reason(tmp_path):
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "scan.pdf"
+    c = canvas.Canvas(str(path))
+    c.rect(50, 50, 200, 300, fill=1)  # a drawing, no text: what a scanned page gives pypdf
+    c.showPage()
+    c.save()
+    with pytest.raises(DataSourceError, match="scan.pdf: no extractable text"):
+        loaders.pdf_units(path)
+
+
+def test_unreadable_csv_names_the_file(tmp_path):
+    with pytest.raises(DataSourceError, match="gone.csv: cannot read"):
+        loaders.read_csv_rows(tmp_path / "gone.csv")
