@@ -288,18 +288,18 @@ def make_vectorstore(engine: "Engine", embeddings, collection_name: str, create:
     )
 
 
-def get_vectorstore(settings: Settings | None = None, embeddings=None) -> "PGVector":
-    """Return the PGVector store for reading (one per settings); StoreNotReadyError if nothing was ingested."""
-    from app.resources import cached
+def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: "Engine | None" = None) -> "PGVector":
+    """Return the PGVector store for reading (§4.2): vector(384), JSONB metadata, on the existing schema.
 
+    StoreNotReadyError if nothing was ingested yet; nothing is created here (see
+    :func:`init_db` for the write path). ``RagStore`` opens its store through this.
+    """
     s = settings or get_settings()
+    if embeddings is None:
+        from app.embeddings import LazyEmbeddings
 
-    def make() -> "PGVector":
-        from app.embeddings import get_embeddings
-
-        return open_store(get_engine(s), embeddings or get_embeddings(s), s.collection_name)
-
-    return cached("vectorstore", (s, id(embeddings) if embeddings is not None else None), make)
+        embeddings = LazyEmbeddings(s)
+    return open_store(engine or get_engine(s), embeddings, s.collection_name)
 
 
 def schema_version(engine: "Engine") -> int:

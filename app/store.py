@@ -44,7 +44,7 @@ class RagStore:
         from app import db
 
         if self._vectorstore is None:
-            self._vectorstore = db.open_store(self.engine, self.embeddings, self.settings.collection_name)
+            self._vectorstore = db.get_vectorstore(self.settings, self.embeddings, self.engine)
         return self
 
     @property

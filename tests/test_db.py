@@ -51,19 +51,15 @@ def test_get_engine_unreachable_server_is_one_clear_error(clean_env):
     assert "\n" not in str(err.value)
 
 
-def test_get_vectorstore_is_cached_per_settings_with_384_dims_and_jsonb(mocker):
+def test_get_vectorstore_opens_the_existing_schema_with_384_dims_and_jsonb(mocker):
     engine = mocker.patch("app.db.get_engine").return_value
     check = mocker.patch("app.db.check_schema")
     pgvector = mocker.patch("langchain_postgres.PGVector")
-    emb = object()
-    first = db.get_vectorstore(Settings(), embeddings=emb)
-    assert db.get_vectorstore(Settings(), embeddings=emb) is first
-    db.get_vectorstore(Settings(db_name="other"), embeddings=emb)  # other settings: a store of its own
-    assert pgvector.call_count == 2
-    kw = pgvector.call_args_list[0].kwargs
+    db.get_vectorstore(Settings(), embeddings=object())
+    kw = pgvector.call_args.kwargs
     assert (kw["embedding_length"], kw["use_jsonb"], kw["collection_name"], kw["connection"],
             kw["create_extension"]) == (384, True, "documents", engine, False)
-    check.assert_called_with(engine, "documents")
+    check.assert_called_once_with(engine, "documents")
 
 
 def test_create_schema_creates_hnsw_cosine_index_keyword_index_and_version(mocker):
