@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from app import db
 from app.config import Settings, get_settings
 from app.metrics import percentile
 
@@ -93,6 +94,111 @@ def clustered_vectors(n: int, rng, clusters: int = 256, spread: float = 0.35):
 
 # --- sections ------------------------------------------------------------------
 
+# --- bench SQL and bulk loading (a separate database; the app never runs these) -------------
+
+SQL_BENCH_TRUNCATE = f"TRUNCATE {db.KEYWORD_TABLE}, {db.EMBEDDING_TABLE}, {db.DOCUMENT_TABLE}"
+SQL_BENCH_DROP_INDEXES = (f"DROP INDEX IF EXISTS {db.HNSW_INDEX}", f"DROP INDEX IF EXISTS {db.KEYWORD_TABLE}_tsv_gin")
+SQL_BENCH_COPY_EMBEDDINGS = (
+    f"COPY {db.EMBEDDING_TABLE} (id, collection_id, embedding, document, cmetadata) FROM STDIN WITH (FORMAT BINARY)"
+)
+SQL_BENCH_FILL_KEYWORDS = (
+    f"INSERT INTO {db.KEYWORD_TABLE} (id, collection_id, tsv) "
+    f"SELECT id, collection_id, to_tsvector('simple', cmetadata->>'tokens') FROM {db.EMBEDDING_TABLE} "
+    "WHERE collection_id = :collection"
+)
+SQL_BENCH_SIZES = (
+    f"SELECT pg_total_relation_size('{db.EMBEDDING_TABLE}'), pg_total_relation_size('{db.KEYWORD_TABLE}'), "
+    f"pg_relation_size('{db.HNSW_INDEX}'), pg_relation_size('{db.KEYWORD_TABLE}_tsv_gin')"
+)
+SQL_EXACT_VECTOR = (  # exact when index scans are off; otherwise the planner uses HNSW
+    f"SELECT id FROM {db.EMBEDDING_TABLE} WHERE collection_id = :collection "
+    "ORDER BY embedding <=> CAST(:vector AS vector) LIMIT :k"
+)
+SQL_NO_INDEX_SCANS = ("SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off",
+                      "SET LOCAL enable_indexonlyscan = off")
+
+
+def bench_reset(engine: Any) -> None:
+    """Empty the chunk tables and drop the vector and keyword indexes (bench database only)."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        conn.execute(text(SQL_BENCH_TRUNCATE))
+        for statement in SQL_BENCH_DROP_INDEXES:
+            conn.execute(text(statement))
+
+
+def bench_bulk_load(engine: Any, collection, ids, vectors, documents, tokens) -> None:
+    """COPY rows in binary (vectors as pgvector values); then fill the keyword table in SQL."""
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+    from sqlalchemy import text
+
+    raw = engine.raw_connection()
+    try:
+        conn = raw.driver_connection
+        register_vector(conn)
+        with conn.cursor() as cur, cur.copy(SQL_BENCH_COPY_EMBEDDINGS) as copy:
+            copy.set_types(["varchar", "uuid", "vector", "varchar", "jsonb"])
+            for row in zip(ids, [collection] * len(ids), vectors, documents, tokens):
+                copy.write_row([row[0], row[1], row[2], row[3], Jsonb({"tokens": row[4]})])
+        conn.commit()
+    finally:
+        raw.close()
+    with engine.begin() as c:
+        c.execute(text(SQL_BENCH_FILL_KEYWORDS), {"collection": collection})
+
+
+def bench_build_indexes(engine: Any) -> dict[str, float]:
+    """(Re)create the HNSW and GIN indexes after a bulk load; return build seconds for each."""
+    import time
+
+    from sqlalchemy import text
+
+    timings = {}
+    with engine.begin() as conn:
+        conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
+        for name, statement in (("hnsw", db.SQL_CREATE_HNSW), ("gin", db.SQL_CREATE_KEYWORD_GIN)):
+            start = time.perf_counter()
+            conn.execute(text(statement))
+            timings[name] = time.perf_counter() - start
+        conn.execute(text(f"ANALYZE {db.EMBEDDING_TABLE}"))
+        conn.execute(text(f"ANALYZE {db.KEYWORD_TABLE}"))
+    return timings
+
+
+def bench_sizes(engine: Any) -> dict[str, int]:
+    """Bytes on disk: chunk table (with indexes), keyword table, HNSW index, GIN index."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        table, keywords, hnsw, gin = conn.execute(text(SQL_BENCH_SIZES)).one()
+    return {"chunks_table": table, "keyword_table": keywords, "hnsw_index": hnsw, "gin_index": gin}
+
+
+def sql_vector_search(engine: Any, collection, vector: Sequence[float], k: int, exact: bool = False) -> list[str]:
+    """Top-k ids by cosine distance in plain SQL: through the HNSW index, or exact (index scans off)."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        if exact:
+            for statement in SQL_NO_INDEX_SCANS:
+                conn.execute(text(statement))
+        return list(conn.execute(text(SQL_EXACT_VECTOR),
+                                 {"collection": collection, "vector": db._vector_literal(vector), "k": k}).scalars())
+
+
+def exact_keyword_search(engine: Any, collection, tsquery: str, k: int) -> list[str]:
+    """The keyword query with index scans disabled (a sequential scan), for comparison."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        for statement in SQL_NO_INDEX_SCANS:
+            conn.execute(text(statement))
+        return [r[0] for r in conn.execute(text(db.SQL_KEYWORD_SEARCH),
+                                           {"tsquery": tsquery, "collection": collection, "k": k})]
+
+
 def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) -> dict:
     """Whole sync path (parse, chunk, embed, write) vs raw SentenceTransformer.encode on the same chunks."""
     import numpy as np
@@ -127,13 +233,12 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     """Load ``size`` synthetic chunks, build the indexes, time each search mode against exact scans."""
     import numpy as np
 
-    from app import db
     from app.keywords import to_document, to_tsquery
     from app.retrieval import hybrid_search, keyword_search
 
     rng = np.random.default_rng(size)
     words = vocabulary()
-    db.bench_reset(engine)
+    bench_reset(engine)
     name = f"bench_{size}"
     store = db.make_vectorstore(engine, embeddings, name, create=True)
     collection = db.collection_id(engine, name)
@@ -141,10 +246,10 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     texts = synthetic_texts(size, words, rng)
     ids = [str(uuid.uuid4()) for _ in range(size)]
     load_start = time.perf_counter()
-    db.bench_bulk_load(engine, collection, ids, vectors, texts, [to_document(t) for t in texts])
+    bench_bulk_load(engine, collection, ids, vectors, texts, [to_document(t) for t in texts])
     load_s = time.perf_counter() - load_start
-    builds = db.bench_build_indexes(engine)
-    sizes = db.bench_sizes(engine)
+    builds = bench_build_indexes(engine)
+    sizes = bench_sizes(engine)
 
     picks = rng.integers(0, size, size=queries)
     qvecs = [(vectors[i] + 0.05 * rng.normal(size=384)).tolist() for i in picks]
@@ -154,19 +259,19 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     for v in qvecs:
         t, approx = timed(lambda: by_vector(v), 1)
         vector_t += t
-        sql_t += timed(lambda: db.sql_vector_search(engine, collection, v, 10), 1)[0]
-        t, exact = timed(lambda: db.sql_vector_search(engine, collection, v, 10, exact=True), 1)
+        sql_t += timed(lambda: sql_vector_search(engine, collection, v, 10), 1)[0]
+        t, exact = timed(lambda: sql_vector_search(engine, collection, v, 10, exact=True), 1)
         exact_t += t
         recalls.append(len(set(approx) & set(exact)) / 10)
     kw = lambda q: keyword_search(engine, name, q, 10)  # noqa: E731
     keyword_each = [timed(lambda q=q: kw(q), 1)[0][0] for q in qtexts]
-    keyword_exact = [timed(lambda q=q: db.exact_keyword_search(engine, collection, to_tsquery(q), 10), 1)[0][0]
+    keyword_exact = [timed(lambda q=q: exact_keyword_search(engine, collection, to_tsquery(q), 10), 1)[0][0]
                      for q in qtexts]
     hybrid_each = []
     for v, q in zip(qvecs, qtexts):
         vec_docs = lambda _q, k, v=v: [d for d, _ in store.similarity_search_with_score_by_vector(v, k=k)]  # noqa: E731
         hybrid_each.append(timed(lambda: hybrid_search(vec_docs, lambda qq, k: kw(qq), q, 10), 1)[0][0])
-    db.bench_reset(engine)
+    bench_reset(engine)
     store.delete_collection()
     return {
         "size": size, "vectors": "clustered random unit vectors (256 centres), queries near stored vectors",
@@ -227,6 +332,7 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     from llama_cpp import Llama
 
     from app import llm as app_llm
+    from app import resources
     from app.graph import build_prompt
     from app.ingest import load_pdfs
     from app.models import resolve_llm_path
@@ -235,7 +341,7 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")][:3]
     prompt = build_prompt(QUESTION, contexts)
     s = dataclasses.replace(settings, llm_max_tokens=max_tokens)
-    app_llm._llm = None
+    resources.clear("llm")
     model = app_llm.get_llm(s)
     model_input = app_llm.as_model_input(prompt, model)
     # the sampling parameters LangChain's LlamaCpp sends, so both sides do the same work
@@ -261,7 +367,7 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     if raw_best["tokens_per_s"]:
         results["app_vs_raw_tokens_per_s"] = round(results["app_streaming"]["tokens_per_s"] / raw_best["tokens_per_s"], 3)
         results["app_vs_raw_ttft"] = round(results["app_streaming"]["ttft_s"] / raw_best["ttft_s"], 3)
-    app_llm._llm = None
+    resources.clear("llm")
     return results
 
 
@@ -373,7 +479,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
 
     def body() -> int:
-        from app import db
         from app.embeddings import get_embeddings
         from app.store import RagStore
 

@@ -9,26 +9,27 @@ from app.models import resolve_embedding_model
 if TYPE_CHECKING:
     from langchain_huggingface import HuggingFaceEmbeddings
 
-_embeddings: "HuggingFaceEmbeddings | None" = None
-
 # Texts per forward pass; larger batches gain little on 2 cores and cost memory.
 BATCH_SIZE = 32
 
 
 def get_embeddings(settings: Settings | None = None) -> "HuggingFaceEmbeddings":
-    """Return the embedding model, loading it on first use (no network: local files only)."""
-    global _embeddings
-    if _embeddings is None:
-        s = settings or get_settings()
-        path = resolve_embedding_model(s.embed_model, s.models_dir, EMBED_MODEL_DEFAULT)
-        from langchain_huggingface import HuggingFaceEmbeddings
+    """Return the embedding model for these settings, loading it on first use (local files only)."""
+    from app.resources import cached
 
-        _embeddings = HuggingFaceEmbeddings(
-            model_name=path,
-            model_kwargs={"device": "cpu", "local_files_only": True},
-            encode_kwargs={"normalize_embeddings": True, "batch_size": BATCH_SIZE},
-        )
-    return _embeddings
+    s = settings or get_settings()
+    return cached("embeddings", (s.embed_model, str(s.models_dir)), lambda: _load_embeddings(s))
+
+
+def _load_embeddings(s: Settings) -> "HuggingFaceEmbeddings":
+    path = resolve_embedding_model(s.embed_model, s.models_dir, EMBED_MODEL_DEFAULT)
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    return HuggingFaceEmbeddings(
+        model_name=path,
+        model_kwargs={"device": "cpu", "local_files_only": True},
+        encode_kwargs={"normalize_embeddings": True, "batch_size": BATCH_SIZE},
+    )
 
 
 def embed(texts: Sequence[str] | None) -> list[list[float]]:

@@ -19,8 +19,6 @@ from app.errors import ModelNotFoundError, QuestionTooLongError
 
 log = logging.getLogger(__name__)
 
-_graph = None
-
 PROMPT_TEMPLATE = "以下の情報を基に回答してください:\n\n{contexts}\n\n質問:{query}\n回答:"
 NO_CONTEXT_ANSWER = "資料の中に、この質問に答えられる情報が見つかりませんでした。"
 MIN_CONTEXT_CHARS = 40
@@ -160,10 +158,9 @@ def build_rag_graph():
 
 def get_graph():
     """Return the compiled graph, built once per process."""
-    global _graph
-    if _graph is None:
-        _graph = build_rag_graph()
-    return _graph
+    from app.resources import cached
+
+    return cached("graph", None, build_rag_graph)
 
 
 def load_reranker(settings: Settings):

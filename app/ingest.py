@@ -76,8 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = get_settings()
         data_dir = args.data_dir or settings.data_dir
         store = RagStore(settings)
-        plan, report = store.sync(data_dir, dry_run=args.dry_run, progress=not args.dry_run,
-                                  allow_empty=args.allow_empty, wait=not args.no_wait)
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        with logging_redirect_tqdm():  # warnings print above the progress bar, not glued to it
+            plan, report = store.sync(data_dir, dry_run=args.dry_run, progress=not args.dry_run,
+                                      allow_empty=args.allow_empty, wait=not args.no_wait)
         if args.dry_run:
             print("\n".join(plan.lines() or ["nothing to do"]))
             print(f"Dry run: {len(plan.added)} to add, {len(plan.updated)} to update, "

@@ -10,8 +10,6 @@ from app.models import resolve_llm_path
 if TYPE_CHECKING:
     from langchain_community.llms import LlamaCpp
 
-_llm: "LlamaCpp | None" = None
-
 # Generation ends where the answer ends: a small model otherwise goes on to
 # invent the next "質問:" turn of the prompt format.
 # Prompt tokens evaluated per batch. LangChain's LlamaCpp defaults to 8, llama-cpp-python to 512.
@@ -21,24 +19,28 @@ STOP_SEQUENCES = ["\n質問:", "\n質問：", "\n回答:", "\n\n\n", "</s>", "<|
 
 
 def get_llm(settings: Settings | None = None) -> "LlamaCpp":
-    """Return the LlamaCpp model, loading the GGUF file on first use."""
-    global _llm
-    if _llm is None:
-        s = settings or get_settings()
-        path = resolve_llm_path(s.llm_model_path, s.models_dir, s.llm_model_path_is_default)
-        from langchain_community.llms import LlamaCpp
+    """Return the LlamaCpp model for these settings, loading the GGUF file on first use."""
+    from app.resources import cached
 
-        _llm = LlamaCpp(
-            model_path=str(path),
-            n_ctx=s.llm_n_ctx,
-            max_tokens=s.llm_max_tokens,
-            n_threads=s.llm_n_threads,
-            n_batch=N_BATCH,
-            temperature=s.llm_temperature,
-            stop=STOP_SEQUENCES,
-            verbose=False,
-        )
-    return _llm
+    s = settings or get_settings()
+    key = (s.llm_model_path, str(s.models_dir), s.llm_n_ctx, s.llm_max_tokens, s.llm_n_threads, s.llm_temperature)
+    return cached("llm", key, lambda: _load_llm(s))
+
+
+def _load_llm(s: Settings) -> "LlamaCpp":
+    path = resolve_llm_path(s.llm_model_path, s.models_dir, s.llm_model_path_is_default)
+    from langchain_community.llms import LlamaCpp
+
+    return LlamaCpp(
+        model_path=str(path),
+        n_ctx=s.llm_n_ctx,
+        max_tokens=s.llm_max_tokens,
+        n_threads=s.llm_n_threads,
+        n_batch=N_BATCH,
+        temperature=s.llm_temperature,
+        stop=STOP_SEQUENCES,
+        verbose=False,
+    )
 
 
 def model_name(llm: object) -> str:

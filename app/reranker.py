@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from langchain_classic.retrievers.document_compressors import CrossEncoderReranker
     from langchain_core.retrievers import BaseRetriever
 
-_reranker: "CrossEncoderReranker | None" = None
-
 SCORE_KEY = "rerank_score"
 
 
@@ -52,20 +50,21 @@ def score_documents(model: Any, query: str, documents: Sequence[Document], top_n
 
 
 def get_reranker(settings: Settings | None = None) -> "CrossEncoderReranker":
-    """Return the cross-encoder reranker (top_n = RERANK_TOP_K), loading it on first use."""
-    global _reranker
-    if _reranker is None:
-        s = settings or get_settings()
-        path = resolve_model_dir(s.reranker_model, s.models_dir)
-        if path is None:
-            raise ModelNotFoundError(
-                f"reranker model {s.reranker_model!r} not found locally; run `make models`"
-            )
-        from langchain_community.cross_encoders import HuggingFaceCrossEncoder
+    """Return the cross-encoder reranker (top_n = RERANK_TOP_K) for these settings, loading it on first use."""
+    from app.resources import cached
 
-        model = HuggingFaceCrossEncoder(model_name=str(path), model_kwargs={"device": "cpu"})
-        _reranker = _scoring_reranker_class()(model=model, top_n=s.rerank_top_k)
-    return _reranker
+    s = settings or get_settings()
+    return cached("reranker", (s.reranker_model, str(s.models_dir), s.rerank_top_k), lambda: _load_reranker(s))
+
+
+def _load_reranker(s: Settings) -> "CrossEncoderReranker":
+    path = resolve_model_dir(s.reranker_model, s.models_dir)
+    if path is None:
+        raise ModelNotFoundError(f"reranker model {s.reranker_model!r} not found locally; run `make models`")
+    from langchain_community.cross_encoders import HuggingFaceCrossEncoder
+
+    model = HuggingFaceCrossEncoder(model_name=str(path), model_kwargs={"device": "cpu"})
+    return _scoring_reranker_class()(model=model, top_n=s.rerank_top_k)
 
 
 def get_compression_retriever(

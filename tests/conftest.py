@@ -9,29 +9,13 @@ import numpy as np
 import pytest
 from langchain_core.documents import Document
 
-from app import embeddings, graph, llm, reranker
+from app import reranker
 
 CONFIG_VARS = [
     "DB_HOST", "DB_PORT", "DB_USER", "DB_PASSWORD", "DB_NAME", "PGDATA_DIR", "DATA_DIR", "MODELS_DIR",
     "EMBED_MODEL", "RERANKER_MODEL", "LLM_MODEL_PATH", "CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K",
     "RERANK_TOP_K", "LLM_N_CTX", "LLM_MAX_TOKENS", "LLM_N_THREADS", "LLM_TEMPERATURE",
 ]
-
-
-@pytest.fixture(autouse=True)
-def reset_singletons():
-    """Every test starts with no loaded model, store or graph (§11)."""
-    from app import resources
-
-    saved = (embeddings._embeddings, llm._llm, reranker._reranker, graph._graph)
-    embeddings._embeddings = llm._llm = reranker._reranker = None
-    graph._graph = None
-    saved_cache = dict(resources._cache)
-    resources.clear()
-    yield
-    (embeddings._embeddings, llm._llm, reranker._reranker, graph._graph) = saved
-    resources.clear()
-    resources._cache.update(saved_cache)
 
 
 @pytest.fixture

@@ -53,9 +53,7 @@ def settings(integration_env) -> Settings:
 def real_embeddings(settings):
     from app import embeddings
 
-    model = embeddings.get_embeddings(settings)
-    embeddings._embeddings = None
-    return model
+    return embeddings.get_embeddings(settings)
 
 
 @pytest.fixture(scope="session")

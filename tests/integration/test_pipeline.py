@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sqlalchemy import event, text
 
-from app import db
+from app import bench, db
 from app.graph import default_context, run_rag
 from app.retrieval import vector_search
 from tests.integration.conftest import ROOT, run_cli
@@ -67,11 +67,11 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
     """Capture the SQL PGVector really runs and EXPLAIN it, on a collection large enough
     (10,000 random unit vectors) that a sequential scan would cost more than the index."""
     name = f"hnsw_{uuid.uuid4().hex[:8]}"
-    big = db.make_vectorstore(engine, real_embeddings, name)
+    big = db.make_vectorstore(engine, real_embeddings, name, create=True)
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(10000, 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    db.bench_bulk_load(engine, db.collection_id(engine, name), [str(uuid.uuid4()) for _ in range(10000)],
+    bench.bench_bulk_load(engine, db.collection_id(engine, name), [str(uuid.uuid4()) for _ in range(10000)],
                        vectors, [f"filler {i}" for i in range(10000)], ["filler"] * 10000)
     with engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
