@@ -11,9 +11,16 @@ STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scri
 # Only the host virtualenv needs `setup` first; in Docker the image has everything.
 DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
-MODE ?=
-MODE_ARG := $(if $(MODE),--mode $(MODE),)
-export Q DOC
+# What a user types (Q, DOC, MODE, DEMO_Q, DRY_RUN) is data, never code: it reaches the app through
+# the environment, neither expanded by make ($(value …) gives the raw text) nor parsed by the
+# shell (recipes quote "$$RAG_Q"); `--` ends the options, so a question may start with "-".
+export RAG_Q := $(value Q)
+export RAG_DOC := $(value DOC)
+export RAG_MODE := $(value MODE)
+export RAG_DEMO_Q := $(value DEMO_Q)
+# make exports command-line variables to recipes, expanding them ($(shell …) would run): not these.
+unexport Q DOC MODE DEMO_Q DRY_RUN
+MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
 .PHONY: help setup models demo ingest ask docs remove watch evaluate tune bench test lint db-stop db-status build up down shell compose-check clean
@@ -37,21 +44,21 @@ models/SmolLM2-135M-Instruct.Q4_1.gguf: | $(DEPS)
 demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 	@$(PY) -m app.models
 	$(PY) -m app.ingest
-	$(PY) -m app.ask "$(DEMO_Q)"
+	$(PY) -m app.ask -- "$$RAG_DEMO_Q"
 
 ingest: $(DEPS) ## sync data/pdf and data/csv into PostgreSQL + pgvector [DRY_RUN=1]
-	$(PY) -m app.ingest $(if $(DRY_RUN),--dry-run,)
+	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,)
 
 ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword]
-	@if [ -z "$$Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi
-	$(PY) -m app.ask $(MODE_ARG) "$$Q"
+	@if [ -z "$$RAG_Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi
+	$(PY) -m app.ask $(MODE_ARG) -- "$$RAG_Q"
 
 docs: $(DEPS) ## list stored documents (id, chunks, ingested at)
 	$(PY) -m app.docs list
 
 remove: $(DEPS) ## remove a document from every index: make remove DOC=csv/faq.csv
-	@if [ -z "$$DOC" ]; then echo 'usage: make remove DOC=<document id or path>' >&2; exit 2; fi
-	$(PY) -m app.docs remove "$$DOC"
+	@if [ -z "$$RAG_DOC" ]; then echo 'usage: make remove DOC=<document id or path>' >&2; exit 2; fi
+	$(PY) -m app.docs remove -- "$$RAG_DOC"
 
 watch: $(DEPS) ## keep the store in sync with data/ as files change (Ctrl-C to stop)
 	$(PY) -m app.watch

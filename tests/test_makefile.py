@@ -1,0 +1,69 @@
+"""The Makefile passes what a user types to the app as data (issue 15, case 6): real `make`, with a
+stand-in interpreter (PY=…) that prints the arguments it gets, so nothing heavy runs."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = "$(shell touch {m}1)`touch {m}2`$$(touch {m}3); touch {m}4 \"x'y $100の料金は？\n次の行"
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+@pytest.fixture
+def fake_py(tmp_path):
+    """An executable that prints its argv (after the interpreter) as JSON."""
+    path = tmp_path / "fakepy"
+    path.write_text("#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    path.chmod(0o755)
+    return path
+
+
+def make(*args: str, py: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-C", str(ROOT), f"PY={py}", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def argv(result: subprocess.CompletedProcess) -> list[str]:
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_question_with_make_and_shell_syntax_arrives_unchanged_and_runs_nothing(fake_py, tmp_path):
+    marker = tmp_path / "ran"
+    question = HOSTILE.format(m=marker)
+    result = make("ask", f"Q={question}", py=fake_py)
+    assert result.returncode == 0, result.stderr
+    assert argv(result) == ["-m", "app.ask", "--", question]
+    assert not list(tmp_path.glob("ran*"))
+
+
+def test_dollar_amount_and_leading_dash_reach_the_app(fake_py):
+    assert argv(make("ask", "Q=$100の料金は？", py=fake_py))[-1] == "$100の料金は？"
+    assert argv(make("ask", "Q=-5度以下の保管は？", py=fake_py))[-2:] == ["--", "-5度以下の保管は？"]
+
+
+@pytest.mark.parametrize("target,variable,expected_prefix", [
+    ("ask", "MODE", ["-m", "app.ask", "--mode"]),
+    ("remove", "DOC", ["-m", "app.docs", "remove", "--"]),
+    ("demo", "DEMO_Q", ["-m", "app.ask", "--"]),
+])
+def test_other_variables_are_data_too(fake_py, tmp_path, target, variable, expected_prefix):
+    value = f"$(shell touch {tmp_path}/ran); touch {tmp_path}/ran2"
+    result = make(target, "Q=x", f"{variable}={value}", py=fake_py)
+    assert result.returncode == 0, result.stderr
+    got = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    assert any(a[:len(expected_prefix)] == expected_prefix and value in a for a in got), got
+    assert not list(tmp_path.glob("ran*"))
+
+
+def test_dry_run_flag_is_not_expanded(fake_py, tmp_path):
+    result = make("ingest", f"DRY_RUN=$(shell touch {tmp_path}/ran)", py=fake_py)
+    assert argv(result) == ["-m", "app.ingest", "--dry-run"] and not (tmp_path / "ran").exists()
+
+
+def test_ask_without_a_question_prints_usage(fake_py):
+    result = make("ask", py=fake_py)
+    assert result.returncode == 2 and 'usage: make ask Q="質問文"' in result.stderr
