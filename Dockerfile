@@ -1,5 +1,8 @@
 # The app image (§8.2): Python 3.11, the same install steps as `make setup` / CI.
-FROM python:3.11-slim
+# The base is pinned by digest through docker-compose.yml (build arg PYTHON_IMAGE); built
+# without it (e.g. `docker build .`), the tag below is used.
+ARG PYTHON_IMAGE=python:3.11-slim
+FROM ${PYTHON_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -13,10 +16,13 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY requirements.txt requirements-dev.txt ./
-COPY scripts/install.sh scripts/install.sh
-# PIP_EXTRA_INDEX_URL above makes torch==2.13.0 resolve to the CPU build.
+COPY scripts/install.sh scripts/build_pgvector.sh scripts/
+# PIP_EXTRA_INDEX_URL above makes torch==2.13.0 resolve to the CPU build. Runs as root (apt, pip).
 RUN sh scripts/install.sh python requirements-dev.txt
 
-COPY . .
+# The app runs as an ordinary user: the embedded PostgreSQL then runs as that user too.
+RUN useradd --create-home --uid 10001 --user-group app
+COPY --chown=app:app . .
+USER app
 # The container stays up; run commands with `make shell` or `docker compose exec app make ask Q=...`.
 CMD ["sleep", "infinity"]

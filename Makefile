@@ -88,8 +88,14 @@ db-stop: $(DEPS) ## stop the embedded PostgreSQL (data stays in .pgdata/)
 build: ## build the Docker image
 	$(COMPOSE) build
 
-up: ## start PostgreSQL (pgvector) and the app container in the background
-	$(COMPOSE) up -d
+# The database password, as a Docker secret: made once, random, readable by this user only.
+secrets/db_password:
+	@mkdir -p secrets && umask 077 && python3 -c "import secrets; print(secrets.token_urlsafe(24))" > $@
+	@echo "made $@ (the database password; keep it, or delete it before the first \`make up\` to choose your own)"
+
+up: secrets/db_password ## start PostgreSQL (pgvector) and the app container in the background
+	@# the app container runs as you (files in the mounted project stay yours), never as root
+	if [ "$$(id -u)" != 0 ]; then export RAG_UID=$$(id -u) RAG_GID=$$(id -g); fi; $(COMPOSE) up -d
 
 down: ## stop the containers (the pgdata volume is kept)
 	$(COMPOSE) down

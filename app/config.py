@@ -114,6 +114,25 @@ def _read_float(env: Mapping[str, str], name: str, default: float, minimum: floa
     return value
 
 
+def _read_password(env: Mapping[str, str], host: str | None) -> str:
+    """DB_PASSWORD, or the contents of DB_PASSWORD_FILE (a Docker secret); required with DB_HOST.
+
+    There is no default password: a server reached over the network must be given one.
+    """
+    path = env.get("DB_PASSWORD_FILE", "").strip()
+    if path:
+        try:
+            return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as exc:
+            raise ValueError(f"DB_PASSWORD_FILE: cannot read {path} ({exc.strerror})") from None
+    if "DB_PASSWORD" in env:
+        return env["DB_PASSWORD"]
+    if host is not None:
+        raise ValueError("DB_HOST is set, so DB_PASSWORD or DB_PASSWORD_FILE must be set too (there is no default "
+                         "password)")
+    return ""
+
+
 @dataclass(frozen=True)
 class Settings:
     """All configuration, resolved and validated once from the environment."""
@@ -121,7 +140,7 @@ class Settings:
     db_host: str | None = None  # None: start the embedded PostgreSQL under pgdata_dir
     db_port: int = _int_default("DB_PORT")
     db_user: str = "rag"
-    db_password: str = "rag"
+    db_password: str = ""  # server mode only (the embedded database makes and keeps its own)
     db_name: str = "rag"
     pgdata_dir: Path = Path(".pgdata")
     data_dir: Path = Path("data")
@@ -158,7 +177,7 @@ class Settings:
             db_host=host,
             db_port=_read_int(env, "DB_PORT"),
             db_user=env.get("DB_USER") or "rag",
-            db_password=env.get("DB_PASSWORD") or "rag",
+            db_password=_read_password(env, host),
             db_name=env.get("DB_NAME") or "rag",
             pgdata_dir=Path(env.get("PGDATA_DIR") or ".pgdata"),
             data_dir=Path(env.get("DATA_DIR") or "data"),

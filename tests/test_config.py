@@ -87,13 +87,13 @@ def test_settings_llm_path_override_is_not_default(clean_env):
 
 
 def test_settings_from_env_accepts_a_mapping():
-    s = Settings.from_env({"DB_HOST": "db", "SEARCH_K": "7"})
+    s = Settings.from_env({"DB_HOST": "db", "DB_PASSWORD": "pw", "SEARCH_K": "7"})
     assert (s.db_host, s.search_k, s.embedded_db) == ("db", 7, False)
 
 
 def test_get_db_config_defaults(clean_env):
     assert get_db_config() == {"host": "localhost", "port": 5432, "user": "rag",
-                               "password": "rag", "dbname": "rag", "embedded": True}
+                               "password": "", "dbname": "rag", "embedded": True}
 
 
 def test_get_db_config_from_env(clean_env):
@@ -105,7 +105,27 @@ def test_get_db_config_from_env(clean_env):
 
 def test_get_connection_string_format(clean_env):
     clean_env.setenv("DB_HOST", "db")
-    assert get_connection_string() == "postgresql+psycopg://rag:rag@db:5432/rag"
+    clean_env.setenv("DB_PASSWORD", "pw")
+    assert get_connection_string() == "postgresql+psycopg://rag:pw@db:5432/rag"
+
+
+def test_server_mode_needs_a_password_there_is_no_default(clean_env):
+    clean_env.setenv("DB_HOST", "db")
+    with pytest.raises(ValueError) as err:
+        get_settings()
+    assert str(err.value) == ("DB_HOST is set, so DB_PASSWORD or DB_PASSWORD_FILE must be set too (there is no "
+                              "default password)")
+
+
+def test_password_from_a_secret_file(clean_env, tmp_path):
+    secret = tmp_path / "db_password"
+    secret.write_text("s3cr3t\n")
+    clean_env.setenv("DB_HOST", "db")
+    clean_env.setenv("DB_PASSWORD_FILE", str(secret))
+    assert get_settings().db_password == "s3cr3t"
+    clean_env.setenv("DB_PASSWORD_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match=r"DB_PASSWORD_FILE: cannot read .*missing \(No such file or directory\)"):
+        get_settings()
 
 
 def test_get_connection_string_quotes_special_characters(clean_env):

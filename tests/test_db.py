@@ -9,8 +9,8 @@ from app.errors import DatabaseUnavailableError
 
 
 def test_resolve_connection_string_server_mode_uses_env():
-    s = Settings.from_env({"DB_HOST": "db", "DB_PORT": "5433"})
-    assert db.resolve_connection_string(s) == "postgresql+psycopg://rag:rag@db:5433/rag"
+    s = Settings.from_env({"DB_HOST": "db", "DB_PORT": "5433", "DB_PASSWORD": "pw"})
+    assert db.resolve_connection_string(s) == "postgresql+psycopg://rag:pw@db:5433/rag"
 
 
 def test_resolve_connection_string_embedded_starts_server_and_creates_db(mocker, tmp_path):
@@ -45,6 +45,7 @@ def test_get_engine_unreachable_server_is_one_clear_error(clean_env):
     # Real connection attempt to a closed local port: refused at once.
     clean_env.setenv("DB_HOST", "127.0.0.1")
     clean_env.setenv("DB_PORT", "9")
+    clean_env.setenv("DB_PASSWORD", "pw")
     with pytest.raises(DatabaseUnavailableError) as err:
         db.get_engine()
     assert str(err.value).startswith("cannot connect to PostgreSQL at 127.0.0.1:9: ")

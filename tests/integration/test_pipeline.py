@@ -145,7 +145,7 @@ def test_ingest_cli_skips_corrupt_pdf_and_reads_cp932_csv(integration_env, tmp_p
 
 
 def test_cli_unreachable_database_is_one_line(integration_env):
-    result = run_cli("app.ask", "質問", env={"DB_HOST": "127.0.0.1", "DB_PORT": "9"})
+    result = run_cli("app.ask", "質問", env={"DB_HOST": "127.0.0.1", "DB_PORT": "9", "DB_PASSWORD": "pw"})
     assert result.returncode == 1
     assert result.stderr.startswith("Error: cannot connect to PostgreSQL at 127.0.0.1:9: ")
     assert len(result.stderr.strip().splitlines()) == 1
