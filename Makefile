@@ -23,7 +23,7 @@ unexport Q DOC MODE DEMO_Q DRY_RUN
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask docs remove watch evaluate tune bench test lint db-stop db-status build up down shell compose-check clean
+.PHONY: help setup models demo ingest ask docs remove watch evaluate tune real-corpus bench test lint db-stop db-status build up down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...
 
 tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (retrieval only, ~12 s)
 	$(PY) -m app.tune
+
+real-corpus: $(DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO tables) into .cache/real-corpus
+	$(PY) scripts/real_corpus.py
 
 bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~3 min on 2 cores)
 	HF_HUB_OFFLINE=1 $(PY) -m app.bench

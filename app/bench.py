@@ -96,14 +96,16 @@ def clustered_vectors(n: int, rng, clusters: int = 256, spread: float = 0.35):
 
 # --- bench SQL and bulk loading (a separate database; the app never runs these) -------------
 
-SQL_BENCH_TRUNCATE = f"TRUNCATE {db.KEYWORD_TABLE}, {db.EMBEDDING_TABLE}, {db.DOCUMENT_TABLE}"
+SQL_BENCH_TRUNCATE = (f"TRUNCATE {db.KEYWORD_TABLE}, {db.EMBEDDING_TABLE}, {db.DOCUMENT_TABLE}, "
+                      f"{db.TERM_STATS_TABLE}, {db.COLLECTION_STATS_TABLE}")
 SQL_BENCH_DROP_INDEXES = (f"DROP INDEX IF EXISTS {db.HNSW_INDEX}", f"DROP INDEX IF EXISTS {db.KEYWORD_TABLE}_tsv_gin")
 SQL_BENCH_COPY_EMBEDDINGS = (
     f"COPY {db.EMBEDDING_TABLE} (id, collection_id, embedding, document, cmetadata) FROM STDIN WITH (FORMAT BINARY)"
 )
 SQL_BENCH_FILL_KEYWORDS = (
-    f"INSERT INTO {db.KEYWORD_TABLE} (id, collection_id, tsv) "
-    f"SELECT id, collection_id, to_tsvector('simple', cmetadata->>'tokens') FROM {db.EMBEDDING_TABLE} "
+    f"INSERT INTO {db.KEYWORD_TABLE} (id, collection_id, tsv, dl) "
+    f"SELECT id, collection_id, to_tsvector('simple', cmetadata->>'tokens'), "
+    f"coalesce(array_length(string_to_array(cmetadata->>'tokens', ' '), 1), 0) FROM {db.EMBEDDING_TABLE} "
     "WHERE collection_id = :collection"
 )
 SQL_BENCH_SIZES = (
@@ -188,15 +190,15 @@ def sql_vector_search(engine: Any, collection, vector: Sequence[float], k: int, 
                                  {"collection": collection, "vector": db._vector_literal(vector), "k": k}).scalars())
 
 
-def exact_keyword_search(engine: Any, collection, tsquery: str, k: int) -> list[str]:
-    """The keyword query with index scans disabled (a sequential scan), for comparison."""
+def exact_keyword_search(engine: Any, collection, terms: Sequence[str], k: int) -> list[str]:
+    """The BM25 keyword query with index scans disabled (a sequential scan), for comparison."""
     from sqlalchemy import text
 
     with engine.begin() as conn:
         for statement in SQL_NO_INDEX_SCANS:
             conn.execute(text(statement))
-        return [r[0] for r in conn.execute(text(db.SQL_KEYWORD_SEARCH),
-                                           {"tsquery": tsquery, "collection": collection, "k": k})]
+        params = db.keyword_search_params(conn, collection, terms, k)
+        return [r[0] for r in conn.execute(text(db.SQL_KEYWORD_SEARCH), params)] if params else []
 
 
 def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) -> dict:
@@ -233,7 +235,7 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     """Load ``size`` synthetic chunks, build the indexes, time each search mode against exact scans."""
     import numpy as np
 
-    from app.keywords import to_document, to_tsquery
+    from app.keywords import query_tokens, to_document
     from app.retrieval import hybrid_search, keyword_search
 
     rng = np.random.default_rng(size)
@@ -265,7 +267,7 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
         recalls.append(len(set(approx) & set(exact)) / 10)
     kw = lambda q: keyword_search(engine, name, q, 10)  # noqa: E731
     keyword_each = [timed(lambda q=q: kw(q), 1)[0][0] for q in qtexts]
-    keyword_exact = [timed(lambda q=q: exact_keyword_search(engine, collection, to_tsquery(q), 10), 1)[0][0]
+    keyword_exact = [timed(lambda q=q: exact_keyword_search(engine, collection, query_tokens(q), 10), 1)[0][0]
                      for q in qtexts]
     hybrid_each = []
     for v, q in zip(qvecs, qtexts):

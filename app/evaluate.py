@@ -119,8 +119,8 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
         "",
         f"Retrieval@k: {pct(summary['retrieval_at_top_k'])}  (k={s.rerank_top_k}: the chunks given to the LLM)",
         f"Retrieval@{s.search_k}: {pct(summary['retrieval_at_search_k'])}  (before re-ranking)",
-        f"Faithfulness: {pct(summary['faithfulness'])}",
-        f"Exact Match: {pct(summary['exact_match'])}",
+        *([f"Faithfulness: {pct(summary['faithfulness'])}", f"Exact Match: {pct(summary['exact_match'])}"]
+          if not str(models.get("llm", "")).startswith("none") else ["Faithfulness, Exact Match: - (--no-generate)"]),
         f"Latency: {summary['latency_mean']:.1f}s  (mean; p95 {summary['latency_p95']:.1f}s)",
     ]
     for stage in STAGES:
@@ -153,7 +153,8 @@ def model_names(context: Any, settings: Settings) -> dict:
     from app.llm import model_name
 
     reranker = "none (retrieval order)" if context.reranker is None else settings.reranker_model
-    return {"embed": settings.embed_model, "reranker": reranker, "llm": model_name(context.llm)}
+    llm = "none (--no-generate)" if context.llm is None else model_name(context.llm)
+    return {"embed": settings.embed_model, "reranker": reranker, "llm": llm}
 
 
 def add_question_options(parser: argparse.ArgumentParser, default_file: str, json_help: str) -> None:
@@ -204,6 +205,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     parser.add_argument("--per-question", action="store_true", help="print a line per question")
     parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default=None,
                         help="first-stage search (default: SEARCH_MODE or hybrid)")
+    parser.add_argument("--no-generate", action="store_true",
+                        help="retrieval and re-ranking only: the LLM is not loaded (seconds, not minutes)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
@@ -219,7 +222,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
 
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
-            ctx = default_context(settings, mode=args.mode)
+            ctx = default_context(settings, mode=args.mode, generate=not args.no_generate)
         results = run_evaluation(questions, ctx, progress=not args.no_progress)
         summary = summarize(results)
         reranked = any(r.get("reranked") for r in results)

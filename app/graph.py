@@ -48,7 +48,7 @@ class RAGContext:
     """What the nodes need; handed in at invoke time (``graph.invoke(state, context=ctx)``)."""
 
     search: Callable[[str, int], list[Document]]
-    llm: Any
+    llm: Any  # None: no generation (retrieval and re-ranking only)
     reranker: Any | None = None  # a BaseDocumentCompressor (CrossEncoderReranker); None = keep order
     search_k: int = 10
     rerank_top_k: int = 3
@@ -119,6 +119,9 @@ def generate_node(state: RAGState, runtime) -> dict:
     start = time.perf_counter()
     docs = state.get("reranked_documents") or []
     query = state["query"]
+    if ctx.llm is None:  # retrieval only (evaluate --no-generate)
+        return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
+                "timings": {"generate": 0.0}}
     contexts = fit_contexts(query, [d.page_content for d in docs], ctx.count_tokens, ctx.token_budget)
     prompt = build_prompt(query, contexts)
     first: list[float] = []
@@ -184,8 +187,9 @@ def llm_token_counter(llm: Any) -> Callable[[str], int] | None:
 
 
 def default_context(settings: Settings | None = None, search=None, llm=None, reranker="load",
-                    mode: str | None = None) -> RAGContext:
-    """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM."""
+                    mode: str | None = None, generate: bool = True) -> RAGContext:
+    """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
+    (not loaded with ``generate=False``: retrieval and re-ranking only)."""
     from app.llm import get_llm
     from app.store import RagStore
 
@@ -197,7 +201,8 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
         search = store.search_function(mode)
     if reranker == "load":
         reranker = load_reranker(s)
-    llm = llm if llm is not None else get_llm(s)
+    if generate:
+        llm = llm if llm is not None else get_llm(s)
     return RAGContext(
         search=search, llm=llm, reranker=reranker, search_k=s.search_k,
         rerank_top_k=s.rerank_top_k, count_tokens=llm_token_counter(llm),

@@ -15,8 +15,18 @@ reduced by a short stop list and handled by ranking.
 """
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
+from typing import Mapping, Sequence
+
+# BM25 (Robertson/Sparck Jones; the parameters of Lucene, Tantivy and pg_textsearch).
+K1 = 1.2
+B = 0.75
+# A term in more than this share of the chunks (a bigram like サー or です) still scores,
+# but does not select candidates: it would make every chunk a candidate.
+FREQUENT_SHARE = 0.25
+MIN_CANDIDATE_TERMS = 3
 
 _JA = "\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ヵヶ"
 _TOKEN_RUNS = re.compile(rf"[a-z0-9]+|[{_JA}]+")
@@ -66,4 +76,30 @@ def to_document(text: str | None) -> str:
 
 def to_tsquery(text: str | None) -> str:
     """An OR tsquery over the query's tokens (``'受付' | '時間'``); '' if there are none."""
-    return " | ".join(f"'{token}'" for token in query_tokens(text))
+    return to_tsquery_terms(query_tokens(text))
+
+
+def to_tsquery_terms(terms: Sequence[str]) -> str:
+    """An OR tsquery over ``terms`` (tokens from :func:`tokenize`: letters, digits, kana, kanji)."""
+    return " | ".join(f"'{term}'" for term in terms)
+
+
+def bm25_idf(n: int, df: int) -> float:
+    """BM25's idf: ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (never negative)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def bm25_term_score(tf: float, idf: float, dl: float, avgdl: float, k1: float = K1, b: float = B) -> float:
+    """One term's BM25 contribution (the SQL in app.db computes the same; tests compare the two)."""
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+
+def candidate_terms(terms: Sequence[str], dfs: Mapping[str, int], n: int, share: float = FREQUENT_SHARE,
+                    keep: int = MIN_CANDIDATE_TERMS) -> list[str]:
+    """The query terms that select candidates: those in at most ``share`` of the ``n`` chunks;
+    if every term is that frequent, the ``keep`` rarest (terms found nowhere never select)."""
+    present = [t for t in terms if dfs.get(t, 0) > 0]
+    rare = [t for t in present if dfs[t] <= share * n]
+    if rare:
+        return rare
+    return sorted(present, key=lambda t: (dfs[t], present.index(t)))[:keep]

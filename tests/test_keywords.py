@@ -39,3 +39,36 @@ def test_to_document_joins_tokens_with_spaces():
 def test_to_tsquery_is_an_or_query():
     assert to_tsquery("E3010 タイム") == "'e3010' | 'タイ' | 'イム'"
     assert to_tsquery("。、") == ""
+
+
+def test_bm25_idf_exact_values():
+    import math
+
+    from app.keywords import bm25_idf
+
+    assert bm25_idf(3, 1) == math.log(1 + 2.5 / 1.5)
+    assert bm25_idf(3, 3) == math.log(1 + 0.5 / 3.5)
+    assert bm25_idf(10, 0) == math.log(1 + 10.5 / 0.5)
+
+
+def test_bm25_term_score_exact_value_and_length_normalization():
+    from app.keywords import bm25_term_score
+
+    # idf 1, tf 2, a document of average length: 2 * 2.2 / (2 + 1.2) = 1.375
+    assert bm25_term_score(2, 1.0, 10, 10) == 2 * 2.2 / (2 + 1.2)
+    assert bm25_term_score(1, 1.0, 5, 10) > bm25_term_score(1, 1.0, 40, 10)  # shorter chunk, higher score
+
+
+def test_candidate_terms_drop_frequent_terms_but_keep_the_rarest_if_all_are_frequent():
+    from app.keywords import candidate_terms
+
+    dfs = {"サー": 80, "ーバ": 70, "芝浦": 1, "信用": 3, "なし": 0}
+    assert candidate_terms(["サー", "ーバ", "芝浦", "信用", "なし"], dfs, 100) == ["芝浦", "信用"]
+    assert candidate_terms(["サー", "ーバ"], dfs, 100, keep=1) == ["ーバ"]
+    assert candidate_terms(["なし"], dfs, 100) == []
+
+
+def test_to_tsquery_terms():
+    from app.keywords import to_tsquery_terms
+
+    assert to_tsquery_terms(["e3010", "受付"]) == "'e3010' | '受付'"

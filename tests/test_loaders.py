@@ -71,3 +71,17 @@ def test_image_only_pdf_is_a_failure_with_a_reason(tmp_path):
 def test_unreadable_csv_names_the_file(tmp_path):
     with pytest.raises(DataSourceError, match="gone.csv: cannot read"):
         loaders.read_csv_rows(tmp_path / "gone.csv")
+
+
+@pytest.mark.parametrize("text,heading", [
+    ("第3章 Debian ディストリビューションの選択\n本文", "第3章 Debian ディストリビューションの選択"),
+    ("3.1.9. 新しいリリースができたら何が起きますか?\n本文", "3.1.9. 新しいリリースができたら何が起きますか?"),
+    ("勤務時間と休憩\n始業は9時です。", "勤務時間と休憩"),
+    ("Installed-Size: 145\nDepends: libc6", ""),
+    ("apt purge foo\n次の行", ""),
+    ("1 (シングルユーザモード)、\n2から5", ""),
+    ("これは文です。\n次", ""),
+    ("見出しだけ", ""),  # one line: nothing to head
+])
+def test_page_heading(text, heading):
+    assert loaders.page_heading(text) == heading

@@ -131,8 +131,9 @@ def test_chunk_file_csv_metadata(data_dir):
     assert [c.metadata["source"] for c in chunks] == ["faq.csv:r1", "faq.csv:r2"]
     meta = chunks[0].metadata
     assert meta == {"source": "faq.csv:r1", "chunk_index": 0, "file": "faq.csv", "doc_id": "csv/faq.csv",
-                    "content_hash": sync.text_hash(chunks[0].page_content),
-                    "embed_model": "sentence-transformers/all-MiniLM-L6-v2"}
+                    "context": "faq — 質問, 回答",
+                    "content_hash": sync.text_hash("faq — 質問, 回答\n" + chunks[0].page_content),
+                    "embed_model": "intfloat/multilingual-e5-small"}
     assert chunks[0].id == sync.chunk_id("documents", "csv/faq.csv", 0, meta["content_hash"])
 
 
@@ -140,6 +141,7 @@ def test_chunk_file_pdf_pages(data_dir):
     src = sync.resolve_file(data_dir / "pdf" / "guide.pdf", data_dir)
     chunks = sync.chunk_file(src, Settings())
     assert [(c.metadata["source"], c.page_content) for c in chunks] == [("guide.pdf:p1", "会社概要\n当社は東京にあります。")]
+    assert chunks[0].metadata["context"] == "guide — 会社概要"  # no PDF title: the file stem; the page's heading
 
 
 def test_chunk_file_empty_csv_is_an_error(data_dir):

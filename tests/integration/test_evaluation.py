@@ -23,3 +23,12 @@ def test_evaluate_cli_on_the_sample_corpus(ingested, integration_env, tmp_path):
     assert data["summary"]["questions"] == 4 and data["summary"]["failed"] == 0
     assert all(len(r["retrieved"]) == 10 for r in data["results"])
     assert data["summary"]["retrieval_at_search_k"] >= 0.75  # vector search finds these FAQ rows
+
+
+def test_evaluate_no_generate_measures_retrieval_without_loading_the_llm(ingested, integration_env):
+    from tests.integration.conftest import run_cli
+
+    result = run_cli("app.evaluate", "--no-generate", "--no-progress", env={"LLM_MODEL_PATH": "/nowhere.gguf"})
+    assert result.returncode == 0, result.stderr  # the LLM file does not exist: it was never loaded
+    assert "Retrieval@k: " in result.stdout and "Faithfulness, Exact Match: - (--no-generate)" in result.stdout
+    assert "llm=none (--no-generate)" in result.stdout

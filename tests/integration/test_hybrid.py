@@ -65,7 +65,7 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
     from langchain_core.documents import Document
     from langchain_postgres import PGVector
 
-    from app.keywords import to_tsquery
+    from app.keywords import query_tokens
 
     name = f"gin_{uuid.uuid4().hex[:8]}"
     big = PGVector(embeddings=real_embeddings, connection=engine, embedding_length=384,
@@ -83,8 +83,8 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
                                        "settings_hash": "x"}, docs, vectors.tolist())
     with engine.begin() as conn:
         conn.execute(text(f"ANALYZE {db.KEYWORD_TABLE}"))
-        plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN " + db.SQL_KEYWORD_SEARCH), {
-            "tsquery": to_tsquery("受付時間"), "collection": db.collection_id(engine, name), "k": 10}))
+        params = db.keyword_search_params(conn, db.collection_id(engine, name), query_tokens("受付時間"), 10)
+        plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN " + db.SQL_KEYWORD_SEARCH), params))
     big.delete_collection()
     assert f"{db.KEYWORD_TABLE}_tsv_gin" in plan, plan
 
