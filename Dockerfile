@@ -21,7 +21,7 @@ COPY scripts/install.sh scripts/build_pgvector.sh scripts/
 RUN sh scripts/install.sh python requirements-dev.txt
 
 # The app runs as an ordinary user: the embedded PostgreSQL then runs as that user too.
-RUN useradd --create-home --uid 10001 --user-group app
+RUN useradd --create-home --uid 10001 --user-group app && chown app:app /app
 COPY --chown=app:app . .
 USER app
 # The container stays up; run commands with `make shell` or `docker compose exec app make ask Q=...`.

@@ -132,7 +132,12 @@ def _chown(path: Path, who: Runner) -> None:
 def _file_lock(pgdata: Path):
     """Serialize init/start/stop of one data dir across processes (released if the holder dies)."""
     lock_path = pgdata.parent / f"{pgdata.name}.lock"
-    with open(lock_path, "a") as fh:
+    try:
+        fh = open(lock_path, "a")
+    except OSError as exc:
+        raise DatabaseUnavailableError(f"cannot write {lock_path} ({exc.strerror}); the folder of PGDATA_DIR "
+                                       "must be writable by this user") from None
+    with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

@@ -154,7 +154,7 @@ def test_unknown_module_attribute_raises_attributeerror():
 
 def test_search_settings_defaults(clean_env):
     s = get_settings()
-    assert (s.search_mode, s.rrf_k, s.hybrid_weights) == ("hybrid", 5, (1.0, 10.0))
+    assert (s.search_mode, s.rrf_k, s.hybrid_weights) == ("hybrid", 60, (1.0, 1.0))
 
 
 @pytest.mark.parametrize("env,attr,expected", [

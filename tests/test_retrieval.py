@@ -69,15 +69,15 @@ def test_hybrid_search_fuses_and_annotates_ranks():
     assert out[1].metadata["keyword_rank"] is None
 
 
-def test_hybrid_search_defaults_let_keyword_ranks_dominate():
-    """Defaults k=5, weights 1:10: 1: 1/6, 2: 1/7, 3: 1/8 + 10/6, 4: 10/7 — a keyword-only
-    hit outranks the top vector-only hit."""
+def test_hybrid_search_defaults_are_plain_rrf():
+    """Defaults k=60, weights 1:1: 1: 1/61, 2: 1/62, 3: 1/63 + 1/61, 4: 1/62 — a chunk both
+    searches found leads; then the two first ranks, vector first (seen first)."""
     vector = lambda q, k: [doc("1", "a:p1"), doc("2", "a:p2"), doc("3", "a:p3")][:k]  # noqa: E731
     keyword = lambda q, k: [doc("3", "a:p3"), doc("4", "b:r1")][:k]  # noqa: E731
     out = hybrid_search(vector, keyword, "q", 3)
-    assert [d.id for d in out] == ["3", "4", "1"]
+    assert [d.id for d in out] == ["3", "1", "2"]
     assert [d.metadata["relevance_score"] for d in out] == [
-        round(1 / 8 + 10 / 6, 6), round(10 / 7, 6), round(1 / 6, 6)]
+        round(1 / 63 + 1 / 61, 6), round(1 / 61, 6), round(1 / 62, 6)]
 
 
 def test_hybrid_search_does_not_mutate_inputs():

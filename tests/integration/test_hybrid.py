@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 from app import db
 from app.metrics import retrieval_at_k
-from app.retrieval import keyword_search, vector_search
+from app.retrieval import keyword_search
 from tests.integration.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -29,12 +29,9 @@ def test_keyword_index_is_in_step_with_vector_rows(ingested, engine):
     assert "USING gin (tsv)" in gin
 
 
-def test_keyword_search_finds_exact_japanese_term_that_vector_search_misses(ingested, store, engine):
-    query = "芝浦信用金庫"
-    by_keyword = keyword_search(engine, "documents", query, 3)
-    by_vector = vector_search(store, query, 3)
-    assert by_keyword[0].metadata["source"] == "company_overview.pdf:p3"
-    assert "company_overview.pdf:p3" not in [d.metadata["source"] for d in by_vector]
+def test_keyword_search_finds_an_exact_japanese_proper_noun_first(ingested, engine):
+    # (with all-MiniLM-L6-v2 the vector search missed this page; multilingual-e5 finds it too)
+    assert keyword_search(engine, "documents", "芝浦信用金庫", 3)[0].metadata["source"] == "company_overview.pdf:p3"
 
 
 def test_keyword_search_matches_latin_codes_and_full_width_input(ingested, engine):

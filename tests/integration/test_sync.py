@@ -79,16 +79,23 @@ def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
 
 
 def test_renamed_file_is_not_re_embedded(own_store, engine, data):
+    """A PDF with a metadata title keeps its context when renamed: nothing is embedded again.
+    A CSV's context is its file name and header, so a renamed CSV is embedded anew (its name
+    is part of what is indexed)."""
     name = own_store.settings.collection_name
     own_store.sync(data)
     embedded = own_store.embeddings.texts
-    (data / "csv" / "faq.csv").rename(data / "csv" / "faq_2026.csv")
+    chunks = len([s for s, d in rows(engine, name) if d == "pdf/technical_guide.pdf"])
+    (data / "pdf" / "technical_guide.pdf").rename(data / "pdf" / "guide_2026.pdf")
     _, report = own_store.sync(data)
-    assert (report.added, report.removed, report.renamed, report.embedded, report.reused) == (1, 1, 1, 0, 22)
+    assert (report.added, report.removed, report.renamed, report.embedded, report.reused) == (1, 1, 1, 0, chunks)
     assert own_store.embeddings.texts == embedded
     sources = [s for s, _ in rows(engine, name)]
-    assert "faq_2026.csv:r1" in sources and not [s for s in sources if s.startswith("faq.csv")]
+    assert "guide_2026.pdf:p1" in sources and not [s for s in sources if s.startswith("technical_guide.pdf")]
     assert rows(engine, name, "keyword") == 44
+    (data / "csv" / "faq.csv").rename(data / "csv" / "faq_2026.csv")
+    _, report = own_store.sync(data)
+    assert (report.renamed, report.embedded, report.reused) == (1, 22, 0)
 
 
 def test_python_api_add_search_context_retriever_remove(own_store, data):
