@@ -23,9 +23,9 @@ from typing import Mapping, Sequence
 # BM25 (Robertson/Sparck Jones; the parameters of Lucene, Tantivy and pg_textsearch).
 K1 = 1.2
 B = 0.75
-# A term in more than this share of the chunks (a bigram like サー or です) still scores,
+# A term in more than this share of the chunks (a bigram like サー or ーバ) still scores,
 # but does not select candidates: it would make every chunk a candidate.
-FREQUENT_SHARE = 0.25
+FREQUENT_SHARE = 0.1
 MIN_CANDIDATE_TERMS = 3
 
 _JA = "\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ヵヶ"
