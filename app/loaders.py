@@ -27,6 +27,17 @@ CSV_ENCODINGS = ("utf-8", "cp932")  # without a BOM: UTF-8, then Shift_JIS/CP932
 _SENTENCE_END = tuple("。！？!?」』）)：:")
 
 
+def file_hash(path: Path) -> str:
+    """SHA-256 of the file's bytes (read in 1 MiB blocks)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def strip_nul(text: str) -> str:
     """``text`` without NUL characters (PostgreSQL text fields cannot contain them)."""
     return text.replace("\x00", "")

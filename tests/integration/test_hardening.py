@@ -3,8 +3,6 @@
 Each test names the case it covers; each fails on the code before the fix."""
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 import random
@@ -18,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from sqlalchemy import text
 
 from app import db, embedded_pg
@@ -27,39 +24,11 @@ from tests.integration.conftest import ROOT, private_base, run_cli
 pytestmark = pytest.mark.integration
 
 
-class HashEmbeddings(Embeddings):
-    """Deterministic 384-d vectors from a text hash: a real Embeddings for tests about storage, not meaning."""
-
-    def _vector(self, text_: str) -> list[float]:
-        digest = hashlib.sha256(text_.encode()).digest()
-        return [((digest[i % 32] + i) % 17 - 8) / 8.0 for i in range(384)]
-
-    def embed_documents(self, texts):
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text_):
-        return self._vector(text_)
-
-
 @pytest.fixture
 def data(tmp_path):
     target = tmp_path / "data"
     shutil.copytree(ROOT / "data", target, ignore=shutil.ignore_patterns("*.json"))
     return target
-
-
-@pytest.fixture
-def hash_store(settings, engine):
-    """A RagStore on its own collection with hash embeddings (fast, exact)."""
-    import uuid
-
-    from app.store import RagStore
-
-    s = dataclasses.replace(settings, collection_name=f"h_{uuid.uuid4().hex[:8]}")
-    rs = RagStore(s, embeddings=HashEmbeddings(), engine=engine)
-    yield rs
-    with rs.writing():
-        rs.vectorstore.delete_collection()
 
 
 def doc_ids(store) -> dict[str, str]:
@@ -227,7 +196,7 @@ from sqlalchemy import event
 from app import db
 from app.config import get_settings
 from app.store import RagStore
-from tests.integration.test_hardening import HashEmbeddings
+from tests.integration.conftest import HashEmbeddings
 
 settings = dataclasses.replace(get_settings(), collection_name=sys.argv[2])
 engine = db.get_engine(settings)
