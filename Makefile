@@ -7,7 +7,7 @@ SHELL := /bin/bash
 VENV_PY := .venv/bin/python
 PY ?= $(VENV_PY)
 COMPOSE ?= docker compose
-STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh 2>/dev/null | cksum | cut -d' ' -f1)
+STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh scripts/build_pgvector.sh 2>/dev/null | cksum | cut -d' ' -f1)
 # Only the host virtualenv needs `setup` first; in Docker the image has everything.
 DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。

@@ -18,6 +18,9 @@ root=$("$PY" -c 'from importlib import metadata; print(metadata.distribution("pg
 lib="$root/lib/postgresql/vector.so"
 marker="$root/lib/postgresql/.vector-portable-$VERSION"
 [ -f "$marker" ] && exit 0
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null && [ "${RAG_BUILD_PGVECTOR:-}" != 1 ]; then
+  exit 0  # this CPU runs the wheel's library (RAG_BUILD_PGVECTOR=1 builds the portable one anyway)
+fi
 command -v apt-get >/dev/null || { echo "build_pgvector: apt-get is needed to fetch Debian's pgvector source" >&2; exit 1; }
 command -v cc >/dev/null || { echo "build_pgvector: a C compiler is needed (apt-get install build-essential)" >&2; exit 1; }
 work=$(mktemp -d)
@@ -25,7 +28,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/parts" "$work/lists/partial" "$work/cache/archives/partial"
 printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
   > "$work/parts/trixie-src.sources"
-apt_opts="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$work/parts -o Dir::State::Lists=$work/lists -o Dir::Cache=$work/cache -o Debug::NoLocking=1 -o APT::Sandbox::User=root"
+apt_opts="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$work/parts -o Dir::State::Lists=$work/lists -o Dir::Cache=$work/cache -o Debug::NoLocking=1"
+[ "$(id -u)" = 0 ] && apt_opts="$apt_opts -o APT::Sandbox::User=root"
 # shellcheck disable=SC2086
 apt-get -qq $apt_opts update >/dev/null
 # shellcheck disable=SC2086
