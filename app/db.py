@@ -130,6 +130,9 @@ SQL_VECTORS_BY_HASH = (
 # the keyword table (set-based, with transition tables): every writer, a cascade delete
 # included, updates them in its own transaction.
 TERM_STATS_TABLE = "rag_term_stats"
+# BM25 scores at most this many candidates, the best by ts_rank (length-normalized) over the
+# candidate terms: unnesting every matching tsvector is what costs at 100k chunks.
+CANDIDATE_CAP = 200
 COLLECTION_STATS_TABLE = "rag_collection_stats"
 SQL_ADD_KEYWORD_DL = f"ALTER TABLE {KEYWORD_TABLE} ADD COLUMN IF NOT EXISTS dl integer NOT NULL DEFAULT 0"
 SQL_CREATE_TERM_STATS = (
@@ -196,7 +199,8 @@ SQL_TERM_STATS = (
 SQL_KEYWORD_SEARCH = (
     "WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idfs AS float8[])) AS q(term, idf)), "
     f"cand AS (SELECT k.id, k.tsv, k.dl FROM {KEYWORD_TABLE} k "
-    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery)), "
+    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) "
+    "ORDER BY ts_rank(k.tsv, to_tsquery('simple', :tsquery), 1) DESC LIMIT :cap), "
     "scored AS (SELECT c.id, sum(q.idf * f.tf * (:k1 + 1) / (f.tf + :k1 * (1 - :b + :b * c.dl / :avgdl))) AS score "
     "FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(cardinality(u.positions), 1) "
     "+ coalesce(cardinality(array_positions(u.weights, 'A')), 0) AS tf FROM unnest(c.tsv) u) f "
@@ -639,7 +643,8 @@ def keyword_search_params(conn, collection, terms: Sequence[str], k: int) -> dic
     if not chosen:
         return None
     return {"terms": list(terms), "idfs": [bm25_idf(n, dfs[t]) for t in terms], "tsquery": to_tsquery_terms(chosen),
-            "collection": collection, "k": k, "k1": K1, "b": B, "avgdl": max(total / n, 1.0)}
+            "collection": collection, "k": k, "k1": K1, "b": B, "avgdl": max(total / n, 1.0),
+            "cap": max(CANDIDATE_CAP, k)}
 
 
 def count_chunks(engine: "Engine", collection_name: str) -> int:
