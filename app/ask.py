@@ -53,14 +53,26 @@ def search(query: str, k: int | None = None, top_k: int | None = None, vectorsto
     ]
 
 
-def format_sources(sources: Sequence[str]) -> str:
-    """The Sources section: a header and one ``- source`` line per source."""
-    return "\n".join(["=== Sources ==="] + ([f"- {source}" for source in sources] or ["(none)"]))
+def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, abstained: bool = False) -> str:
+    """The Sources section: a header and one ``- source`` line per source.
+
+    With ``cited`` (the sources the answer cites), those come first and the
+    others are marked ``(not cited)``; after an abstention they are the closest
+    sources found, and the header says so.
+    """
+    header = "=== Sources (closest; they do not answer the question) ===" if abstained else "=== Sources ==="
+    if cited is None or abstained:
+        lines = [f"- {source}" for source in sources]
+    else:
+        lines = [f"- {source}" for source in cited]
+        lines += [f"- {source} (not cited)" for source in sources if source not in cited]
+    return "\n".join([header] + (lines or ["(none)"]))
 
 
-def format_output(answer: str, sources: Sequence[str]) -> str:
+def format_output(answer: str, sources: Sequence[str], cited: Sequence[str] | None = None,
+                  abstained: bool = False) -> str:
     """The §4.8 output: an Answer section, then one ``- source`` line per source."""
-    return f"=== Answer ===\n{answer.strip()}\n\n{format_sources(sources)}"
+    return f"=== Answer ===\n{answer.strip()}\n\n{format_sources(sources, cited, abstained)}"
 
 
 def ensure_ingested(settings: Settings) -> None:
@@ -169,10 +181,12 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
 
             ctx = replace(ctx, on_token=on_token)
         state = run_rag(query, ctx)
+        cited = state.get("cited_sources") if ctx.prompt_style == "cited" else None  # spec prompt: no citations
+        abstained = bool(state.get("abstained"))
         if args.no_stream or not first_token_at:
-            out.write(format_output(state["answer"], state["sources"]) + "\n")
+            out.write(format_output(state["answer"], state["sources"], cited, abstained) + "\n")
         else:
-            out.write("\n\n" + format_sources(state["sources"]) + "\n")
+            out.write("\n\n" + format_sources(state["sources"], cited, abstained) + "\n")
         out.flush()
         if args.timings:
             print(timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)

@@ -34,6 +34,10 @@ _INT_VARS: dict[str, tuple[int, int]] = {
 }
 _INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 SEARCH_MODES = ("hybrid", "vector", "keyword")
+PROMPT_STYLES = ("cited", "spec")  # app.answers: numbered contexts with citations, or §4.9's template
+# Abstain (資料に記載がありません) without asking the LLM when the best cosine similarity between the
+# question and a candidate chunk is lower. Calibrated for multilingual-e5-small (README, "Abstention").
+ABSTAIN_MIN_SIMILARITY_DEFAULT = 0.0
 # Hybrid fusion defaults (README, "Hybrid search"): plain RRF, k=60, equal weights. `make tune` chose
 # them on data/tuning_questions.json with multilingual-e5-small and BM25; on the real tuning set
 # (data/real/) they tie for the best Retrieval@3 and @10 (k=5 1:1 wins on MRR by one rank).
@@ -101,6 +105,14 @@ def _read_weights(env: Mapping[str, str]) -> tuple[float, float]:
     return weights  # type: ignore[return-value]
 
 
+def _read_choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """A variable that takes one of ``choices`` (the first is the default); ValueError otherwise."""
+    raw = env.get(name, "").strip().lower() or choices[0]
+    if raw not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
 def _read_float(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
     """Return the float value of ``name`` or ``default``; ValueError unless a finite number in range."""
     raw = env.get(name, "").strip()
@@ -162,6 +174,8 @@ class Settings:
     rrf_k: int = DEFAULT_RRF_K
     hybrid_weights: tuple[float, float] = DEFAULT_HYBRID_WEIGHTS
     collection_name: str = COLLECTION_NAME
+    prompt_style: str = PROMPT_STYLES[0]
+    abstain_min_similarity: float = ABSTAIN_MIN_SIMILARITY_DEFAULT
 
     @property
     def embedded_db(self) -> bool:
@@ -198,6 +212,9 @@ class Settings:
             search_mode=_read_mode(env),
             rrf_k=_read_int(env, "RRF_K"),
             hybrid_weights=_read_weights(env),
+            prompt_style=_read_choice(env, "PROMPT_STYLE", PROMPT_STYLES),
+            abstain_min_similarity=_read_float(env, "ABSTAIN_MIN_SIMILARITY", ABSTAIN_MIN_SIMILARITY_DEFAULT,
+                                               -1.0, 1.0),
         )
 
 

@@ -17,7 +17,11 @@ REQUIRED_KEYS = ("query", "expected_source", "expected_keywords")
 
 
 def load_questions(path: str | Path = "data/eval_questions.json") -> list[dict]:
-    """Read and validate the question set: a JSON list of {query, expected_source, expected_keywords}."""
+    """Read and validate the question set: a JSON list of {query, expected_source, expected_keywords}.
+
+    ``"expected_source": null`` marks a question the documents do not answer: the
+    right answer is to abstain (``資料に記載がありません``).
+    """
     path = Path(path)
     try:
         items = json.loads(path.read_text(encoding="utf-8"))
@@ -33,6 +37,8 @@ def load_questions(path: str | Path = "data/eval_questions.json") -> list[dict]:
             raise DataSourceError(f"{path}: question {i + 1} lacks {', '.join(missing)}")
         if not isinstance(item["expected_keywords"], list):
             raise DataSourceError(f"{path}: question {i + 1}: expected_keywords must be a list")
+        if item["expected_source"] is not None and not isinstance(item["expected_source"], str):
+            raise DataSourceError(f"{path}: question {i + 1}: expected_source must be a source ID or null")
     return items
 
 
@@ -44,24 +50,31 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
     from app.graph import run_rag
 
     keywords = question.get("expected_keywords") or []
-    result = {"query": question["query"], "expected_source": question["expected_source"],
-              "expected_keywords": keywords}
+    expected = question["expected_source"]
+    result = {"query": question["query"], "expected_source": expected, "expected_keywords": keywords,
+              "answerable": expected is not None}
     try:
         state, seconds = measure_latency(run_rag, question["query"], context, graph)
     except Exception as exc:  # one bad question must not end the evaluation
         return {**result, "error": f"{type(exc).__name__}: {exc}", "retrieval_hit": False,
                 "retrieval_hit_search_k": False, "faithfulness": 0.0, "exact_match": False,
-                "latency": 0.0, "timings": {}, "answer": "", "sources": [], "retrieved": []}
+                "latency": 0.0, "timings": {}, "answer": "", "sources": [], "cited_sources": [],
+                "retrieved": [], "abstained": None, "confidence": None, "answer_tokens": 0}
     answer = state.get("answer", "")
+    count = getattr(context, "count_tokens", None)
     return {
         **result,
         "answer": answer,
         "sources": state.get("sources", []),
+        "cited_sources": state.get("cited_sources", []),
         "retrieved": [d.metadata.get("source") for d in state.get("documents", [])],
-        "retrieval_hit": retrieval_at_k(state.get("reranked_documents", []), question["expected_source"]),
-        "retrieval_hit_search_k": retrieval_at_k(state.get("documents", []), question["expected_source"]),
+        "retrieval_hit": expected is not None and retrieval_at_k(state.get("reranked_documents", []), expected),
+        "retrieval_hit_search_k": expected is not None and retrieval_at_k(state.get("documents", []), expected),
         "faithfulness": faithfulness(answer, keywords),
         "exact_match": exact_match(answer, keywords),
+        "abstained": state.get("abstained"),
+        "confidence": state.get("confidence"),
+        "answer_tokens": count(answer) - count("") if count and answer else 0,
         "latency": seconds,
         "timings": dict(state.get("timings", {})),
         "reranked": bool(state.get("reranked")),
@@ -82,22 +95,52 @@ def run_evaluation(questions: Sequence[dict], context: Any, progress: bool = Fal
     return [evaluate_single(q, context, graph) for q in items]
 
 
+def abstention_scores(results: Sequence[dict]) -> dict:
+    """Abstention precision (abstentions that were right) and recall (unanswerable questions abstained on);
+    None where undefined (no abstention / no unanswerable question)."""
+    abstained = [r for r in results if r.get("abstained")]
+    unanswerable = [r for r in results if not r.get("answerable", True)]
+    right = [r for r in abstained if not r.get("answerable", True)]
+    return {"abstained": len(abstained), "unanswerable": len(unanswerable),
+            "abstention_precision": len(right) / len(abstained) if abstained else None,
+            "abstention_recall": len(right) / len(unanswerable) if unanswerable else None}
+
+
+def generation_speed(results: Sequence[dict]) -> dict:
+    """Prompt evaluation (time to the first token) and generation (the rest) means, and tokens/s of generation,
+    over the questions the LLM answered."""
+    gen = [r for r in results if not r.get("error") and "first_token" in r.get("timings", {})]
+    prompt_s = [r["timings"]["first_token"] for r in gen]
+    decode_s = [r["timings"]["generate"] - r["timings"]["first_token"] for r in gen]
+    tokens = sum(max(r.get("answer_tokens", 0) - 1, 0) for r in gen)  # the first token came with the prompt
+    return {"llm_calls": len(gen), "prompt_eval_mean": mean(prompt_s), "generation_mean": mean(decode_s),
+            "tokens_per_s": tokens / sum(decode_s) if sum(decode_s) > 0 else None}
+
+
 def summarize(results: Sequence[dict]) -> dict:
-    """Aggregate per-question results into rates (0–1) and latency statistics (seconds)."""
-    n = len(results)
-    rate = lambda key: (sum(bool(r[key]) for r in results) / n) if n else 0.0  # noqa: E731
+    """Aggregate per-question results into rates (0–1) and latency statistics (seconds).
+
+    Retrieval, faithfulness and exact match are over the answerable questions;
+    abstention precision/recall over all of them.
+    """
+    answerable = [r for r in results if r.get("answerable", True)]
+    n = len(answerable)
+    rate = lambda key: (sum(bool(r[key]) for r in answerable) / n) if n else 0.0  # noqa: E731
     ok = [r for r in results if not r.get("error")]
     latency = [r["latency"] for r in ok]
     stages = {stage: {"mean": mean([r["timings"].get(stage, 0.0) for r in ok]),
                       "p95": percentile([r["timings"].get(stage, 0.0) for r in ok], 95)}
               for stage in STAGES}
     return {
-        "questions": n,
-        "failed": n - len(ok),
+        "questions": len(results),
+        "answerable": n,
+        "failed": len(results) - len(ok),
         "retrieval_at_top_k": rate("retrieval_hit"),
         "retrieval_at_search_k": rate("retrieval_hit_search_k"),
-        "faithfulness": mean([r["faithfulness"] for r in results]),
+        "faithfulness": mean([r["faithfulness"] for r in answerable]),
         "exact_match": rate("exact_match"),
+        **abstention_scores(results),
+        **generation_speed(results),
         "latency_mean": mean(latency),
         "latency_p95": percentile(latency, 95),
         "stages": stages,
@@ -119,27 +162,58 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
         "",
         f"Retrieval@k: {pct(summary['retrieval_at_top_k'])}  (k={s.rerank_top_k}: the chunks given to the LLM)",
         f"Retrieval@{s.search_k}: {pct(summary['retrieval_at_search_k'])}  (before re-ranking)",
-        *([f"Faithfulness: {pct(summary['faithfulness'])}", f"Exact Match: {pct(summary['exact_match'])}"]
-          if not str(models.get("llm", "")).startswith("none") else ["Faithfulness, Exact Match: - (--no-generate)"]),
+        *(generation_lines(summary, s) if not str(models.get("llm", "")).startswith("none")
+          else ["Faithfulness, Exact Match, Abstention: - (--no-generate)"]),
         f"Latency: {summary['latency_mean']:.1f}s  (mean; p95 {summary['latency_p95']:.1f}s)",
     ]
     for stage in STAGES:
         st = summary["stages"][stage]
         lines.append(f"  {stage:<9} mean {st['mean']:.2f}s  p95 {st['p95']:.2f}s")
+    if summary.get("llm_calls"):
+        tps = summary["tokens_per_s"]
+        lines.append(f"  LLM: prompt evaluation (to the first token) mean {summary['prompt_eval_mean']:.2f}s, "
+                     f"generation mean {summary['generation_mean']:.2f}s"
+                     + (f", {tps:.1f} tokens/s" if tps else "") + f" ({summary['llm_calls']} calls)")
+    unanswerable = summary.get("unanswerable", 0)
     lines += ["", f"Questions evaluated: {summary['questions']}"
+              + (f" ({summary['answerable']} answerable, {unanswerable} not answered by the documents)"
+                 if unanswerable else "")
               + (f" (failed: {summary['failed']})" if summary["failed"] else "")]
     return "\n".join(lines)
 
 
+def generation_lines(summary: dict, settings: Settings) -> list[str]:
+    """Faithfulness, exact match and abstention lines of the report."""
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+    return [
+        f"Faithfulness: {pct(summary['faithfulness'])}", f"Exact Match: {pct(summary['exact_match'])}",
+        f"Abstention: precision {pct(summary.get('abstention_precision'))}, recall "
+        f"{pct(summary.get('abstention_recall'))}  ({summary.get('abstained', 0)} abstained; "
+        f"{summary.get('unanswerable', 0)} questions not answered by the documents; "
+        f"ABSTAIN_MIN_SIMILARITY={settings.abstain_min_similarity:g}, PROMPT_STYLE={settings.prompt_style})",
+    ]
+
+
+ANSWER_PREVIEW = 80
+
+
 def format_table(results: Sequence[dict]) -> str:
-    """One line per question: hits, faithfulness, latency, query."""
+    """Two lines per question: hits, faithfulness, latency, query, expected → got sources;
+    then the answer's first 80 characters (``(abstained: why)`` when it abstained)."""
     rows = [f"{'#':>2}  {'@k':<3} {'@K':<3} {'faith':>5} {'time':>6}  query / expected → got"]
     for i, r in enumerate(results, 1):
         mark = lambda b: "✓" if b else "✗"  # noqa: E731
-        got = ", ".join(r.get("sources", [])) or (r.get("error") or "-")
-        rows.append(f"{i:>2}  {mark(r['retrieval_hit']):<3} {mark(r['retrieval_hit_search_k']):<3} "
-                    f"{r['faithfulness']:>5.2f} {r['latency']:>5.1f}s  {r['query']}  "
-                    f"[{r['expected_source']} → {got}]")
+        answerable = r.get("answerable", True)
+        got = ", ".join(r.get("cited_sources") or r.get("sources", [])) or (r.get("error") or "-")
+        hit_k = mark(r["retrieval_hit"]) if answerable else "-"
+        hit_search = mark(r["retrieval_hit_search_k"]) if answerable else "-"
+        faith = f"{r['faithfulness']:>5.2f}" if answerable else f"{'-':>5}"
+        rows.append(f"{i:>2}  {hit_k:<3} {hit_search:<3} {faith} {r['latency']:>5.1f}s  {r['query']}  "
+                    f"[{r['expected_source'] or '(not in the documents)'} → {got}]")
+        preview = " ".join(str(r.get("answer", "")).split())[:ANSWER_PREVIEW]
+        if preview:
+            why = f"  (abstained: {r['abstained']})" if r.get("abstained") else ""
+            rows.append(f"{'':>17}→ {preview}{why}")
     return "\n".join(rows)
 
 

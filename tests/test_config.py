@@ -174,3 +174,21 @@ def test_settings_class_defaults_equal_an_empty_environment():
     from app.config import Settings
 
     assert Settings() == Settings.from_env({})
+
+
+def test_prompt_style_and_abstention_threshold(clean_env):
+    s = Settings.from_env({})
+    assert s.prompt_style == "cited" and s.abstain_min_similarity == config.ABSTAIN_MIN_SIMILARITY_DEFAULT
+    s = Settings.from_env({"PROMPT_STYLE": "Spec", "ABSTAIN_MIN_SIMILARITY": "0.8"})
+    assert s.prompt_style == "spec" and s.abstain_min_similarity == 0.8
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"PROMPT_STYLE": "fancy"}, "PROMPT_STYLE must be one of cited, spec, got 'fancy'"),
+    ({"ABSTAIN_MIN_SIMILARITY": "2"}, "ABSTAIN_MIN_SIMILARITY must be a number from -1 to 1, got '2'"),
+    ({"ABSTAIN_MIN_SIMILARITY": "high"}, "ABSTAIN_MIN_SIMILARITY must be a number, got 'high'"),
+])
+def test_prompt_style_and_threshold_are_validated(env, message):
+    with pytest.raises(ValueError) as err:
+        Settings.from_env(env)
+    assert str(err.value) == message

@@ -33,9 +33,9 @@ def test_load_questions_reads_the_list(qfile):
     assert evaluate.load_questions(qfile) == QUESTIONS
 
 
-def test_load_questions_sample_set_has_33_valid_questions():
+def test_load_questions_sample_set_has_33_answerable_and_8_unanswerable_questions():
     questions = evaluate.load_questions("data/eval_questions.json")
-    assert len(questions) == 33
+    assert len(questions) == 41 and sum(q["expected_source"] is None for q in questions) == 8
     assert all(set(evaluate.REQUIRED_KEYS) <= set(q) for q in questions)
 
 
@@ -64,7 +64,7 @@ def test_evaluate_single_scores_hits_keywords_and_latency(context):
     assert r["retrieval_hit"] is True and r["retrieval_hit_search_k"] is True
     assert r["faithfulness"] == 1.0 and r["exact_match"] is True
     assert r["answer"] == "平日９時から18時です。" and r["error"] is None
-    assert r["latency"] > 0 and set(r["timings"]) == {"retrieve", "rerank", "generate"}
+    assert r["latency"] > 0 and set(r["timings"]) == {"retrieve", "rerank", "generate", "first_token"}
     assert r["sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]
 
 
@@ -151,3 +151,47 @@ def test_main_prints_report_and_writes_json(context, qfile, tmp_path, capsys):
 def test_main_missing_question_file_is_one_line_error(context, tmp_path, capsys):
     assert evaluate.main(["--questions", str(tmp_path / "x.json")], context=context) == 1
     assert capsys.readouterr().err == f"Error: question file not found: {tmp_path / 'x.json'}\n"
+
+
+def test_summarize_scores_abstention_and_keeps_unanswerable_out_of_retrieval():
+    answered = {**make_result(True, True, 1.0, True, 2.0), "answerable": True, "abstained": None}
+    wrongly = {**make_result(True, True, 0.0, False, 2.0), "answerable": True, "abstained": "model"}
+    right = {**make_result(False, False, 1.0, True, 1.0), "answerable": False, "abstained": "low_confidence"}
+    missed = {**make_result(False, False, 1.0, True, 1.0), "answerable": False, "abstained": None}
+    s = evaluate.summarize([answered, wrongly, right, missed])
+    assert s["answerable"] == 2 and s["retrieval_at_top_k"] == 1.0 and s["faithfulness"] == 0.5
+    assert (s["abstained"], s["unanswerable"]) == (2, 2)
+    assert s["abstention_precision"] == 0.5 and s["abstention_recall"] == 0.5
+
+
+def test_abstention_scores_are_undefined_without_abstentions_or_unanswerable_questions():
+    s = evaluate.abstention_scores([{"answerable": True, "abstained": None}])
+    assert s["abstention_precision"] is None and s["abstention_recall"] is None
+
+
+def test_generation_speed_splits_prompt_evaluation_and_generation():
+    rows = [{"timings": {"first_token": 1.0, "generate": 3.0}, "answer_tokens": 11},
+            {"timings": {"first_token": 3.0, "generate": 5.0}, "answer_tokens": 21},
+            {"timings": {"generate": 0.0}, "answer_tokens": 0}]  # abstained without the LLM
+    s = evaluate.generation_speed(rows)
+    assert s == {"llm_calls": 2, "prompt_eval_mean": 2.0, "generation_mean": 2.0, "tokens_per_s": 7.5}
+
+
+def test_format_table_shows_the_answer_preview_and_unanswerable_rows():
+    row = {**make_result(False, False, 1.0, True, 1.0), "query": "Q", "expected_source": None,
+           "answerable": False, "abstained": "low_confidence", "answer": "資料に記載がありません", "sources": ["a:r1"]}
+    long = {**make_result(True, True, 1.0, True, 1.0), "query": "L", "expected_source": "a:r1",
+            "answer": "あ" * 100 + "\n", "sources": ["a:r1"], "cited_sources": ["a:r1"]}
+    lines = evaluate.format_table([row, long]).splitlines()
+    assert "-   -       - " in lines[1] and "[(not in the documents) → a:r1]" in lines[1]
+    assert lines[2].strip() == "→ 資料に記載がありません  (abstained: low_confidence)"
+    assert lines[4].strip() == "→ " + "あ" * 80
+
+
+def test_load_questions_accepts_null_but_not_other_sources(tmp_path):
+    path = tmp_path / "q.json"
+    path.write_text('[{"query": "q", "expected_source": 3, "expected_keywords": []}]', encoding="utf-8")
+    with pytest.raises(DataSourceError, match="expected_source must be a source ID or null"):
+        evaluate.load_questions(path)
+    path.write_text('[{"query": "q", "expected_source": null, "expected_keywords": []}]', encoding="utf-8")
+    assert evaluate.load_questions(path)[0]["expected_source"] is None

@@ -4,6 +4,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app import graph
+from app.answers import ABSTAIN_ANSWER
 from app.graph import (NO_CONTEXT_ANSWER, RAGContext, build_prompt, fit_contexts, generate_node,
                        rerank_node, retrieve, run_rag, unique_sources)
 from tests.conftest import runtime
@@ -31,12 +32,12 @@ def ctx(mock_documents, llm, fake_reranker):
 
 
 def test_build_prompt_matches_spec_template():
-    assert build_prompt("受付時間は？", ["文脈1", "文脈2"]) == (
+    assert build_prompt("受付時間は？", ["文脈1", "文脈2"], style="spec") == (
         "以下の情報を基に回答してください:\n\n文脈1\n\n文脈2\n\n質問:受付時間は？\n回答:")
 
 
 def test_build_prompt_without_contexts():
-    assert build_prompt("Q", []) == "以下の情報を基に回答してください:\n\n\n\n質問:Q\n回答:"
+    assert build_prompt("Q", [], style="spec") == "以下の情報を基に回答してください:\n\n\n\n質問:Q\n回答:"
 
 
 def test_fit_contexts_unchanged_without_counter():
@@ -48,13 +49,13 @@ def test_fit_contexts_unchanged_when_it_fits():
 
 
 def test_fit_contexts_shortens_then_drops_the_last_context():
-    budget = len(build_prompt("q", ["x" * 100])) + 10
+    budget = len(build_prompt("q", ["x" * 100], style="spec")) + 10
     out = fit_contexts("q", ["x" * 100, "y" * 100], len, budget)
     assert out == ["x" * 100]
 
 
 def test_fit_contexts_trims_by_quarters():
-    budget = len(build_prompt("q", ["x" * 75]))
+    budget = len(build_prompt("q", ["x" * 75], style="spec"))
     assert fit_contexts("q", ["x" * 100], len, budget) == ["x" * 75]
 
 
@@ -104,7 +105,8 @@ def test_generate_node_builds_prompt_and_sources(ctx, llm, mock_documents):
     assert out["answer"] == "平日9時から18時までです。"
     assert out["sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]
     assert out["contexts"] == [mock_documents[0].page_content, mock_documents[1].page_content]
-    assert out["prompt"] == build_prompt("受付時間は？", out["contexts"]) and llm.prompts == [out["prompt"]]
+    assert out["prompt"] == build_prompt("受付時間は？", out["contexts"], ["faq.csv:r2", "technical_guide.pdf:p4"])
+    assert llm.prompts == [out["prompt"]] and out["cited_sources"] == [] and out["abstained"] is None
 
 
 def test_generate_node_without_documents_does_not_call_llm(ctx, llm):
@@ -113,7 +115,8 @@ def test_generate_node_without_documents_does_not_call_llm(ctx, llm):
 
 
 def test_generate_node_drops_sources_of_contexts_that_did_not_fit(ctx, mock_documents):
-    ctx.count_tokens, ctx.token_budget = len, len(build_prompt("q", [mock_documents[0].page_content])) + 5
+    ctx.prompt_style = "spec"
+    ctx.count_tokens, ctx.token_budget = len, len(build_prompt("q", [mock_documents[0].page_content], style="spec")) + 5
     out = generate_node({"query": "q", "reranked_documents": mock_documents[:3]}, runtime(ctx))
     assert out["sources"] == ["faq.csv:r2"]
 
@@ -135,7 +138,7 @@ def test_run_rag_end_to_end_with_fakes(ctx):
     assert state["answer"] == "平日9時から18時までです。"
     assert state["sources"][0] == "faq.csv:r2" and len(state["reranked_documents"]) == 3
     assert len(state["documents"]) == 4
-    assert set(state["timings"]) == {"retrieve", "rerank", "generate"}
+    assert set(state["timings"]) == {"retrieve", "rerank", "generate", "first_token"}
 
 
 def test_run_rag_strips_query(ctx):
@@ -185,3 +188,57 @@ def test_generate_node_without_documents_streams_the_fixed_answer(ctx):
     ctx.on_token = pieces.append
     generate_node({"query": "q", "reranked_documents": []}, runtime(ctx))
     assert pieces == [NO_CONTEXT_ANSWER]
+
+
+def with_vector_scores(documents, scores):
+    return [Document(page_content=d.page_content, metadata={**d.metadata, "vector_score": s})
+            for d, s in zip(documents, scores)]
+
+
+def test_generate_node_keeps_valid_citations_and_lists_cited_sources_first(ctx, mock_documents):
+    ctx.llm = RecordingLLM(responses=["18時までです[2]。詳しくは[9]。"], prompts=[])
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:3]}, runtime(ctx))
+    assert out["answer"] == "18時までです[2]。詳しくは。"
+    assert out["cited_sources"] == ["technical_guide.pdf:p4"]
+    assert out["sources"][0] == "technical_guide.pdf:p4" and set(out["sources"]) == {
+        d.metadata["source"] for d in mock_documents[:3]}
+
+
+def test_generate_node_streams_without_invalid_citations(ctx, mock_documents):
+    from langchain_core.language_models.fake import FakeStreamingListLLM
+
+    pieces = []
+    ctx.llm, ctx.on_token = FakeStreamingListLLM(responses=["平日です[1][7]。"]), pieces.append
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:2]}, runtime(ctx))
+    assert "".join(pieces) == "平日です[1]。" == out["answer"]
+
+
+def test_generate_node_abstains_below_the_similarity_threshold_without_the_llm(ctx, llm, mock_documents):
+    ctx.min_confidence = 0.8
+    docs = with_vector_scores(mock_documents[:3], [0.79, 0.5, None])
+    out = generate_node({"query": "q", "documents": docs, "reranked_documents": docs}, runtime(ctx))
+    assert out["answer"] == ABSTAIN_ANSWER and out["abstained"] == "low_confidence" and llm.prompts == []
+    assert out["confidence"] == 0.79 and out["sources"] == [d.metadata["source"] for d in docs]
+
+
+def test_generate_node_answers_at_the_threshold(ctx, llm, mock_documents):
+    ctx.min_confidence = 0.8
+    docs = with_vector_scores(mock_documents[:2], [0.5, 0.8])
+    out = generate_node({"query": "q", "documents": docs, "reranked_documents": docs[:1]}, runtime(ctx))
+    assert out["abstained"] is None and len(llm.prompts) == 1 and out["confidence"] == 0.8
+
+
+def test_generate_node_without_vector_scores_asks_the_llm(ctx, llm, mock_documents):
+    ctx.min_confidence = 0.99  # keyword search has no similarity: the threshold cannot apply
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:1]}, runtime(ctx))
+    assert out["abstained"] is None and out["confidence"] is None and len(llm.prompts) == 1
+
+
+@pytest.mark.parametrize("response, abstained", [
+    ("資料には記載がありません。", "model"),
+    ("土曜の受付時間は資料に記載がありませんが、平日は18時までです[1]。", None),
+])
+def test_generate_node_records_when_the_model_abstains(ctx, mock_documents, response, abstained):
+    ctx.llm = RecordingLLM(responses=[response], prompts=[])
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:2]}, runtime(ctx))
+    assert out["abstained"] == abstained and out["answer"] == response

@@ -54,6 +54,20 @@ def test_get_llm_default_path_falls_back_to_standin(fake_llamacpp, tmp_path, cle
     assert fake_llamacpp.call_args.kwargs["model_path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+@pytest.mark.parametrize("present, chosen", [
+    (["SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"],
+     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+    (["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"],
+     "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+])
+def test_get_llm_default_path_prefers_the_japanese_capable_models(fake_llamacpp, tmp_path, clean_env, present, chosen):
+    for name in present:
+        (tmp_path / name).write_bytes(b"GGUF")
+    clean_env.setenv("MODELS_DIR", str(tmp_path))
+    llm.get_llm()
+    assert fake_llamacpp.call_args.kwargs["model_path"] == str(tmp_path / chosen)
+
+
 def test_get_llm_explicit_path_never_falls_back(fake_llamacpp, tmp_path, clean_env):
     (tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF")
     clean_env.setenv("MODELS_DIR", str(tmp_path))

@@ -74,3 +74,26 @@ def test_format_grid_marks_the_choice_and_prints_env_values():
 def test_cli_reports_a_missing_question_file(tmp_path, capsys):
     assert tune.main(["--questions", str(tmp_path / "nope.json")], store=object()) == 1
     assert capsys.readouterr().err.strip() == f"Error: question file not found: {tmp_path / 'nope.json'}"
+
+
+def test_calibrate_abstention_picks_the_best_separating_midpoint():
+    from app.tune import calibrate_abstention
+
+    result = calibrate_abstention([0.90, 0.85, 0.80, 0.78], [0.70, 0.79, 0.60])
+    # 0.795 keeps 3/4 and abstains on 3/3 (balanced 0.875); 0.745 keeps 4/4, abstains on 2/3 (0.833)
+    assert result == {"threshold": 0.795, "kept": 3, "abstained": 3, "answerable": 4, "unanswerable": 3}
+
+
+def test_calibrate_abstention_without_separation_keeps_everything():
+    from app.tune import calibrate_abstention
+
+    assert calibrate_abstention([0.5], [0.9])["threshold"] == 0.0
+
+
+def test_best_similarity_reads_the_vector_candidates():
+    from langchain_core.documents import Document
+
+    from app.tune import best_similarity
+
+    docs = [Document(page_content="", metadata={"vector_score": s}) for s in (0.7, 0.9)]
+    assert best_similarity((docs, [])) == 0.9 and best_similarity(([], docs)) is None

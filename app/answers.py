@@ -1,0 +1,128 @@
+"""Prompts, citations and abstention: pure functions over the answer text (no model, no I/O).
+
+Two prompt styles (``PROMPT_STYLE``):
+
+* ``cited`` (default): the contexts are numbered ``[1] faq.csv:r2`` …, the model is
+  asked to answer only from them, cite them as ``[1]`` and say
+  ``資料に記載がありません`` when they do not hold the answer;
+* ``spec``: the spec's template (§4.9), contexts separated by blank lines.
+
+Citations in an answer are checked mechanically: numbers that name no context
+are dropped (:func:`clean_citations`, and :class:`CitationFilter` while streaming).
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Sequence
+from app.config import PROMPT_STYLES
+
+ABSTAIN_ANSWER = "資料に記載がありません"
+
+SPEC_TEMPLATE = "以下の情報を基に回答してください:\n\n{contexts}\n\n質問:{query}\n回答:"
+CITED_TEMPLATE = (
+    "次の資料を読んで、質問に日本語で簡潔に答えてください。\n"
+    "答えには、根拠にした資料の番号を [1] のように付けてください。\n"
+    "資料に答えが書かれていないときは「" + ABSTAIN_ANSWER + "」と答えてください。\n\n"
+    "{contexts}\n\n質問: {query}\n回答:"
+)
+
+# [1] [12] [1, 2] [1][2] ［１］ 【1】 — half- or full-width brackets and digits.
+_CITATION = re.compile(r"[\[［【]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］】]")
+# The model's own ways of saying the documents do not hold the answer.
+_ABSTAIN = re.compile(r"記載(が|は)(ありません|ない)|記載されていません|"
+                      r"(情報|記述|記載)(が|は)(見つかりません|ありません|含まれていません)")
+
+
+def numbered_context(number: int, source: str, text: str) -> str:
+    """One context block of the cited prompt: ``[n] source`` then the text."""
+    return f"[{number}] {source}\n{text.strip()}"
+
+
+def build_prompt(query: str, contexts: Sequence[str], sources: Sequence[str] | None = None,
+                 style: str = "cited") -> str:
+    """The prompt for ``style``; ``cited`` numbers the contexts with their sources (``unknown`` if absent)."""
+    if style == "spec":
+        return SPEC_TEMPLATE.format(contexts="\n\n".join(contexts), query=query)
+    if style != "cited":
+        raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, got {style!r}")
+    sources = list(sources or [])
+    blocks = [numbered_context(i, sources[i - 1] if i <= len(sources) else "unknown", text)
+              for i, text in enumerate(contexts, start=1)]
+    return CITED_TEMPLATE.format(contexts="\n\n".join(blocks), query=query)
+
+
+def _numbers(group: str) -> list[int]:
+    """The numbers in the inside of one citation, e.g. ``1, 2`` → [1, 2]."""
+    return [int(unicodedata.normalize("NFKC", n)) for n in re.findall(r"[0-9０-９]+", group)]
+
+
+def cited_numbers(answer: str, n_contexts: int) -> list[int]:
+    """The context numbers (1..n_contexts) cited in ``answer``, in order of first citation, no repeats."""
+    seen: dict[int, None] = {}
+    for match in _CITATION.finditer(answer or ""):
+        for n in _numbers(match.group(1)):
+            if 1 <= n <= n_contexts:
+                seen.setdefault(n, None)
+    return list(seen)
+
+
+def clean_citations(answer: str, n_contexts: int) -> str:
+    """``answer`` with every citation rewritten as ``[n]`` and numbers outside 1..n_contexts dropped."""
+
+    def fix(match: re.Match) -> str:
+        valid = [n for n in _numbers(match.group(1)) if 1 <= n <= n_contexts]
+        return "".join(f"[{n}]" for n in dict.fromkeys(valid))
+
+    cleaned = _CITATION.sub(fix, answer or "")
+    return re.sub(r"[ \t]+([。．、,.])", r"\1", cleaned).strip()
+
+
+def says_not_in_documents(answer: str) -> bool:
+    """True if the model says the documents do not hold the answer (``資料に記載がありません`` and kin)."""
+    return bool(_ABSTAIN.search(unicodedata.normalize("NFKC", answer or "")))
+
+
+def ordered_sources(sources: Sequence[str], cited: Sequence[int]) -> list[tuple[str, bool]]:
+    """``(source, cited)`` for each context source: the cited ones first (in citation order), then the rest."""
+    first = [sources[n - 1] for n in cited if 0 < n <= len(sources)]
+    rest = [s for s in sources if s not in first]
+    return [(s, True) for s in dict.fromkeys(first)] + [(s, False) for s in dict.fromkeys(rest)]
+
+
+class CitationFilter:
+    """Streams answer text through :func:`clean_citations`: text that may be a citation (from an
+    opening bracket to its closing one, at most 16 characters) is held back until it is complete."""
+
+    OPEN, MAX_HELD = "[［【", 16
+
+    def __init__(self, n_contexts: int):
+        self.n_contexts, self.held = n_contexts, ""
+
+    def feed(self, piece: str) -> str:
+        """Return the text of ``piece`` (plus what was held) that can be shown now."""
+        text, out = self.held + piece, []
+        self.held = ""
+        while text:
+            start = min((i for i in (text.find(c) for c in self.OPEN) if i >= 0), default=-1)
+            if start < 0:
+                out.append(text)
+                break
+            out.append(text[:start])
+            rest = text[start:]
+            match = _CITATION.match(rest)
+            if match:
+                out.append(clean_citations(match.group(0), self.n_contexts))
+                text = rest[match.end():]
+            elif len(rest) < self.MAX_HELD and not re.search(r"[\]］】]", rest):
+                self.held = rest  # may still become a citation
+                break
+            else:
+                out.append(rest[0])
+                text = rest[1:]
+        return "".join(out)
+
+    def flush(self) -> str:
+        """Whatever is still held back (an unfinished bracket is shown as it is)."""
+        held, self.held = self.held, ""
+        return held

@@ -1,0 +1,90 @@
+"""Prompts, citations and abstention (app.answers): exact values."""
+import pytest
+
+from app.answers import (ABSTAIN_ANSWER, CitationFilter, build_prompt, cited_numbers, clean_citations,
+                         ordered_sources, says_not_in_documents)
+
+
+def test_cited_prompt_numbers_contexts_with_their_sources():
+    prompt = build_prompt("受付時間は？", ["平日9時から18時", "土日は休み"], ["faq.csv:r2", "faq.csv:r3"])
+    assert "[1] faq.csv:r2\n平日9時から18時\n\n[2] faq.csv:r3\n土日は休み\n\n質問: 受付時間は？\n回答:" in prompt
+    assert prompt.startswith("次の資料を読んで") and f"「{ABSTAIN_ANSWER}」" in prompt
+
+
+def test_cited_prompt_without_sources_says_unknown():
+    assert "[1] unknown\nx" in build_prompt("q", ["x"])
+
+
+def test_spec_prompt_is_the_spec_template():
+    assert build_prompt("Q", ["a", "b"], ["s1", "s2"], style="spec") == (
+        "以下の情報を基に回答してください:\n\na\n\nb\n\n質問:Q\n回答:")
+
+
+def test_unknown_prompt_style_is_an_error():
+    with pytest.raises(ValueError, match="prompt style must be one of cited, spec"):
+        build_prompt("q", ["x"], style="fancy")
+
+
+@pytest.mark.parametrize("answer, n, expected", [
+    ("平日9時から18時です[1]。", 3, [1]),
+    ("A [2][1] と B [1, 3]", 3, [2, 1, 3]),
+    ("全角［２］と【3】", 3, [2, 3]),
+    ("存在しない[4]と[0]", 3, []),
+    ("引用なし", 3, []),
+    ("[1、2]", 2, [1, 2]),
+])
+def test_cited_numbers(answer, n, expected):
+    assert cited_numbers(answer, n) == expected
+
+
+@pytest.mark.parametrize("answer, n, expected", [
+    ("18時までです [1]。", 3, "18時までです [1]。"),
+    ("18時までです[5]。", 3, "18時までです。"),
+    ("A［１，４］B", 3, "A[1]B"),
+    ("A [2, 2]", 3, "A [2]"),
+    ("配列 a[i] はそのまま", 3, "配列 a[i] はそのまま"),
+])
+def test_clean_citations_drops_numbers_that_name_no_context(answer, n, expected):
+    assert clean_citations(answer, n) == expected
+
+
+@pytest.mark.parametrize("answer, expected", [
+    (ABSTAIN_ANSWER, True),
+    ("資料には記載がありません。", True),
+    ("その情報は資料に記載されていません。", True),
+    ("情報が見つかりません", True),
+    ("受付時間は平日9時から18時です[1]。", False),
+    ("", False),
+])
+def test_says_not_in_documents(answer, expected):
+    assert says_not_in_documents(answer) is expected
+
+
+def test_ordered_sources_puts_cited_first_without_repeats():
+    sources = ["a.pdf:p1", "faq.csv:r2", "a.pdf:p1", "b.csv:r3"]
+    assert ordered_sources(sources, [2, 4]) == [("faq.csv:r2", True), ("b.csv:r3", True), ("a.pdf:p1", False)]
+    assert ordered_sources(sources, []) == [("a.pdf:p1", False), ("faq.csv:r2", False), ("b.csv:r3", False)]
+
+
+@pytest.mark.parametrize("pieces", [
+    ["9時から", "18時です", "[", "1", "]", "。そして", "[", "7]", "です"],
+    ["9時から18時です[1]。そして[7]です"],
+    list("9時から18時です[1]。そして[7]です"),
+])
+def test_citation_filter_streams_the_cleaned_answer(pieces):
+    shown = CitationFilter(3)
+    out = "".join(shown.feed(p) for p in pieces) + shown.flush()
+    assert out == "9時から18時です[1]。そして" + "です"
+
+
+def test_citation_filter_lets_ordinary_brackets_through():
+    shown = CitationFilter(3)
+    out = shown.feed("配列 a[i] と [注意] と [") + shown.flush()
+    assert out == "配列 a[i] と [注意] と ["
+
+
+def test_citation_filter_holds_back_only_what_may_be_a_citation():
+    shown = CitationFilter(3)
+    assert shown.feed("答えは[") == "答えは"
+    assert shown.feed("2") == ""
+    assert shown.feed("]です") == "[2]です"
