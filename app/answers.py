@@ -34,6 +34,43 @@ _ABSTAIN = re.compile(r"記載(が|は)(ありません|ない)|記載されて�
                       r"(情報|記述|記載)(が|は)(見つかりません|ありません|含まれていません)")
 
 
+_SENTENCE_END = re.compile(r"(?<=[。！？!?])|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split after 。！？!? and at line breaks; empty pieces dropped, each stripped."""
+    return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
+
+
+def focus_context(text: str, query: str, max_chars: int) -> str:
+    """The sentences of ``text`` that share the most keyword tokens with ``query``, plus their
+    neighbours, in document order, at most ``max_chars`` characters (``text`` as it is when it
+    already fits or ``max_chars`` is 0).
+
+    Each sentence scores the number of distinct query tokens (app.keywords bigrams)
+    it holds; the best sentences are taken first, each with the sentence before
+    and after it while they fit.
+    """
+    if max_chars <= 0 or len(text) <= max_chars:
+        return text
+    from app.keywords import query_tokens, tokenize
+
+    parts = sentences(text)
+    wanted = set(query_tokens(query))
+    scores = [len(wanted & set(tokenize(part))) for part in parts]
+    chosen: set[int] = set()
+    used = 0
+    for best in sorted(range(len(parts)), key=lambda i: (-scores[i], i)):
+        for i in (best, best - 1, best + 1):
+            if 0 <= i < len(parts) and i not in chosen and used + len(parts[i]) <= max_chars:
+                chosen.add(i)
+                used += len(parts[i])
+        if used >= max_chars:
+            break
+    return "".join(parts[i] if i - 1 in chosen or i == min(chosen) else "…" + parts[i]
+                   for i in sorted(chosen)) if chosen else text[:max_chars]
+
+
 def numbered_context(number: int, source: str, text: str) -> str:
     """One context block of the cited prompt: ``[n] source`` then the text."""
     return f"[{number}] {source}\n{text.strip()}"

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Callable, Sequence, TypedDict
 from langchain_core.documents import Document
 
 from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, build_prompt, cited_numbers,
-                         clean_citations, ordered_sources, says_not_in_documents)
+                         clean_citations, focus_context, ordered_sources, says_not_in_documents)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
 
@@ -62,6 +62,7 @@ class RAGContext:
     on_token: Callable[[str], None] | None = None  # streaming: called with each generated piece
     prompt_style: str = "cited"  # or "spec" (§4.9's template)
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
+    context_max_chars: int = 0  # >0: each context trimmed to the sentences around the query terms
 
 
 def fit_contexts(
@@ -155,7 +156,8 @@ def generate_node(state: RAGState, runtime) -> dict:
     def make_prompt(q: str, contexts: Sequence[str]) -> str:
         return build_prompt(q, contexts, sources, style=ctx.prompt_style)
 
-    contexts = fit_contexts(query, [d.page_content for d in docs], ctx.count_tokens, ctx.token_budget, make_prompt)
+    texts = [focus_context(d.page_content, query, ctx.context_max_chars) for d in docs]
+    contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, make_prompt)
     if not contexts:
         return abstain(docs, "no_context", conf, ctx.on_token, start)
     prompt = make_prompt(query, contexts)
@@ -251,7 +253,7 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
         search=search, llm=llm, reranker=reranker, search_k=s.search_k,
         rerank_top_k=s.rerank_top_k, count_tokens=llm_token_counter(llm),
         token_budget=s.llm_n_ctx - s.llm_max_tokens, prompt_style=s.prompt_style,
-        min_confidence=s.abstain_min_similarity,
+        min_confidence=s.abstain_min_similarity, context_max_chars=s.context_max_chars,
     )
 
 

@@ -181,6 +181,9 @@ def test_prompt_style_and_abstention_threshold(clean_env):
     assert s.prompt_style == "cited" and s.abstain_min_similarity == config.ABSTAIN_MIN_SIMILARITY_DEFAULT
     s = Settings.from_env({"PROMPT_STYLE": "Spec", "ABSTAIN_MIN_SIMILARITY": "0.8"})
     assert s.prompt_style == "spec" and s.abstain_min_similarity == 0.8
+    minilm = {"EMBED_MODEL": "sentence-transformers/all-MiniLM-L6-v2"}
+    assert Settings.from_env(minilm).abstain_min_similarity == 0.0  # calibrated for the default model only
+    assert Settings.from_env({**minilm, "ABSTAIN_MIN_SIMILARITY": "0.3"}).abstain_min_similarity == 0.3
 
 
 @pytest.mark.parametrize("env, message", [

@@ -76,18 +76,17 @@ def test_cli_reports_a_missing_question_file(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"Error: question file not found: {tmp_path / 'nope.json'}"
 
 
-def test_calibrate_abstention_picks_the_best_separating_midpoint():
+def test_calibrate_abstention_refuses_no_answerable_question():
     from app.tune import calibrate_abstention
 
-    result = calibrate_abstention([0.90, 0.85, 0.80, 0.78], [0.70, 0.79, 0.60])
-    # 0.795 keeps 3/4 and abstains on 3/3 (balanced 0.875); 0.745 keeps 4/4, abstains on 2/3 (0.833)
-    assert result == {"threshold": 0.795, "kept": 3, "abstained": 3, "answerable": 4, "unanswerable": 3}
+    result = calibrate_abstention([0.90, 0.85, 0.8298, 0.88], [0.70, 0.829, 0.83, 0.95])
+    assert result == {"threshold": 0.82, "kept": 4, "abstained": 1, "answerable": 4, "unanswerable": 4}
 
 
-def test_calibrate_abstention_without_separation_keeps_everything():
+def test_calibrate_abstention_without_answerable_questions_is_off():
     from app.tune import calibrate_abstention
 
-    assert calibrate_abstention([0.5], [0.9])["threshold"] == 0.0
+    assert calibrate_abstention([], [0.9])["threshold"] == 0.0
 
 
 def test_best_similarity_reads_the_vector_candidates():
