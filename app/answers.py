@@ -21,10 +21,13 @@ ABSTAIN_ANSWER = "資料に記載がありません"
 
 SPEC_TEMPLATE = "以下の情報を基に回答してください:\n\n{contexts}\n\n質問:{query}\n回答:"
 CITED_TEMPLATE = (
-    "次の資料を読んで、質問に日本語で簡潔に答えてください。\n"
-    "答えには、根拠にした資料の番号を [1] のように付けてください。\n"
-    "資料に答えが書かれていないときは「" + ABSTAIN_ANSWER + "」と答えてください。\n\n"
-    "{contexts}\n\n質問: {query}\n回答:"
+    "資料:\n{contexts}\n\n"
+    "質問: {query}\n\n"
+    "指示: 上の資料だけを根拠に、質問に日本語の1〜2文で具体的に答えてください。"
+    "文の最後に、根拠にした資料の番号を [1] のように付けてください。"
+    "資料に答えがない場合は「" + ABSTAIN_ANSWER + "」とだけ答えてください。\n"
+    "例: 申請の期限は毎月10日です[2]。\n"
+    "回答:"
 )
 
 # [1] [12] [1, 2] [1][2] ［１］ 【1】 — half- or full-width brackets and digits.
@@ -72,8 +75,8 @@ def focus_context(text: str, query: str, max_chars: int) -> str:
 
 
 def numbered_context(number: int, source: str, text: str) -> str:
-    """One context block of the cited prompt: ``[n] source`` then the text."""
-    return f"[{number}] {source}\n{text.strip()}"
+    """One context block of the cited prompt: ``[n]（出典: source）`` then the text."""
+    return f"[{number}]（出典: {source}）\n{text.strip()}"
 
 
 def build_prompt(query: str, contexts: Sequence[str], sources: Sequence[str] | None = None,
@@ -118,6 +121,25 @@ def clean_citations(answer: str, n_contexts: int) -> str:
 def says_not_in_documents(answer: str) -> bool:
     """True if the model says the documents do not hold the answer (``資料に記載がありません`` and kin)."""
     return bool(_ABSTAIN.search(unicodedata.normalize("NFKC", answer or "")))
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -> list[str]:
+    """Numbers in ``answer`` (citations aside) found in no context and not in the question.
+
+    A small model that does not find the answer tends to invent one with a
+    number in it (``駐車場は2台分あります``); a number the documents never state
+    is the cheapest mechanical sign of that. Text is NFKC-normalized and
+    thousands separators are ignored (``1,200`` = ``1200``).
+    """
+    def numbers(text: str) -> set[str]:
+        return {n.replace(",", "") for n in _NUMBER.findall(unicodedata.normalize("NFKC", text))}
+
+    stated = numbers(query) | set().union(*(numbers(c) for c in contexts)) if contexts else numbers(query)
+    body = _CITATION.sub(" ", unicodedata.normalize("NFKC", answer or ""))
+    return sorted(numbers(body) - stated, key=body.find)
 
 
 def ordered_sources(sources: Sequence[str], cited: Sequence[int]) -> list[tuple[str, bool]]:

@@ -75,6 +75,11 @@ def format_output(answer: str, sources: Sequence[str], cited: Sequence[str] | No
     return f"=== Answer ===\n{answer.strip()}\n\n{format_sources(sources, cited, abstained)}"
 
 
+def unsupported_note(numbers: Sequence[str], answer: str) -> str:
+    """After a streamed answer that states numbers no document holds: the withdrawal and the real answer."""
+    return f"（取り消し: 上の回答の数値 {'、'.join(numbers)} はどの資料にも書かれていません）\n{answer}"
+
+
 def ensure_ingested(settings: Settings) -> None:
     """RagError if nothing is stored yet (the user has not run ingest); a read: creates nothing."""
     from app.db import check_schema, count_chunks, get_engine
@@ -186,6 +191,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         if args.no_stream or not first_token_at:
             out.write(format_output(state["answer"], state["sources"], cited, abstained) + "\n")
         else:
+            if state.get("abstained") == "unsupported":  # the streamed text is withdrawn, visibly
+                out.write("\n\n" + unsupported_note(state.get("unsupported", []), state["answer"]))
             out.write("\n\n" + format_sources(state["sources"], cited, abstained) + "\n")
         out.flush()
         if args.timings:

@@ -15,7 +15,8 @@ from typing import Annotated, Any, Callable, Sequence, TypedDict
 from langchain_core.documents import Document
 
 from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, build_prompt, cited_numbers,
-                         clean_citations, focus_context, ordered_sources, says_not_in_documents)
+                         clean_citations, focus_context, ordered_sources, says_not_in_documents,
+                         unsupported_numbers)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
 
@@ -42,7 +43,10 @@ class RAGState(TypedDict, total=False):
     answer: str
     sources: list[str]  # the contexts' sources: the cited ones first
     cited_sources: list[str]  # the sources the answer cites (valid citations only)
-    abstained: str | None  # why the answer is ABSTAIN_ANSWER: "low_confidence", "model", "no_context"; None
+    abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence"
+    # (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
+    model_answer: str  # with "unsupported": what the model wrote instead
+    unsupported: list[str]  # with "unsupported": the numbers no context states
     confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
     reranked: bool
     timings: Annotated[dict[str, float], _merge]
@@ -175,14 +179,37 @@ def generate_node(state: RAGState, runtime) -> dict:
     if ctx.on_token and (rest := shown.flush()):
         ctx.on_token(rest)
     answer, cited = clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts))
-    abstained = "model" if says_not_in_documents(answer) and not cited else None
-    timings = {"generate": time.perf_counter() - start}
-    if first:
-        timings["first_token"] = first[0]
+    abstained = answer_check(answer, cited, contexts, query)
+    if abstained == "unsupported":  # the model's text is kept for the record, not given as the answer
+        return {"contexts": contexts, "prompt": prompt, "answer": ABSTAIN_ANSWER, "model_answer": answer,
+                "unsupported": unsupported_numbers(answer, contexts, query),
+                "sources": unique_sources(docs[: len(contexts)]), "cited_sources": [], "abstained": abstained,
+                "confidence": conf, "timings": timings_of(start, first)}
     ordered = ordered_sources(sources, cited)
     return {"contexts": contexts, "prompt": prompt, "answer": answer,
             "sources": [src for src, _ in ordered], "cited_sources": [src for src, c in ordered if c],
-            "abstained": abstained, "confidence": conf, "timings": timings}
+            "abstained": abstained, "confidence": conf, "timings": timings_of(start, first)}
+
+
+def timings_of(start: float, first: list[float]) -> dict[str, float]:
+    """The generate node's timings: the whole node, and the first token when one came."""
+    timings = {"generate": time.perf_counter() - start}
+    if first:
+        timings["first_token"] = first[0]
+    return timings
+
+
+def answer_check(answer: str, cited: Sequence[int], contexts: Sequence[str], query: str) -> str | None:
+    """Why the model's answer counts as an abstention, or None:
+
+    ``model``: it is empty, or says the documents do not hold the answer and cites nothing;
+    ``unsupported``: it states a number found in no context (nor in the question).
+    """
+    if not answer.strip() or (says_not_in_documents(answer) and not cited):
+        return "model"
+    if unsupported_numbers(answer, contexts, query):
+        return "unsupported"
+    return None
 
 
 def unique_sources_per_doc(documents: Sequence[Document]) -> list[str]:

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 # Prompt tokens evaluated per batch. LangChain's LlamaCpp defaults to 8, llama-cpp-python to 512.
 N_BATCH = 512
 
-STOP_SEQUENCES = ["\n質問:", "\n質問：", "\n回答:", "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
+# An answer is one or two sentences (the cited prompt asks for that): a blank line, or the model
+# starting to repeat the prompt ("質問:", "指示:"), ends it.
+STOP_SEQUENCES = ["質問:", "質問：", "指示:", "\n回答:", "\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
 
 
 def get_llm(settings: Settings | None = None) -> "LlamaCpp":

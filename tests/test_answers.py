@@ -2,17 +2,18 @@
 import pytest
 
 from app.answers import (ABSTAIN_ANSWER, CitationFilter, build_prompt, cited_numbers, clean_citations,
-                         ordered_sources, says_not_in_documents)
+                         focus_context, ordered_sources, says_not_in_documents, sentences, unsupported_numbers)
 
 
 def test_cited_prompt_numbers_contexts_with_their_sources():
     prompt = build_prompt("受付時間は？", ["平日9時から18時", "土日は休み"], ["faq.csv:r2", "faq.csv:r3"])
-    assert "[1] faq.csv:r2\n平日9時から18時\n\n[2] faq.csv:r3\n土日は休み\n\n質問: 受付時間は？\n回答:" in prompt
-    assert prompt.startswith("次の資料を読んで") and f"「{ABSTAIN_ANSWER}」" in prompt
+    assert prompt.startswith("資料:\n[1]（出典: faq.csv:r2）\n平日9時から18時\n\n[2]（出典: faq.csv:r3）\n土日は休み\n\n"
+                             "質問: 受付時間は？\n\n指示: ")
+    assert f"「{ABSTAIN_ANSWER}」" in prompt and prompt.endswith("\n回答:")
 
 
 def test_cited_prompt_without_sources_says_unknown():
-    assert "[1] unknown\nx" in build_prompt("q", ["x"])
+    assert "[1]（出典: unknown）\nx" in build_prompt("q", ["x"])
 
 
 def test_spec_prompt_is_the_spec_template():
@@ -88,3 +89,24 @@ def test_citation_filter_holds_back_only_what_may_be_a_citation():
     assert shown.feed("答えは[") == "答えは"
     assert shown.feed("2") == ""
     assert shown.feed("]です") == "[2]です"
+
+
+@pytest.mark.parametrize("answer, contexts, query, expected", [
+    ("駐車場は2台分あります[1]。", ["2012年4月設立"], "駐車場は？", ["2"]),
+    ("料金は1,200円です[2]。", ["価格は1200円"], "", []),
+    ("認証は2024年9月です[1]。", ["2021年2月に取得"], "ISO/IEC 27001の認証", ["2024", "9"]),
+    ("ISO 27001 は取得済みです[1]。", ["取得済み"], "ISO/IEC 27001は？", []),
+    ("受付は９時からです[3]。", ["平日9時から"], "", []),
+    ("答えは[1]です。", [], "", []),
+])
+def test_unsupported_numbers(answer, contexts, query, expected):
+    assert unsupported_numbers(answer, contexts, query) == expected
+
+
+def test_sentences_and_focus_context():
+    text = "会社概要です。サポートの受付時間は平日9時から18時までです。土日は休みです。\n料金は月額です。解約は30日前までです。"
+    assert sentences(text) == ["会社概要です。", "サポートの受付時間は平日9時から18時までです。", "土日は休みです。",
+                               "料金は月額です。", "解約は30日前までです。"]
+    assert focus_context(text, "受付時間は何時まで？", 40) == "会社概要です。サポートの受付時間は平日9時から18時までです。土日は休みです。"
+    assert focus_context(text, "解約は？", 30) == "会社概要です。…料金は月額です。解約は30日前までです。"
+    assert focus_context(text, "q", 0) == text and focus_context("短い。", "q", 40) == "短い。"

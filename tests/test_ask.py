@@ -188,3 +188,16 @@ def test_help_is_instant_and_imports_nothing_heavy():
             "print('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert "usage: python -m app.ask" in out and "HEAVY []" in out
+
+
+def test_main_withdraws_a_streamed_answer_with_an_unsupported_number(streaming_context, capsys):
+    import io
+
+    from langchain_core.language_models.fake import FakeStreamingListLLM
+
+    streaming_context.llm = FakeStreamingListLLM(responses=["駐車場は7台分です[1]。"])
+    out = io.StringIO()
+    assert ask.main(["駐車場は？"], context=streaming_context, out=out) == 0
+    assert out.getvalue().startswith(
+        "=== Answer ===\n駐車場は7台分です[1]。\n\n（取り消し: 上の回答の数値 7 はどの資料にも書かれていません）\n"
+        "資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n")

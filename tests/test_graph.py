@@ -242,3 +242,18 @@ def test_generate_node_records_when_the_model_abstains(ctx, mock_documents, resp
     ctx.llm = RecordingLLM(responses=[response], prompts=[])
     out = generate_node({"query": "q", "reranked_documents": mock_documents[:2]}, runtime(ctx))
     assert out["abstained"] == abstained and out["answer"] == response
+
+
+def test_generate_node_withdraws_an_answer_with_a_number_no_context_states(ctx, mock_documents):
+    ctx.llm = RecordingLLM(responses=["駐車場は2台分あります[1]。"], prompts=[])
+    docs = [Document(page_content="本社は芝浦にあります。", metadata={"source": "a.pdf:p1"})]
+    out = generate_node({"query": "駐車場は？", "reranked_documents": docs}, runtime(ctx))
+    assert out["answer"] == ABSTAIN_ANSWER and out["abstained"] == "unsupported"
+    assert out["model_answer"] == "駐車場は2台分あります[1]。" and out["unsupported"] == ["2"]
+    assert out["sources"] == ["a.pdf:p1"] and out["cited_sources"] == []
+
+
+def test_generate_node_counts_an_empty_answer_as_the_model_abstaining(ctx, mock_documents):
+    ctx.llm = RecordingLLM(responses=[""], prompts=[])
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:1]}, runtime(ctx))
+    assert out["abstained"] == "model"
