@@ -20,15 +20,16 @@ from app.config import PROMPT_STYLES
 ABSTAIN_ANSWER = "資料に記載がありません"
 
 SPEC_TEMPLATE = "以下の情報を基に回答してください:\n\n{contexts}\n\n質問:{query}\n回答:"
-CITED_TEMPLATE = (
-    "資料:\n{contexts}\n\n"
-    "質問: {query}\n\n"
-    "指示: 上の資料だけを根拠に、質問に日本語の1〜2文で具体的に答えてください。"
-    "文の最後に、根拠にした資料の番号を [1] のように付けてください。"
-    "資料に答えがない場合は「" + ABSTAIN_ANSWER + "」とだけ答えてください。\n"
-    "例: 申請の期限は毎月10日です[2]。\n"
-    "回答:"
+# The cited style is a chat: the instructions as the system message, the numbered contexts and the
+# question as the user message (app.llm.as_model_input). Measured on Qwen2.5-Coder-1.5B: one user turn
+# holding everything made it echo the prompt or answer "[1]"; this split answered all of a sample.
+CITED_SYSTEM = (
+    "あなたは社内資料に基づいて質問に答えるアシスタントです。"
+    "ユーザーが示す資料だけを根拠に、質問に日本語の1〜2文で具体的に答えてください。"
+    "数値や名称は資料の表記のまま書き、文の最後に根拠の資料番号を [1] のように付けてください。"
+    "資料に答えがない場合は「" + ABSTAIN_ANSWER + "」とだけ答えてください。"
 )
+CITED_TEMPLATE = "資料:\n{contexts}\n\n質問: {query}"
 
 # [1] [12] [1, 2] [1][2] ［１］ 【1】 — half- or full-width brackets and digits.
 _CITATION = re.compile(r"[\[［【]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］】]")
@@ -79,9 +80,15 @@ def numbered_context(number: int, source: str, text: str) -> str:
     return f"[{number}]（出典: {source}）\n{text.strip()}"
 
 
+def system_prompt(style: str) -> str | None:
+    """The system message of ``style`` (``cited``: the instructions), or None (``spec``: one prompt)."""
+    return CITED_SYSTEM if style == "cited" else None
+
+
 def build_prompt(query: str, contexts: Sequence[str], sources: Sequence[str] | None = None,
                  style: str = "cited") -> str:
-    """The prompt for ``style``; ``cited`` numbers the contexts with their sources (``unknown`` if absent)."""
+    """The prompt (user message) for ``style``; ``cited`` numbers the contexts with their sources
+    (``unknown`` if absent) and goes with :func:`system_prompt`."""
     if style == "spec":
         return SPEC_TEMPLATE.format(contexts="\n\n".join(contexts), query=query)
     if style != "cited":
@@ -149,19 +156,35 @@ def ordered_sources(sources: Sequence[str], cited: Sequence[int]) -> list[tuple[
     return [(s, True) for s in dict.fromkeys(first)] + [(s, False) for s in dict.fromkeys(rest)]
 
 
+_ECHO = re.compile(r"^\s*質問\s*[:：].*?回答\s*[:：]\s*", re.DOTALL)
+
+
+def strip_echo(answer: str) -> str:
+    """``answer`` without a leading echo of the prompt (``質問: …\n回答: ``), which small models write."""
+    return _ECHO.sub("", answer or "", count=1)
+
+
 class CitationFilter:
     """Streams answer text through :func:`clean_citations`: text that may be a citation (from an
     opening bracket to its closing one, at most 16 characters) is held back until it is complete."""
 
     OPEN, MAX_HELD = "[［【", 16
 
+    ECHO_LIMIT = 400  # an echo of the question longer than this is shown as it is
+
     def __init__(self, n_contexts: int):
-        self.n_contexts, self.held = n_contexts, ""
+        self.n_contexts, self.held, self.started = n_contexts, "", False
 
     def feed(self, piece: str) -> str:
         """Return the text of ``piece`` (plus what was held) that can be shown now."""
         text, out = self.held + piece, []
         self.held = ""
+        if not self.started:  # a leading "質問: …回答:" echo is held back, then dropped
+            head = text.lstrip()
+            if len(head) < 2 or (head.startswith("質問") and not _ECHO.match(text) and len(text) < self.ECHO_LIMIT):
+                self.held = text
+                return ""
+            self.started, text = True, strip_echo(text)
         while text:
             start = min((i for i in (text.find(c) for c in self.OPEN) if i >= 0), default=-1)
             if start < 0:
@@ -184,4 +207,4 @@ class CitationFilter:
     def flush(self) -> str:
         """Whatever is still held back (an unfinished bracket is shown as it is)."""
         held, self.held = self.held, ""
-        return held
+        return held if self.started else strip_echo(held)

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 
 from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, build_prompt, cited_numbers,
                          clean_citations, focus_context, ordered_sources, says_not_in_documents,
-                         unsupported_numbers)
+                         strip_echo, system_prompt, unsupported_numbers)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
 
@@ -157,11 +157,16 @@ def generate_node(state: RAGState, runtime) -> dict:
         return abstain(docs, "low_confidence", conf, ctx.on_token, start)
     sources = unique_sources_per_doc(docs)
 
+    system = system_prompt(ctx.prompt_style)
+
     def make_prompt(q: str, contexts: Sequence[str]) -> str:
         return build_prompt(q, contexts, sources, style=ctx.prompt_style)
 
+    def prompt_and_system(q: str, contexts: Sequence[str]) -> str:  # what the token budget must hold
+        return f"{system}\n{make_prompt(q, contexts)}" if system else make_prompt(q, contexts)
+
     texts = [focus_context(d.page_content, query, ctx.context_max_chars) for d in docs]
-    contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, make_prompt)
+    contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, prompt_and_system)
     if not contexts:
         return abstain(docs, "no_context", conf, ctx.on_token, start)
     prompt = make_prompt(query, contexts)
@@ -175,7 +180,7 @@ def generate_node(state: RAGState, runtime) -> dict:
         if ctx.on_token and (text := shown.feed(piece)):
             ctx.on_token(text)
 
-    raw = generate(prompt, llm=ctx.llm, on_token=on_token)
+    raw = strip_echo(generate(prompt, llm=ctx.llm, on_token=on_token, system=system))
     if ctx.on_token and (rest := shown.flush()):
         ctx.on_token(rest)
     answer, cited = clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts))
@@ -289,7 +294,8 @@ def check_question_fits(query: str, count_tokens: Callable[[str], int] | None, b
     """QuestionTooLongError if the prompt with no context at all is already over ``budget`` tokens."""
     if count_tokens is None or budget is None:
         return
-    needed = count_tokens(build_prompt(query, [], style=style))
+    system = system_prompt(style)
+    needed = count_tokens((f"{system}\n" if system else "") + build_prompt(query, [], style=style))
     if needed > budget:
         raise QuestionTooLongError(
             f"the question is too long: the prompt needs {needed} tokens without any document text, but only "

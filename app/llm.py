@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 # Prompt tokens evaluated per batch. LangChain's LlamaCpp defaults to 8, llama-cpp-python to 512.
 N_BATCH = 512
 
-# An answer is one or two sentences (the cited prompt asks for that): a blank line, or the model
-# starting to repeat the prompt ("質問:", "指示:"), ends it.
-STOP_SEQUENCES = ["質問:", "質問：", "指示:", "\n回答:", "\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
+# Generation ends where the answer ends: a small model otherwise goes on to invent the next
+# "質問:" turn, or repeats the instructions.
+STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
 
 
 def get_llm(settings: Settings | None = None) -> "LlamaCpp":
@@ -63,24 +63,26 @@ def _token_text(client, token_id: int) -> str:
     return client._model.token_get_text(token_id) if token_id != -1 else ""
 
 
-def as_model_input(prompt: str, llm: object) -> str:
-    """Wrap ``prompt`` as one user turn in the GGUF's chat template, if it has one.
+def as_model_input(prompt: str, llm: object, system: str | None = None) -> str:
+    """Wrap ``prompt`` as a user turn (after ``system``, if given) in the GGUF's chat template, if it has one.
 
-    Instruction-tuned GGUFs (e.g. the SmolLM2 stand-in) answer far better in
-    their chat format; a base model such as Llama-2-7B has no template and gets
-    the prompt as it is.
+    Instruction-tuned GGUFs (Qwen2.5, SmolLM2) answer far better in their chat
+    format; a base model such as Llama-2-7B has no template and gets the system
+    text, a blank line and the prompt as they are.
     """
     client = getattr(llm, "client", None)
     metadata = getattr(client, "metadata", None) or {}
     template = metadata.get("tokenizer.chat_template")
     if not template:
-        return prompt
+        return f"{system}\n\n{prompt}" if system else prompt
     bos, eos = (_token_text(client, client.token_bos()), _token_text(client, client.token_eos()))
     formatter = _chat_formatter(template, bos, eos)
-    return formatter(messages=[{"role": "user", "content": prompt}]).prompt
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    return formatter(messages=messages).prompt
 
 
-def generate(prompt: str, llm: object | None = None, on_token: Callable[[str], None] | None = None) -> str:
+def generate(prompt: str, llm: object | None = None, on_token: Callable[[str], None] | None = None,
+             system: str | None = None) -> str:
     """Return the model's completion of ``prompt``, stripped.
 
     With ``on_token``, the completion is streamed and each piece is passed to it
@@ -89,7 +91,7 @@ def generate(prompt: str, llm: object | None = None, on_token: Callable[[str], N
     if prompt is None or not str(prompt).strip():
         raise ValueError("prompt must be a non-empty string")
     model = llm if llm is not None else get_llm()
-    model_input = as_model_input(prompt, model)
+    model_input = as_model_input(prompt, model, system)
     if on_token is None:
         return str(model.invoke(model_input)).strip()
     pieces = []

@@ -2,14 +2,15 @@
 import pytest
 
 from app.answers import (ABSTAIN_ANSWER, CitationFilter, build_prompt, cited_numbers, clean_citations,
-                         focus_context, ordered_sources, says_not_in_documents, sentences, unsupported_numbers)
+                         focus_context, ordered_sources, says_not_in_documents, sentences, strip_echo,
+                         system_prompt, unsupported_numbers)
 
 
 def test_cited_prompt_numbers_contexts_with_their_sources():
     prompt = build_prompt("受付時間は？", ["平日9時から18時", "土日は休み"], ["faq.csv:r2", "faq.csv:r3"])
-    assert prompt.startswith("資料:\n[1]（出典: faq.csv:r2）\n平日9時から18時\n\n[2]（出典: faq.csv:r3）\n土日は休み\n\n"
-                             "質問: 受付時間は？\n\n指示: ")
-    assert f"「{ABSTAIN_ANSWER}」" in prompt and prompt.endswith("\n回答:")
+    assert prompt == ("資料:\n[1]（出典: faq.csv:r2）\n平日9時から18時\n\n[2]（出典: faq.csv:r3）\n土日は休み\n\n"
+                      "質問: 受付時間は？")
+    assert f"「{ABSTAIN_ANSWER}」" in system_prompt("cited") and system_prompt("spec") is None
 
 
 def test_cited_prompt_without_sources_says_unknown():
@@ -110,3 +111,23 @@ def test_sentences_and_focus_context():
     assert focus_context(text, "受付時間は何時まで？", 40) == "会社概要です。サポートの受付時間は平日9時から18時までです。土日は休みです。"
     assert focus_context(text, "解約は？", 30) == "会社概要です。…料金は月額です。解約は30日前までです。"
     assert focus_context(text, "q", 0) == text and focus_context("短い。", "q", 40) == "短い。"
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ("質問: 受付は？\n回答: 9時です[1]。", "9時です[1]。"),
+    ("質問：受付は？回答：9時です", "9時です"),
+    ("9時です。質問: とは書かない", "9時です。質問: とは書かない"),
+])
+def test_strip_echo(answer, expected):
+    assert strip_echo(answer) == expected
+
+
+@pytest.mark.parametrize("pieces", [["質問", ": 受付は？\n回", "答: 9時", "です[1]。"], ["質問: 受付は？\n回答: 9時です[1]。"]])
+def test_citation_filter_drops_a_leading_echo(pieces):
+    shown = CitationFilter(3)
+    assert "".join(shown.feed(p) for p in pieces) + shown.flush() == "9時です[1]。"
+
+
+def test_citation_filter_shows_a_question_that_never_reaches_an_answer():
+    shown = CitationFilter(3)
+    assert shown.feed("質問のようで") == "" and shown.flush() == "質問のようで"

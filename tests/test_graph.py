@@ -4,7 +4,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app import graph
-from app.answers import ABSTAIN_ANSWER
+from app.answers import ABSTAIN_ANSWER, CITED_SYSTEM
 from app.graph import (NO_CONTEXT_ANSWER, RAGContext, build_prompt, fit_contexts, generate_node,
                        rerank_node, retrieve, run_rag, unique_sources)
 from tests.conftest import runtime
@@ -106,7 +106,8 @@ def test_generate_node_builds_prompt_and_sources(ctx, llm, mock_documents):
     assert out["sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]
     assert out["contexts"] == [mock_documents[0].page_content, mock_documents[1].page_content]
     assert out["prompt"] == build_prompt("受付時間は？", out["contexts"], ["faq.csv:r2", "technical_guide.pdf:p4"])
-    assert llm.prompts == [out["prompt"]] and out["cited_sources"] == [] and out["abstained"] is None
+    assert llm.prompts == [f"{CITED_SYSTEM}\n\n{out['prompt']}"]  # a fake LLM has no chat template
+    assert out["cited_sources"] == [] and out["abstained"] is None
 
 
 def test_generate_node_without_documents_does_not_call_llm(ctx, llm):
@@ -257,3 +258,9 @@ def test_generate_node_counts_an_empty_answer_as_the_model_abstaining(ctx, mock_
     ctx.llm = RecordingLLM(responses=[""], prompts=[])
     out = generate_node({"query": "q", "reranked_documents": mock_documents[:1]}, runtime(ctx))
     assert out["abstained"] == "model"
+
+
+def test_generate_node_drops_a_leading_echo_of_the_prompt(ctx, mock_documents):
+    ctx.llm = RecordingLLM(responses=["質問: 受付時間は？\n回答: 平日9時から18時です[1]。"], prompts=[])
+    out = generate_node({"query": "受付時間は？", "reranked_documents": mock_documents[:1]}, runtime(ctx))
+    assert out["answer"] == "平日9時から18時です[1]。" and out["cited_sources"] == ["faq.csv:r2"]

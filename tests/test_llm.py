@@ -31,7 +31,7 @@ def test_get_llm_sets_stop_sequences_and_threads(fake_llamacpp, gguf, clean_env)
     clean_env.setenv("LLM_N_THREADS", "2")
     llm.get_llm()
     kw = fake_llamacpp.call_args.kwargs
-    assert {"質問:", "\n\n", "<|im_end|>"} <= set(kw["stop"]) and kw["n_threads"] == 2
+    assert {"\n質問:", "指示:", "<|im_end|>"} <= set(kw["stop"]) and kw["n_threads"] == 2
 
 
 def test_get_llm_is_a_singleton(fake_llamacpp, gguf):
@@ -123,3 +123,33 @@ def test_generate_streams_pieces_to_on_token():
 def test_get_llm_uses_batch_512(fake_llamacpp, gguf):
     llm.get_llm()
     assert fake_llamacpp.call_args.kwargs["n_batch"] == 512
+
+
+class TemplateClient:
+    """A llama.cpp client stand-in with a ChatML template (as Qwen2.5's GGUF carries)."""
+
+    metadata = {"tokenizer.chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+                                          "<|im_end|>\n{% endfor %}<|im_start|>assistant\n"}
+
+    def token_bos(self):
+        return -1
+
+    def token_eos(self):
+        return 7
+
+    class _model:
+        @staticmethod
+        def token_get_text(token_id):
+            return "<|im_end|>"
+
+
+def test_as_model_input_puts_the_system_text_in_its_own_turn():
+    model = type("M", (), {"client": TemplateClient()})()
+    assert llm.as_model_input("資料と質問", model, system="指示") == (
+        "<|im_start|>system\n指示<|im_end|>\n<|im_start|>user\n資料と質問<|im_end|>\n<|im_start|>assistant")
+    assert llm.as_model_input("p", model) == "<|im_start|>user\np<|im_end|>\n<|im_start|>assistant"
+
+
+def test_as_model_input_without_a_template_joins_system_and_prompt():
+    assert llm.as_model_input("p", object(), system="s") == "s\n\np"
+    assert llm.as_model_input("p", object()) == "p"
