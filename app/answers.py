@@ -149,6 +149,23 @@ def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -
     return sorted(numbers(body) - stated, key=body.find)
 
 
+def best_matching_context(answer: str, contexts: Sequence[str], min_share: float = 0.5) -> int | None:
+    """The number (1-based) of the context that shares the most keyword tokens with ``answer``, if it holds
+    at least ``min_share`` of the answer's distinct tokens; None otherwise (or for an empty answer).
+
+    Used when the model cites nothing: small models often copy the sentence
+    they answer from, and this finds where it came from.
+    """
+    from app.keywords import tokenize
+
+    tokens = set(tokenize(_CITATION.sub(" ", answer or "")))
+    if not tokens or not contexts:
+        return None
+    shares = [len(tokens & set(tokenize(c))) / len(tokens) for c in contexts]
+    best = max(range(len(contexts)), key=lambda i: (shares[i], -i))
+    return best + 1 if shares[best] >= min_share else None
+
+
 def ordered_sources(sources: Sequence[str], cited: Sequence[int]) -> list[tuple[str, bool]]:
     """``(source, cited)`` for each context source: the cited ones first (in citation order), then the rest."""
     first = [sources[n - 1] for n in cited if 0 < n <= len(sources)]

@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
 
             ctx = replace(ctx, on_token=on_token)
         state = run_rag(query, ctx)
-        cited = state.get("cited_sources") if ctx.prompt_style == "cited" else None  # spec prompt: no citations
+        cited = state.get("cited_sources") or None  # none cited or matched: the plain list
         abstained = bool(state.get("abstained"))
         if args.no_stream or not first_token_at:
             out.write(format_output(state["answer"], state["sources"], cited, abstained) + "\n")

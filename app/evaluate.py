@@ -67,6 +67,7 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "answer": answer,
         "sources": state.get("sources", []),
         "cited_sources": state.get("cited_sources", []),
+        "model_cited": bool(state.get("model_cited")),
         "retrieved": [d.metadata.get("source") for d in state.get("documents", [])],
         "retrieval_hit": expected is not None and retrieval_at_k(state.get("reranked_documents", []), expected),
         "retrieval_hit_search_k": expected is not None and retrieval_at_k(state.get("documents", []), expected),
@@ -106,6 +107,12 @@ def abstention_scores(results: Sequence[dict]) -> dict:
             "abstention_recall": len(right) / len(unanswerable) if unanswerable else None}
 
 
+def citation_rate(results: Sequence[dict]) -> float | None:
+    """Share of the answers given (not abstained, no error) in which the model cited a context itself."""
+    answered = [r for r in results if not r.get("error") and not r.get("abstained") and r.get("answer")]
+    return sum(bool(r.get("model_cited")) for r in answered) / len(answered) if answered else None
+
+
 def generation_speed(results: Sequence[dict]) -> dict:
     """Prompt evaluation (time to the first token) and generation (the rest) means, and tokens/s of generation,
     over the questions the LLM answered."""
@@ -140,6 +147,7 @@ def summarize(results: Sequence[dict]) -> dict:
         "faithfulness": mean([r["faithfulness"] for r in answerable]),
         "exact_match": rate("exact_match"),
         **abstention_scores(results),
+        "citation_rate": citation_rate(results),
         **generation_speed(results),
         "latency_mean": mean(latency),
         "latency_p95": percentile(latency, 95),
@@ -187,6 +195,7 @@ def generation_lines(summary: dict, settings: Settings) -> list[str]:
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
     return [
         f"Faithfulness: {pct(summary['faithfulness'])}", f"Exact Match: {pct(summary['exact_match'])}",
+        f"Citations: {pct(summary.get('citation_rate'))} of the answers given cite a context themselves",
         f"Abstention: precision {pct(summary.get('abstention_precision'))}, recall "
         f"{pct(summary.get('abstention_recall'))}  ({summary.get('abstained', 0)} abstained; "
         f"{summary.get('unanswerable', 0)} questions not answered by the documents; "

@@ -14,7 +14,8 @@ from typing import Annotated, Any, Callable, Sequence, TypedDict
 
 from langchain_core.documents import Document
 
-from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, build_prompt, cited_numbers,
+from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, best_matching_context, build_prompt,
+                         cited_numbers,
                          clean_citations, focus_context, ordered_sources, says_not_in_documents,
                          strip_echo, system_prompt, unsupported_numbers)
 from app.config import Settings, get_settings
@@ -42,7 +43,9 @@ class RAGState(TypedDict, total=False):
     prompt: str
     answer: str
     sources: list[str]  # the contexts' sources: the cited ones first
-    cited_sources: list[str]  # the sources the answer cites (valid citations only)
+    cited_sources: list[str]  # the sources the answer cites (valid citations only); when it cites none,
+    # the context its text matches best (app.answers.best_matching_context), if any
+    model_cited: bool  # the model itself cited a context
     abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence"
     # (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
     model_answer: str  # with "unsupported": what the model wrote instead
@@ -190,8 +193,9 @@ def generate_node(state: RAGState, runtime) -> dict:
                 "unsupported": unsupported_numbers(answer, contexts, query),
                 "sources": unique_sources(docs[: len(contexts)]), "cited_sources": [], "abstained": abstained,
                 "confidence": conf, "timings": timings_of(start, first)}
-    ordered = ordered_sources(sources, cited)
-    return {"contexts": contexts, "prompt": prompt, "answer": answer,
+    matched = None if cited or abstained else best_matching_context(answer, contexts)
+    ordered = ordered_sources(sources, cited or ([matched] if matched else []))
+    return {"contexts": contexts, "prompt": prompt, "answer": answer, "model_cited": bool(cited),
             "sources": [src for src, _ in ordered], "cited_sources": [src for src, c in ordered if c],
             "abstained": abstained, "confidence": conf, "timings": timings_of(start, first)}
 

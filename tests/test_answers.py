@@ -2,7 +2,7 @@
 import pytest
 
 from app.answers import (ABSTAIN_ANSWER, CitationFilter, build_prompt, cited_numbers, clean_citations,
-                         focus_context, ordered_sources, says_not_in_documents, sentences, strip_echo,
+                         best_matching_context, focus_context, ordered_sources, says_not_in_documents, sentences, strip_echo,
                          system_prompt, unsupported_numbers)
 
 
@@ -131,3 +131,11 @@ def test_citation_filter_drops_a_leading_echo(pieces):
 def test_citation_filter_shows_a_question_that_never_reaches_an_answer():
     shown = CitationFilter(3)
     assert shown.feed("質問のようで") == "" and shown.flush() == "質問のようで"
+
+
+def test_best_matching_context_finds_the_copied_context():
+    contexts = ["サポート窓口の受付時間は平日9時から18時までです。", "バックアップは35日間保持します。"]
+    assert best_matching_context("バックアップは35日間保持されます。", contexts) == 2
+    assert best_matching_context("受付時間は平日9時から18時です[1]。", contexts) == 1
+    assert best_matching_context("まったく別の話題について述べます。", contexts) is None
+    assert best_matching_context("", contexts) is None and best_matching_context("x", []) is None

@@ -71,10 +71,17 @@ def context(mock_documents):
 
 
 def test_main_prints_answer_and_sources(context, capsys):
-    context.prompt_style = "spec"
+    context.prompt_style, context.llm = "spec", FakeListLLM(responses=["わかりません。"])
     assert ask.main(["受付時間は？"], context=context) == 0
     assert capsys.readouterr().out == (
-        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n")
+        "=== Answer ===\nわかりません。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n")
+
+
+def test_main_lists_the_context_an_uncited_answer_was_copied_from_first(context, capsys):
+    context.llm = FakeListLLM(responses=["全サービスのデータは毎日午前2時にバックアップされます。"])
+    assert ask.main(["--no-stream", "バックアップは？"], context=context) == 0
+    assert capsys.readouterr().out.endswith(
+        "=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n")
 
 
 def test_main_lists_cited_sources_first_and_marks_the_others(context, capsys):
@@ -152,7 +159,7 @@ def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
     assert ask.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
     assert ask.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
     assert streamed.getvalue() == whole.getvalue() == (
-        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2 (not cited)\n"
+        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2\n"
         "- technical_guide.pdf:p4 (not cited)\n")
 
 

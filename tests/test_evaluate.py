@@ -195,3 +195,11 @@ def test_load_questions_accepts_null_but_not_other_sources(tmp_path):
         evaluate.load_questions(path)
     path.write_text('[{"query": "q", "expected_source": null, "expected_keywords": []}]', encoding="utf-8")
     assert evaluate.load_questions(path)[0]["expected_source"] is None
+
+
+def test_citation_rate_counts_the_model_s_own_citations_among_answers_given():
+    rows = [{"answer": "a[1]", "model_cited": True, "abstained": None},
+            {"answer": "b", "model_cited": False, "abstained": None},
+            {"answer": "資料に記載がありません", "model_cited": False, "abstained": "model"},
+            {"answer": "", "model_cited": False, "abstained": None, "error": "x"}]
+    assert evaluate.citation_rate(rows) == 0.5 and evaluate.citation_rate([]) is None
