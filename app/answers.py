@@ -149,6 +149,23 @@ def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -
     return sorted(numbers(body) - stated, key=body.find)
 
 
+def question_coverage(query: str, contexts: Sequence[str]) -> float:
+    """Share of the question's keyword tokens (app.keywords bigrams) that occur in at least one context.
+
+    A question about something no retrieved chunk mentions (``退職金`` when no
+    document has the word) scores low; a paraphrased question scores low too,
+    which is why the threshold that uses it is set low (README, "Abstention").
+    1.0 for a question without tokens.
+    """
+    from app.keywords import query_tokens, tokenize
+
+    wanted = set(query_tokens(query))
+    if not wanted:
+        return 1.0
+    found = set().union(*(tokenize(c) for c in contexts)) if contexts else set()
+    return len(wanted & found) / len(wanted)
+
+
 def best_matching_context(answer: str, contexts: Sequence[str], min_share: float = 0.5) -> int | None:
     """The number (1-based) of the context that shares the most keyword tokens with ``answer``, if it holds
     at least ``min_share`` of the answer's distinct tokens; None otherwise (or for an empty answer).

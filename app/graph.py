@@ -15,9 +15,8 @@ from typing import Annotated, Any, Callable, Sequence, TypedDict
 from langchain_core.documents import Document
 
 from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, best_matching_context, build_prompt,
-                         cited_numbers,
-                         clean_citations, focus_context, ordered_sources, says_not_in_documents,
-                         strip_echo, system_prompt, unsupported_numbers)
+                         cited_numbers, clean_citations, focus_context, ordered_sources, says_not_in_documents,
+                         question_coverage, strip_echo, system_prompt, unsupported_numbers)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
 
@@ -46,8 +45,8 @@ class RAGState(TypedDict, total=False):
     cited_sources: list[str]  # the sources the answer cites (valid citations only); when it cites none,
     # the context its text matches best (app.answers.best_matching_context), if any
     model_cited: bool  # the model itself cited a context
-    abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence"
-    # (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
+    abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence",
+    # "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
     model_answer: str  # with "unsupported": what the model wrote instead
     unsupported: list[str]  # with "unsupported": the numbers no context states
     confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
@@ -70,6 +69,7 @@ class RAGContext:
     prompt_style: str = "cited"  # or "spec" (§4.9's template)
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
     context_max_chars: int = 0  # >0: each context trimmed to the sentences around the query terms
+    min_coverage: float = 0.0  # abstain without asking the LLM when fewer question tokens occur in the chunks
 
 
 def fit_contexts(
@@ -140,9 +140,11 @@ def generate_node(state: RAGState, runtime) -> dict:
     """Ask the LLM with the re-ranked chunks as numbered contexts, or abstain.
 
     Abstains (answer ``資料に記載がありません``, the closest sources) without an
-    LLM call when there is no chunk or the best vector similarity is below
-    ``min_confidence``; after the call when the model says the documents do not
-    hold the answer and cites nothing. Citations naming no context are dropped.
+    LLM call when there is no chunk, the best vector similarity is below
+    ``min_confidence`` or too few question tokens occur in the chunks
+    (``min_coverage``); after the call when the model says the documents do not
+    hold the answer or states a number no chunk holds. Citations naming no
+    context are dropped.
     """
     from app.llm import generate
 
@@ -158,6 +160,8 @@ def generate_node(state: RAGState, runtime) -> dict:
         return abstain(docs, "no_context", conf, ctx.on_token, start)
     if conf is not None and conf < ctx.min_confidence:
         return abstain(docs, "low_confidence", conf, ctx.on_token, start)
+    if question_coverage(query, [d.page_content for d in docs]) < ctx.min_coverage:
+        return abstain(docs, "low_coverage", conf, ctx.on_token, start)
     sources = unique_sources_per_doc(docs)
 
     system = system_prompt(ctx.prompt_style)
@@ -290,6 +294,7 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
         rerank_top_k=s.rerank_top_k, count_tokens=llm_token_counter(llm),
         token_budget=s.llm_n_ctx - s.llm_max_tokens, prompt_style=s.prompt_style,
         min_confidence=s.abstain_min_similarity, context_max_chars=s.context_max_chars,
+        min_coverage=s.abstain_min_coverage,
     )
 
 

@@ -112,11 +112,22 @@ def calibrate_abstention(answerable: Sequence[float], unanswerable: Sequence[flo
             "answerable": len(answerable), "unanswerable": len(unanswerable)}
 
 
-def format_calibration(result: dict) -> str:
+def format_calibration(result: dict, variable: str = "ABSTAIN_MIN_SIMILARITY",
+                       signal: str = "best vector similarity") -> str:
     """One line: the suggested threshold and what it does on these questions."""
-    return (f"Abstention: ABSTAIN_MIN_SIMILARITY={result['threshold']:g} keeps {result['kept']}/"
+    return (f"Abstention: {variable}={result['threshold']:g} keeps {result['kept']}/"
             f"{result['answerable']} answerable questions and abstains on {result['abstained']}/"
-            f"{result['unanswerable']} unanswerable ones (best vector similarity)")
+            f"{result['unanswerable']} unanswerable ones ({signal})")
+
+
+def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], settings: Any) -> list[float]:
+    """Each question's token coverage of the RERANK_TOP_K chunks that hybrid search (current settings)
+    gives the LLM without a cross-encoder."""
+    from app.answers import question_coverage
+
+    return [question_coverage(q["query"], [d.page_content for d in fuse(
+        c, settings.search_k, settings.rrf_k, settings.hybrid_weights)[: settings.rerank_top_k]])
+        for c, q in zip(candidates, questions)]
 
 
 def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -> str:
@@ -162,11 +173,14 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         sims = [(best_similarity(c), bool(q["expected_source"])) for c, q in zip(candidates, questions)]
         calibration = calibrate_abstention([v for v, ok in sims if ok and v is not None],
                                            [v for v, ok in sims if not ok and v is not None])
+        covered = list(zip(coverages(candidates, questions, settings), (bool(q["expected_source"]) for q in questions)))
+        by_coverage = calibrate_abstention([v for v, ok in covered if ok], [v for v, ok in covered if not ok])
         if calibration["unanswerable"]:
             print(format_calibration(calibration))
+            print(format_calibration(by_coverage, "ABSTAIN_MIN_COVERAGE", "question tokens found in the top chunks"))
         if args.json:
             write_json(args.json, {"questions": len(questions), "rows": rows, "chosen": chosen,
-                                   "abstention": calibration})
+                                   "abstention": calibration, "abstention_coverage": by_coverage})
         return 0
 
     return run(body, debug=args.debug)

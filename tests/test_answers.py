@@ -139,3 +139,15 @@ def test_best_matching_context_finds_the_copied_context():
     assert best_matching_context("受付時間は平日9時から18時です[1]。", contexts) == 1
     assert best_matching_context("まったく別の話題について述べます。", contexts) is None
     assert best_matching_context("", contexts) is None and best_matching_context("x", []) is None
+
+
+def test_question_coverage_is_the_share_of_question_tokens_in_the_contexts():
+    from app.answers import question_coverage
+    from app.keywords import query_tokens
+
+    query = "退職金はいくらですか"
+    assert 0 < question_coverage(query, ["退職の手続き"]) < 1
+    assert question_coverage(query, []) == 0.0 and question_coverage("", ["x"]) == 1.0
+    assert question_coverage("受付時間", ["サポートの受付時間は9時から"]) == 1.0
+    tokens = set(query_tokens(query))
+    assert question_coverage(query, ["いくら"]) == len(tokens & set(query_tokens("いくら"))) / len(tokens)

@@ -195,3 +195,10 @@ def test_prompt_style_and_threshold_are_validated(env, message):
     with pytest.raises(ValueError) as err:
         Settings.from_env(env)
     assert str(err.value) == message
+
+
+def test_abstain_min_coverage(clean_env):
+    assert Settings.from_env({}).abstain_min_coverage == config.ABSTAIN_MIN_COVERAGE_DEFAULT == 0.23
+    assert Settings.from_env({"ABSTAIN_MIN_COVERAGE": "0"}).abstain_min_coverage == 0.0
+    with pytest.raises(ValueError, match="ABSTAIN_MIN_COVERAGE must be a number from 0 to 1, got '1.5'"):
+        Settings.from_env({"ABSTAIN_MIN_COVERAGE": "1.5"})

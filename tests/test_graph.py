@@ -265,3 +265,12 @@ def test_generate_node_drops_a_leading_echo_of_the_prompt(ctx, mock_documents):
     ctx.llm = RecordingLLM(responses=["質問: 受付時間は？\n回答: 平日9時から18時です[1]。"], prompts=[])
     out = generate_node({"query": "受付時間は？", "reranked_documents": mock_documents[:1]}, runtime(ctx))
     assert out["answer"] == "平日9時から18時です[1]。" and out["cited_sources"] == ["faq.csv:r2"]
+
+
+def test_generate_node_abstains_when_the_chunks_hold_too_few_question_tokens(ctx, llm, mock_documents):
+    ctx.min_coverage = 0.5
+    out = generate_node({"query": "社員食堂のメニュー", "reranked_documents": mock_documents[:2]}, runtime(ctx))
+    assert out["abstained"] == "low_coverage" and llm.prompts == []
+    ctx.min_coverage = 0.0
+    assert generate_node({"query": "社員食堂のメニュー", "reranked_documents": mock_documents[:2]},
+                         runtime(ctx))["abstained"] is None

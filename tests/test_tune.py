@@ -96,3 +96,15 @@ def test_best_similarity_reads_the_vector_candidates():
 
     docs = [Document(page_content="", metadata={"vector_score": s}) for s in (0.7, 0.9)]
     assert best_similarity((docs, [])) == 0.9 and best_similarity(([], docs)) is None
+
+
+def test_coverages_use_the_chunks_hybrid_gives_the_llm():
+    from langchain_core.documents import Document
+
+    from app.config import Settings
+    from app.tune import coverages
+
+    doc = lambda i, text: Document(page_content=text, id=str(i), metadata={"source": f"s{i}"})  # noqa: E731
+    cands = [([doc(1, "受付時間は9時から"), doc(2, "無関係")], [doc(3, "別の話")])]
+    s = Settings(rerank_top_k=1)
+    assert coverages(cands, [{"query": "受付時間"}], s) == [1.0]
