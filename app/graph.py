@@ -136,50 +136,41 @@ def abstain(docs: Sequence[Document], reason: str, conf: float | None, on_token,
             "abstained": reason, "confidence": conf, "timings": {"generate": time.perf_counter() - start}}
 
 
-def generate_node(state: RAGState, runtime) -> dict:
-    """Ask the LLM with the re-ranked chunks as numbered contexts, or abstain.
+def pre_llm_abstention(ctx: RAGContext, query: str, docs: Sequence[Document], conf: float | None) -> str | None:
+    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``low_coverage``), or None."""
+    if not docs:
+        return "no_context"
+    if conf is not None and conf < ctx.min_confidence:
+        return "low_confidence"
+    if question_coverage(query, [d.page_content for d in docs]) < ctx.min_coverage:
+        return "low_coverage"
+    return None
 
-    Abstains (answer ``資料に記載がありません``, the closest sources) without an
-    LLM call when there is no chunk, the best vector similarity is below
-    ``min_confidence`` or too few question tokens occur in the chunks
-    (``min_coverage``); after the call when the model says the documents do not
-    hold the answer or states a number no chunk holds. Citations naming no
-    context are dropped.
+
+def prepare_prompt(ctx: RAGContext, query: str, docs: Sequence[Document]) -> tuple[str | None, str, list[str]]:
+    """(system text, prompt, contexts): the contexts focused (CONTEXT_MAX_CHARS) and trimmed to the token budget."""
+    sources = unique_sources_per_doc(docs)
+    system = system_prompt(ctx.prompt_style)
+
+    def with_system(q: str, contexts: Sequence[str]) -> str:  # what the token budget must hold
+        prompt = build_prompt(q, contexts, sources, style=ctx.prompt_style)
+        return f"{system}\n{prompt}" if system else prompt
+
+    texts = [focus_context(d.page_content, query, ctx.context_max_chars) for d in docs]
+    contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, with_system)
+    return system, build_prompt(query, contexts, sources, style=ctx.prompt_style), contexts
+
+
+def call_llm(ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float
+             ) -> tuple[str, list[float]]:
+    """The model's answer (a leading prompt echo dropped) and, in a list, the time of its first token.
+
+    Streamed pieces reach ``ctx.on_token`` through a CitationFilter, so invalid
+    citations and a prompt echo are never shown.
     """
     from app.llm import generate
 
-    ctx: RAGContext = runtime.context
-    start = time.perf_counter()
-    docs = state.get("reranked_documents") or []
-    query = state["query"]
-    conf = confidence(state.get("documents") or docs)
-    if ctx.llm is None:  # retrieval only (evaluate --no-generate)
-        return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
-                "cited_sources": [], "abstained": None, "confidence": conf, "timings": {"generate": 0.0}}
-    if not docs:
-        return abstain(docs, "no_context", conf, ctx.on_token, start)
-    if conf is not None and conf < ctx.min_confidence:
-        return abstain(docs, "low_confidence", conf, ctx.on_token, start)
-    if question_coverage(query, [d.page_content for d in docs]) < ctx.min_coverage:
-        return abstain(docs, "low_coverage", conf, ctx.on_token, start)
-    sources = unique_sources_per_doc(docs)
-
-    system = system_prompt(ctx.prompt_style)
-
-    def make_prompt(q: str, contexts: Sequence[str]) -> str:
-        return build_prompt(q, contexts, sources, style=ctx.prompt_style)
-
-    def prompt_and_system(q: str, contexts: Sequence[str]) -> str:  # what the token budget must hold
-        return f"{system}\n{make_prompt(q, contexts)}" if system else make_prompt(q, contexts)
-
-    texts = [focus_context(d.page_content, query, ctx.context_max_chars) for d in docs]
-    contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, prompt_and_system)
-    if not contexts:
-        return abstain(docs, "no_context", conf, ctx.on_token, start)
-    prompt = make_prompt(query, contexts)
-    sources = sources[: len(contexts)]
-    shown = CitationFilter(len(contexts))
-    first: list[float] = []
+    shown, first = CitationFilter(n_contexts), []
 
     def on_token(piece: str) -> None:
         if not first:
@@ -190,18 +181,44 @@ def generate_node(state: RAGState, runtime) -> dict:
     raw = strip_echo(generate(prompt, llm=ctx.llm, on_token=on_token, system=system))
     if ctx.on_token and (rest := shown.flush()):
         ctx.on_token(rest)
+    return raw, first
+
+
+def generate_node(state: RAGState, runtime) -> dict:
+    """Ask the LLM with the re-ranked chunks as numbered contexts, or abstain.
+
+    Abstains (answer ``資料に記載がありません``, the closest sources) without an
+    LLM call when there is no chunk, the best vector similarity is below
+    ``min_confidence`` or too few question tokens occur in the chunks
+    (``min_coverage``); after the call when the model says the documents do not
+    hold the answer or states a number no chunk holds. Citations naming no
+    context are dropped.
+    """
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    docs = state.get("reranked_documents") or []
+    query = state["query"]
+    conf = confidence(state.get("documents") or docs)
+    if ctx.llm is None:  # retrieval only (evaluate --no-generate)
+        return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
+                "cited_sources": [], "abstained": None, "confidence": conf, "timings": {"generate": 0.0}}
+    reason = pre_llm_abstention(ctx, query, docs, conf)
+    system, prompt, contexts = prepare_prompt(ctx, query, docs) if reason is None else (None, "", [])
+    if reason or not contexts:
+        return abstain(docs, reason or "no_context", conf, ctx.on_token, start)
+    raw, first = call_llm(ctx, prompt, system, len(contexts), start)
     answer, cited = clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts))
     abstained = answer_check(answer, cited, contexts, query)
+    base = {"contexts": contexts, "prompt": prompt, "abstained": abstained, "confidence": conf,
+            "timings": timings_of(start, first)}
     if abstained == "unsupported":  # the model's text is kept for the record, not given as the answer
-        return {"contexts": contexts, "prompt": prompt, "answer": ABSTAIN_ANSWER, "model_answer": answer,
+        return {**base, "answer": ABSTAIN_ANSWER, "model_answer": answer, "cited_sources": [],
                 "unsupported": unsupported_numbers(answer, contexts, query),
-                "sources": unique_sources(docs[: len(contexts)]), "cited_sources": [], "abstained": abstained,
-                "confidence": conf, "timings": timings_of(start, first)}
+                "sources": unique_sources(docs[: len(contexts)])}
     matched = None if cited or abstained else best_matching_context(answer, contexts)
-    ordered = ordered_sources(sources, cited or ([matched] if matched else []))
-    return {"contexts": contexts, "prompt": prompt, "answer": answer, "model_cited": bool(cited),
-            "sources": [src for src, _ in ordered], "cited_sources": [src for src, c in ordered if c],
-            "abstained": abstained, "confidence": conf, "timings": timings_of(start, first)}
+    ordered = ordered_sources(unique_sources_per_doc(docs)[: len(contexts)], cited or ([matched] if matched else []))
+    return {**base, "answer": answer, "model_cited": bool(cited), "sources": [src for src, _ in ordered],
+            "cited_sources": [src for src, c in ordered if c]}
 
 
 def timings_of(start: float, first: list[float]) -> dict[str, float]:
