@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 def integration_env():
     """Environment for the app under test: its own embedded PostgreSQL, models dir and DB name."""
     if not GGUF.is_file():
-        pytest.fail(f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline`)")
+        pytest.fail(f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline --llm smollm2`)")
     base = private_base("rag-it-")
     models = base / "models"
     cross_encoder = build_tiny_cross_encoder(
