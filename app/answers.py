@@ -25,7 +25,7 @@ ABSTAIN_ANSWER = "資料に記載がありません"
 SPEC_TEMPLATE = "以下の情報を基に回答してください:\n\n{contexts}\n\n質問:{query}\n回答:"
 # The cited style is a chat: the instructions as the system message, the numbered contexts and the
 # question as the user message (app.llm.as_model_input). Measured on Qwen2.5-Coder-1.5B: one user turn
-# holding everything made it echo the prompt or answer "[1]"; this split answered 10 of 10 trial
+# holding everything made it echo the prompt or answer "[1]"; this split answered 9 of 9 answerable trial
 # questions correctly (README, "Answers").
 CITED_SYSTEM = (
     "あなたは社内資料に基づいて質問に答えるアシスタントです。"
