@@ -211,10 +211,18 @@ class CitationFilter:
     ECHO_LIMIT = 400  # an echo of the question longer than this is shown as it is
 
     def __init__(self, n_contexts: int):
-        self.n_contexts, self.held, self.started = n_contexts, "", False
+        self.n_contexts, self.held, self.started, self.space = n_contexts, "", False, ""
 
     def feed(self, piece: str) -> str:
-        """Return the text of ``piece`` (plus what was held) that can be shown now."""
+        """Return the text of ``piece`` (plus what was held) that can be shown now; trailing
+        whitespace waits for more text (the answer is stripped at the end)."""
+        text = self.space + self._feed(piece)
+        body = text.rstrip()
+        self.space = text[len(body):]
+        return body
+
+    def _feed(self, piece: str) -> str:
+        """``feed`` before the trailing-whitespace rule."""
         text, out = self.held + piece, []
         self.held = ""
         if not self.started:  # a leading "質問: …回答:" echo is held back, then dropped
@@ -245,4 +253,6 @@ class CitationFilter:
     def flush(self) -> str:
         """Whatever is still held back (an unfinished bracket is shown as it is)."""
         held, self.held = self.held, ""
-        return held if self.started else strip_echo(held)
+        rest = held if self.started else strip_echo(held)
+        text, self.space = (self.space + rest).rstrip(), ""
+        return text

@@ -42,8 +42,8 @@ class RAGState(TypedDict, total=False):
     prompt: str
     answer: str
     sources: list[str]  # the contexts' sources: the cited ones first
-    cited_sources: list[str]  # the sources the answer cites (valid citations only); when it cites none,
-    # the context its text matches best (app.answers.best_matching_context), if any
+    cited_sources: list[str]  # the sources the answer cites (valid citations only); when the model cites
+    # none, the context its text matches best (app.answers.best_matching_context), cited for it as [n]
     model_cited: bool  # the model itself cited a context
     abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence",
     # "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
@@ -216,6 +216,10 @@ def generate_node(state: RAGState, runtime) -> dict:
                 "unsupported": unsupported_numbers(answer, contexts, query),
                 "sources": unique_sources(docs[: len(contexts)])}
     matched = None if cited or abstained else best_matching_context(answer, contexts)
+    if matched:  # the model cited nothing: the context its text was taken from is cited for it
+        answer += f"[{matched}]"
+        if ctx.on_token:
+            ctx.on_token(f"[{matched}]")
     ordered = ordered_sources(unique_sources_per_doc(docs)[: len(contexts)], cited or ([matched] if matched else []))
     return {**base, "answer": answer, "model_cited": bool(cited), "sources": [src for src, _ in ordered],
             "cited_sources": [src for src, c in ordered if c]}

@@ -151,3 +151,10 @@ def test_question_coverage_is_the_share_of_question_tokens_in_the_contexts():
     assert question_coverage("受付時間", ["サポートの受付時間は9時から"]) == 1.0
     tokens = set(query_tokens(query))
     assert question_coverage(query, ["いくら"]) == len(tokens & set(query_tokens("いくら"))) / len(tokens)
+
+
+def test_citation_filter_holds_trailing_whitespace_until_more_text():
+    shown = CitationFilter(3)
+    assert shown.feed("9時です。\n\n") == "9時です。"
+    assert shown.feed("土日は休み") == "\n\n土日は休み"
+    assert shown.feed("。 \n") == "。" and shown.flush() == ""

@@ -159,7 +159,7 @@ def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
     assert ask.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
     assert ask.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
     assert streamed.getvalue() == whole.getvalue() == (
-        "=== Answer ===\n平日9時から18時です。\n\n=== Sources ===\n- faq.csv:r2\n"
+        "=== Answer ===\n平日9時から18時です。[1]\n\n=== Sources ===\n- faq.csv:r2\n"
         "- technical_guide.pdf:p4 (not cited)\n")
 
 

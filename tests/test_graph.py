@@ -102,7 +102,7 @@ def test_rerank_node_respects_rerank_top_k(ctx, mock_documents):
 
 def test_generate_node_builds_prompt_and_sources(ctx, llm, mock_documents):
     out = generate_node({"query": "受付時間は？", "reranked_documents": mock_documents[:2]}, runtime(ctx))
-    assert out["answer"] == "平日9時から18時までです。"
+    assert out["answer"] == "平日9時から18時までです。[1]"  # the model cited nothing: [1] is its matched context
     assert out["sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]
     assert out["contexts"] == [mock_documents[0].page_content, mock_documents[1].page_content]
     assert out["prompt"] == build_prompt("受付時間は？", out["contexts"], ["faq.csv:r2", "technical_guide.pdf:p4"])
@@ -137,7 +137,7 @@ def test_get_graph_is_a_singleton():
 
 def test_run_rag_end_to_end_with_fakes(ctx):
     state = run_rag("受付時間は？", ctx)
-    assert state["answer"] == "平日9時から18時までです。"
+    assert state["answer"] == "平日9時から18時までです。[1]"
     assert state["sources"][0] == "faq.csv:r2" and len(state["reranked_documents"]) == 3
     assert len(state["documents"]) == 4
     assert set(state["timings"]) == {"retrieve", "rerank", "generate", "first_token"}
@@ -181,7 +181,7 @@ def test_generate_node_streams_and_times_first_token(ctx, mock_documents):
     pieces = []
     ctx.llm, ctx.on_token = FakeStreamingListLLM(responses=["平日です。"]), pieces.append
     out = generate_node({"query": "q", "reranked_documents": mock_documents[:1]}, runtime(ctx))
-    assert "".join(pieces) == "平日です。" and out["answer"] == "平日です。"
+    assert "".join(pieces) == out["answer"] == "平日です。[1]"  # streamed, then cited for the model
     assert 0 <= out["timings"]["first_token"] <= out["timings"]["generate"]
 
 
