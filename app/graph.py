@@ -208,12 +208,12 @@ def generate_node(state: RAGState, runtime) -> dict:
         return abstain(docs, reason or "no_context", conf, ctx.on_token, start)
     raw, first = call_llm(ctx, prompt, system, len(contexts), start)
     answer, cited = clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts))
-    abstained = answer_check(answer, cited, contexts, query)
+    abstained = answer_check(answer, cited, [prompt], query)  # the prompt: contexts and their source IDs
     base = {"contexts": contexts, "prompt": prompt, "abstained": abstained, "confidence": conf,
             "timings": timings_of(start, first)}
     if abstained == "unsupported":  # the model's text is kept for the record, not given as the answer
         return {**base, "answer": ABSTAIN_ANSWER, "model_answer": answer, "cited_sources": [],
-                "unsupported": unsupported_numbers(answer, contexts, query),
+                "unsupported": unsupported_numbers(answer, [prompt], query),
                 "sources": unique_sources(docs[: len(contexts)])}
     matched = None if cited or abstained else best_matching_context(answer, contexts)
     if matched:  # the model cited nothing: the context its text was taken from is cited for it
@@ -233,15 +233,15 @@ def timings_of(start: float, first: list[float]) -> dict[str, float]:
     return timings
 
 
-def answer_check(answer: str, cited: Sequence[int], contexts: Sequence[str], query: str) -> str | None:
+def answer_check(answer: str, cited: Sequence[int], stated: Sequence[str], query: str) -> str | None:
     """Why the model's answer counts as an abstention, or None:
 
     ``model``: it is empty, or says the documents do not hold the answer and cites nothing;
-    ``unsupported``: it states a number found in no context (nor in the question).
+    ``unsupported``: it states a number found nowhere in ``stated`` (the prompt) nor in the question.
     """
     if not answer.strip() or (says_not_in_documents(answer) and not cited):
         return "model"
-    if unsupported_numbers(answer, contexts, query):
+    if unsupported_numbers(answer, stated, query):
         return "unsupported"
     return None
 

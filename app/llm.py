@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 N_BATCH = 512
 
 # Generation ends where the answer ends: a small model otherwise goes on to invent the next
-# "質問:" turn, or repeats the instructions.
-STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
+# "質問:" turn, or to copy the next numbered context ("\n[2]（出典: …"), as Qwen 1.5B did in `make demo`.
+STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n\n\n", "</s>", "<|im_end|>",
+                  "<|endoftext|>"]
 
 
 def get_llm(settings: Settings | None = None) -> "LlamaCpp":

@@ -274,3 +274,9 @@ def test_generate_node_abstains_when_the_chunks_hold_too_few_question_tokens(ctx
     ctx.min_coverage = 0.0
     assert generate_node({"query": "社員食堂のメニュー", "reranked_documents": mock_documents[:2]},
                          runtime(ctx))["abstained"] is None
+
+
+def test_a_number_from_a_source_id_is_not_unsupported(ctx):
+    ctx.llm = RecordingLLM(responses=["受付は平日です（faq.csv:r17）。"], prompts=[])
+    docs = [Document(page_content="受付は平日です。", metadata={"source": "faq.csv:r17"})]
+    assert generate_node({"query": "受付は？", "reranked_documents": docs}, runtime(ctx))["abstained"] is None
