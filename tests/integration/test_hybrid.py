@@ -115,7 +115,8 @@ def test_default_fusion_settings_are_what_tune_chooses_on_the_tuning_set(ingeste
                      store=rag_store) == 0
     out = capsys.readouterr().out
     saved = json.loads(report.read_text(encoding="utf-8"))
-    assert saved["questions"] == 22 and len(saved["rows"]) == 2 + 5 * 7
+    assert saved["questions"] == 26 and len(saved["rows"]) == 2 + 5 * 7  # 22 answerable + 4 unanswerable
     assert (saved["chosen"]["rrf_k"], tuple(saved["chosen"]["weights"])) == (DEFAULT_RRF_K, DEFAULT_HYBRID_WEIGHTS)
-    assert out.rstrip().endswith(f"Best on these questions: RRF_K={DEFAULT_RRF_K} "
-                                 f"HYBRID_WEIGHTS={DEFAULT_HYBRID_WEIGHTS[0]:g},{DEFAULT_HYBRID_WEIGHTS[1]:g}"), out
+    assert (f"Best on these questions: RRF_K={DEFAULT_RRF_K} "
+            f"HYBRID_WEIGHTS={DEFAULT_HYBRID_WEIGHTS[0]:g},{DEFAULT_HYBRID_WEIGHTS[1]:g}\n") in out, out
+    assert "Abstention: ABSTAIN_MIN_COVERAGE=" in out and saved["abstention_coverage"]["unanswerable"] == 4

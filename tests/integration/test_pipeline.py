@@ -107,9 +107,10 @@ def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings
     assert all("rerank_score" in d.metadata for d in state["reranked_documents"])
     retrieved = {d.metadata["source"] for d in state["documents"]}
     assert "faq.csv:r2" in retrieved and set(state["sources"]) <= retrieved
-    assert state["prompt"].startswith("以下の情報を基に回答してください:") and state["prompt"].endswith("回答:")
+    assert state["prompt"].startswith("資料:\n[1]（出典: ") and state["prompt"].endswith(
+        "質問: サポート窓口の受付時間を教えてください")
     assert isinstance(state["answer"], str) and state["answer"]
-    assert set(state["timings"]) == {"retrieve", "rerank", "generate"}
+    assert {"retrieve", "rerank", "generate"} <= set(state["timings"])
 
 
 def test_ask_cli_end_to_end_without_cross_encoder(ingested, integration_env):
@@ -118,11 +119,11 @@ def test_ask_cli_end_to_end_without_cross_encoder(ingested, integration_env):
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("=== Answer ===\n")
-    answer, sources = out.split("\n\n=== Sources ===\n")
+    answer, sources = out.split("\n\n=== Sources")  # SmolLM2 may be withdrawn: "(closest; …) ==="
     assert answer.strip() != "=== Answer ==="
-    lines = sources.strip().splitlines()
+    lines = sources.strip().splitlines()[1:]
     assert 1 <= len(lines) <= 3 and all(line.startswith("- ") for line in lines)
-    assert "- faq.csv:r2" in lines
+    assert "faq.csv:r2" in {line[2:].split(" ")[0] for line in lines}
     assert result.stderr.count("reranking is off") == 1 and "Traceback" not in result.stderr
 
 
