@@ -101,6 +101,7 @@ def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings
 
     ctx = default_context(settings, search=partial(vector_search, store))  # vector mode: the spec's path
     assert ctx.reranker is not None
+    ctx.min_confidence = ctx.min_coverage = 0.0  # the tiny cross-encoder's picks may hold few question terms
     state = run_rag("サポート窓口の受付時間を教えてください", ctx)
     assert state["reranked"] is True and len(state["documents"]) == 10
     assert len(state["reranked_documents"]) == 3
