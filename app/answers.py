@@ -118,6 +118,11 @@ def cited_numbers(answer: str, n_contexts: int) -> list[int]:
     return list(seen)
 
 
+def without_citations(answer: str) -> str:
+    """``answer`` with every citation removed (what the model actually said)."""
+    return _CITATION.sub("", answer or "").strip()
+
+
 def clean_citations(answer: str, n_contexts: int) -> str:
     """``answer`` with every citation rewritten as ``[n]`` and numbers outside 1..n_contexts dropped."""
 

@@ -16,7 +16,8 @@ from langchain_core.documents import Document
 
 from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, best_matching_context, build_prompt,
                          cited_numbers, clean_citations, focus_context, ordered_sources, says_not_in_documents,
-                         question_coverage, strip_echo, system_prompt, unsupported_numbers)
+                         question_coverage, strip_echo, system_prompt, unsupported_numbers,
+                         without_citations)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
 
@@ -236,11 +237,11 @@ def timings_of(start: float, first: list[float]) -> dict[str, float]:
 def answer_check(answer: str, cited: Sequence[int], stated: Sequence[str], query: str) -> str | None:
     """Why the model's answer counts as an abstention, or None:
 
-    ``model``: it is empty, or says the documents do not hold the answer and cites nothing;
+    ``model``: it is empty (or only citations), or says the documents do not hold the answer and cites nothing;
     ``unsupported``: it states a number found nowhere in ``stated`` (the prompt) nor in the question.
     """
-    if not answer.strip() or (says_not_in_documents(answer) and not cited):
-        return "model"
+    if not without_citations(answer).strip(" 。.、") or (says_not_in_documents(answer) and not cited):
+        return "model"  # nothing but citations, or "資料に記載がありません"
     if unsupported_numbers(answer, stated, query):
         return "unsupported"
     return None

@@ -280,3 +280,10 @@ def test_a_number_from_a_source_id_is_not_unsupported(ctx):
     ctx.llm = RecordingLLM(responses=["受付は平日です（faq.csv:r17）。"], prompts=[])
     docs = [Document(page_content="受付は平日です。", metadata={"source": "faq.csv:r17"})]
     assert generate_node({"query": "受付は？", "reranked_documents": docs}, runtime(ctx))["abstained"] is None
+
+
+@pytest.mark.parametrize("response", ["[2]", " [1][3]。 "])
+def test_an_answer_of_citations_only_is_the_model_abstaining(ctx, mock_documents, response):
+    ctx.llm = RecordingLLM(responses=[response], prompts=[])
+    out = generate_node({"query": "q", "reranked_documents": mock_documents[:3]}, runtime(ctx))
+    assert out["abstained"] == "model"
