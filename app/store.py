@@ -13,6 +13,7 @@ this same code.
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,14 @@ from langchain_core.retrievers import BaseRetriever
 
 from app.config import Settings, get_settings
 from app.errors import DataSourceError, StoreNotReadyError
+
+log = logging.getLogger(__name__)
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (at most 200 characters), for a warning."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
 
 
 class RagStore:
@@ -35,6 +44,7 @@ class RagStore:
         self._vectorstore = None
         self._schema_ready = False
         self._writing = 0
+        self.vector_unavailable: str | None = None  # why the last hybrid search used keywords only
 
     # --- resources (loaded once, on first use) ---------------------------------
 
@@ -226,16 +236,48 @@ class RagStore:
         top_k = top_k or self.settings.search_k
         if not query or not query.strip():
             return []
-        vector = partial(vector_search, self.vectorstore, filter=vector_filter)
         keyword = partial(keyword_search, self.engine, self.settings.collection_name)
         if mode == "vector":
-            return vector(query, k_vector or top_k)[:top_k]
+            return vector_search(self.vectorstore, query, k_vector or top_k, filter=vector_filter)[:top_k]
         if mode == "keyword":
             return keyword(query, k_keyword or top_k)[:top_k]
-        fused = hybrid_search(lambda q, _k: vector(q, k_vector or top_k), lambda q, _k: keyword(q, k_keyword or top_k),
+
+        def vector_or_nothing(q: str, _k: int) -> list[Document]:
+            try:
+                hits = vector_search(self.vectorstore, q, k_vector or top_k, filter=vector_filter)
+            except Exception as exc:  # noqa: BLE001 - the model or the vector index failed: keywords still work
+                self._vector_failed(exc)
+                return []
+            self.vector_unavailable = None
+            return hits
+
+        fused = hybrid_search(vector_or_nothing, lambda q, _k: keyword(q, k_keyword or top_k),
                               query, max(top_k, k_vector or 0, k_keyword or 0), rrf_k=self.settings.rrf_k,
                               weights=self.settings.hybrid_weights)
         return fused[:top_k]
+
+    def _vector_failed(self, exc: BaseException) -> None:
+        """Remember why vector search failed; warn on the first failure (one line), not on every query."""
+        reason = one_line(exc)
+        if self.vector_unavailable is None:
+            log.warning("vector search is unavailable (%s); searching by keywords only", reason)
+        self.vector_unavailable = reason
+
+    def warm_up_search(self, mode: str | None = None) -> "RagStore":
+        """Open the store and load what ``mode`` needs now, not inside the first query: the embedding
+        model for vector and hybrid. In hybrid mode a model that cannot be loaded is a warning (searches
+        fall back to keywords); in vector mode it is the error."""
+        self.warm_up()
+        mode = mode or self.settings.search_mode
+        if mode == "keyword":
+            return self
+        try:
+            self.embeddings.embed_query("warm-up")
+        except Exception as exc:  # noqa: BLE001
+            if mode == "vector":
+                raise
+            self._vector_failed(exc)
+        return self
 
     def get_context(self, query: str, separator: str = "\n\n", **search_kwargs: Any) -> str:
         """The ``page_content`` of the search results, joined by ``separator``."""

@@ -1,0 +1,3 @@
+from app.mcp.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""The MCP server (Dialogoi's ``search_rag``, plus ``ask``, ``list_documents`` and ``sync``) on the
+official MCP Python SDK's ``MCPServer``.
+
+    python -m app.mcp                       # stdio, for desktop MCP clients
+    python -m app.mcp --http 127.0.0.1:8765 # streamable HTTP at http://127.0.0.1:8765/mcp
+    python -m app.mcp --watch               # and keep data/ in sync while serving (make serve)
+
+The lifespan loads the models and opens the database pool once per process; every tool call
+uses them. Blocking work runs in worker threads, so a long ``ask`` does not stall searches.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Sequence
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from app.config import Settings, get_settings
+from app.errors import RagError
+from app.mcp.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "Search and question a private collection of Japanese business documents (PDF, CSV) stored in "
+    "PostgreSQL + pgvector. search_rag returns passages with sources; ask answers with cited sources "
+    "or says 資料に記載がありません when the documents do not say."
+)
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking service call in a worker thread; a user-fixable error becomes a tool error."""
+    from app.db import database_error
+
+    try:
+        return await anyio.to_thread.run_sync(lambda: fn(*args))
+    except (RagError, ValueError) as exc:
+        raise ToolError(str(exc)) from exc
+    except Exception as exc:
+        mapped = database_error(exc)
+        if mapped is None:
+            raise
+        raise ToolError(str(mapped)) from exc
+
+
+def build_server(get_service: Callable[[], RagService]) -> MCPServer:
+    """The MCP server; ``get_service()`` (called once, in the lifespan) makes the warm service."""
+    holder: dict[str, RagService] = {}
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[dict]:
+        if "service" not in holder:
+            holder["service"] = await anyio.to_thread.run_sync(get_service)
+        yield {"service": holder["service"]}
+
+    def service() -> RagService:
+        return holder["service"]
+
+    server = MCPServer(name="rag-ja", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    @server.tool()
+    async def search_rag(query: str, k: int = DEFAULT_K, mode: str = "hybrid") -> list[SearchHit]:
+        """Search the documents. Returns up to k (1-50) passages, best first, each with id, score (0-1,
+        higher is better, monotone with rank), snippet (about 120 characters around the best match) and
+        payload (source, document_id, page or row, chunk_index, start/end of the snippet in the chunk).
+        mode: hybrid (default), vector or keyword."""
+        return await _call(service().search, query, k, mode)
+
+    @server.tool()
+    async def ask(question: str, mode: str = "hybrid") -> AskResult:
+        """Answer a question from the documents with the local LLM. Returns answer, sources (cited ones
+        first), cited_sources, abstained (why it said 資料に記載がありません, or null) and timings."""
+        return await _call(service().ask, question, mode)
+
+    @server.tool()
+    async def list_documents() -> list[dict[str, Any]]:
+        """The stored documents: doc_id, source_file, chunks, ingested_at, origin."""
+        return await _call(service().list_documents)
+
+    @server.tool()
+    async def sync() -> SyncResult:
+        """Re-ingest the data folder now (changed, new and deleted files only); returns the summary."""
+        return await _call(service().sync_summary)
+
+    return server
+
+
+def parse_http(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``PORT`` (host 127.0.0.1) for --http; ValueError otherwise."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"--http needs HOST:PORT or PORT (a port from 1 to 65535), got {value!r}")
+    return host, int(port)
+
+
+def start_watcher(service: RagService, data_dir: Path, debounce_ms: int) -> threading.Event:
+    """Keep ``data_dir`` in sync in a background thread while the server runs; returns its stop event."""
+    from app.watch import watch_and_sync
+
+    stop = threading.Event()
+
+    def report(reason: str, rep) -> None:
+        log.warning("sync (%s): %s", reason, rep.summary())
+
+    def run() -> None:
+        try:
+            watch_and_sync(data_dir, service, debounce_ms=debounce_ms, stop=stop, on_sync=report)
+        except Exception as exc:  # noqa: BLE001 - the server keeps serving what is stored
+            log.warning("the file watcher stopped (%s); changes are no longer synced", exc)
+
+    threading.Thread(target=run, name="watch", daemon=True).start()
+    return stop
+
+
+def make_service_factory(settings: Settings, data_dir: Path, watch: bool, debounce_ms: int,
+                         preload_llm: bool) -> Callable[[], RagService]:
+    """What the lifespan calls: the warm service, then the watcher; logs the time to ready."""
+    def factory() -> RagService:
+        begin = time.perf_counter()
+        service = RagService.create(settings, data_dir=data_dir, preload_llm=preload_llm)
+        if watch:
+            start_watcher(service, data_dir, debounce_ms)
+        log.warning("ready in %.2f s (models loaded once; collection %r)", time.perf_counter() - begin,
+                    settings.collection_name)
+        return service
+    return factory
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point: serve until the client disconnects (stdio) or Ctrl-C (HTTP)."""
+    from app.cli import run
+
+    parser = argparse.ArgumentParser(prog="python -m app.mcp", description=__doc__.split("\n")[0])
+    parser.add_argument("--http", metavar="HOST:PORT", default=None,
+                        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1)")
+    parser.add_argument("--watch", action="store_true", help="sync data/ while serving (debounced)")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--debounce-ms", type=int, default=1000)
+    parser.add_argument("--no-preload", action="store_true", help="load the LLM on the first ask, not at start")
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        settings = get_settings()
+        data_dir = args.data_dir or settings.data_dir
+        http = parse_http(args.http) if args.http else None
+        if args.watch:
+            from app.sync import scan
+
+            scan(data_dir)  # a missing data dir is an error before anything loads
+        server = build_server(make_service_factory(settings, data_dir, args.watch, args.debounce_ms,
+                                                   preload_llm=not args.no_preload))
+        if http is None:
+            server.run("stdio")
+        else:
+            print(f"MCP server on http://{http[0]}:{http[1]}/mcp (Ctrl-C to stop)", file=sys.stderr, flush=True)
+            server.run("streamable-http", host=http[0], port=http[1])
+        return 0
+
+    return run(body, debug=args.debug)
