@@ -18,12 +18,13 @@ export RAG_Q := $(value Q)
 export RAG_DOC := $(value DOC)
 export RAG_MODE := $(value MODE)
 export RAG_DEMO_Q := $(value DEMO_Q)
+export RAG_MCP_HTTP := $(value MCP_HTTP)
 # make exports command-line variables to recipes, expanding them ($(shell …) would run): not these.
-unexport Q DOC MODE DEMO_Q DRY_RUN
+unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask docs remove watch evaluate tune real-corpus bench test lint db-stop db-status build up down shell compose-check clean
+.PHONY: help setup models demo ingest ask docs remove watch serve evaluate tune real-corpus bench test lint db-stop db-status build up down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -68,6 +69,9 @@ remove: $(DEPS) ## remove a document from every index: make remove DOC=csv/faq.c
 
 watch: $(DEPS) ## keep the store in sync with data/ as files change (Ctrl-C to stop)
 	$(PY) -m app.watch
+
+serve: $(DEPS) ## MCP server over HTTP, models loaded once, data/ synced while serving [MCP_HTTP=127.0.0.1:8765]
+	$(PY) -m app.mcp --watch --http "$${RAG_MCP_HTTP:-127.0.0.1:8765}"
 
 evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...]
 	$(PY) -m app.evaluate $(MODE_ARG)

@@ -89,5 +89,6 @@ class SearchRetriever(BaseRetriever):
     search: Callable[[str, int], list[Document]]
     k: int = 10
 
-    def _get_relevant_documents(self, query: str, *, run_manager=None) -> list[Document]:
-        return self.search(query, self.k)
+    def _get_relevant_documents(self, query: str, *, run_manager=None, k: int | None = None) -> list[Document]:
+        """The best ``k`` (default: the retriever's ``k``) chunks for ``query``."""
+        return self.search(query, k or self.k)

@@ -14,6 +14,7 @@ this same code.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +45,8 @@ class RagStore:
         self._vectorstore = None
         self._schema_ready = False
         self._writing = 0
+        self._writer: int | None = None  # the thread holding the writer lock (re-entrant for it only)
+        self._thread_lock = threading.Lock()
         self.vector_unavailable: str | None = None  # why the last hybrid search used keywords only
 
     # --- resources (loaded once, on first use) ---------------------------------
@@ -83,27 +86,35 @@ class RagStore:
     def writing(self, wait: bool = True) -> Iterator["RagStore"]:
         """Hold the writer lock and make sure the schema exists (created or migrated once).
 
-        Re-entrant within this store; another process's writer makes this one wait
+        Re-entrant for the thread holding it; another thread or process makes this one wait
         (one warning line) or, with ``wait=False``, raise WriterBusyError.
         """
         from app import db
+        from app.errors import WriterBusyError
 
-        if self._writing:
+        me = threading.get_ident()
+        if self._writing and self._writer == me:
             self._writing += 1
             try:
                 yield self
             finally:
                 self._writing -= 1
             return
-        with db.writer_lock(self.engine, wait=wait):
-            self._writing = 1
-            try:
-                if not self._schema_ready:
-                    self._vectorstore = db.create_schema(self.engine, self.embeddings, self.settings.collection_name)
-                    self._schema_ready = True
-                yield self
-            finally:
-                self._writing = 0
+        if not self._thread_lock.acquire(blocking=wait):  # another thread of this process is writing
+            raise WriterBusyError("another writer is running (in this process); try again when it is done")
+        try:
+            with db.writer_lock(self.engine, wait=wait):
+                self._writing, self._writer = 1, me
+                try:
+                    if not self._schema_ready:
+                        self._vectorstore = db.create_schema(self.engine, self.embeddings,
+                                                             self.settings.collection_name)
+                        self._schema_ready = True
+                    yield self
+                finally:
+                    self._writing, self._writer = 0, None
+        finally:
+            self._thread_lock.release()
 
     # --- documents --------------------------------------------------------------
 
@@ -209,7 +220,7 @@ class RagStore:
         (``[]`` when nothing was ingested yet)."""
         from app import db
 
-        if not self._writing and not self._schema_ready:
+        if not self._schema_ready:  # not created by this store yet: read only what is complete
             try:
                 db.check_schema(self.engine, self.settings.collection_name)
             except StoreNotReadyError:
@@ -284,11 +295,16 @@ class RagStore:
         return separator.join(d.page_content for d in self.search(query, **search_kwargs))
 
     def as_retriever(self, **search_kwargs: Any) -> BaseRetriever:
-        """A LangChain ``BaseRetriever`` that runs :meth:`search` with ``search_kwargs``."""
+        """A LangChain ``BaseRetriever`` that runs :meth:`search` with ``search_kwargs``.
+
+        The number of results is ``k`` (LangChain's name; ``top_k`` is accepted too), and
+        ``retriever.invoke(query, k=3)`` overrides it for one call.
+        """
         from app.retrieval import SearchRetriever
 
-        top_k = search_kwargs.pop("top_k", None) or self.settings.search_k
-        return SearchRetriever(search=lambda query, k: self.search(query, top_k=k, **search_kwargs), k=top_k)
+        k = search_kwargs.pop("k", None)
+        top_k = search_kwargs.pop("top_k", None) or k or self.settings.search_k
+        return SearchRetriever(search=lambda query, n: self.search(query, top_k=n, **search_kwargs), k=top_k)
 
     def search_function(self, mode: str | None = None):
         """``search(query, k)`` for the graph's retrieve node."""

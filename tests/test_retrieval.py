@@ -104,3 +104,20 @@ def test_vector_search_blank_query(mock_vectorstore):
 def test_search_retriever_is_a_langchain_retriever():
     retriever = SearchRetriever(search=lambda q, k: [doc(str(i), "s") for i in range(k)], k=2)
     assert [d.id for d in retriever.invoke("q")] == ["0", "1"]
+
+
+def test_search_retriever_takes_k_from_invoke_or_the_constructor():
+    from langchain_core.documents import Document
+
+    from app.retrieval import SearchRetriever
+
+    calls = []
+
+    def search(query, k):
+        calls.append((query, k))
+        return [Document(page_content=str(i)) for i in range(k)]
+
+    retriever = SearchRetriever(search=search, k=4)
+    assert len(retriever.invoke("q")) == 4
+    assert len(retriever.invoke("q", k=2)) == 2
+    assert calls == [("q", 4), ("q", 2)]

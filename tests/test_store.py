@@ -119,3 +119,46 @@ def test_add_document_rejects_file_outside_data_dir(store, tmp_path):
 def test_constructor_is_cheap():
     s = RagStore(Settings())
     assert s._vectorstore is None and s._engine is None
+
+
+class _BrokenVectorStore:
+    def __init__(self):
+        self.calls = 0
+
+    def similarity_search_with_score(self, query, k, **kwargs):
+        self.calls += 1
+        raise OSError("model.safetensors is corrupt")
+
+
+def _store_with_broken_vectors(monkeypatch):
+    from langchain_core.documents import Document
+
+    from app import retrieval
+    from app.config import Settings
+    from app.store import RagStore
+
+    store = RagStore(Settings(), embeddings=object(), engine=object())
+    store._vectorstore = _BrokenVectorStore()
+    monkeypatch.setattr(retrieval, "keyword_search", lambda engine, name, query, k: [
+        Document(page_content="受付時間", id="k1", metadata={"relevance_score": 3.0, "source": "faq.csv:r2"})])
+    return store
+
+
+def test_hybrid_search_falls_back_to_keywords_with_one_warning(monkeypatch, caplog):
+    store = _store_with_broken_vectors(monkeypatch)
+    with caplog.at_level("WARNING"):
+        first = store.search("受付時間", search_mode="hybrid", top_k=3)
+        second = store.search("受付時間", search_mode="hybrid", top_k=3)
+    assert [d.id for d in first] == ["k1"] and [d.id for d in second] == ["k1"]
+    assert first[0].metadata["keyword_rank"] == 1 and first[0].metadata["vector_rank"] is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == ["vector search is unavailable (OSError: model.safetensors is corrupt); "
+                        "searching by keywords only"]
+    assert store.vector_unavailable == "OSError: model.safetensors is corrupt"
+    assert store._vectorstore.calls == 2  # tried again each time: a repaired model is used at once
+
+
+def test_vector_mode_does_not_fall_back(monkeypatch):
+    store = _store_with_broken_vectors(monkeypatch)
+    with pytest.raises(OSError, match="corrupt"):
+        store.search("受付時間", search_mode="vector", top_k=3)

@@ -1,0 +1,201 @@
+"""The MCP service's pure helpers (exact values) and RagService with fake store/context.
+The real server runs over stdio and HTTP in tests/integration/test_mcp_server.py."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from types import SimpleNamespace
+
+import pytest
+from langchain_core.documents import Document
+
+from app.config import Settings
+from app.mcp import service
+from app.mcp.server import parse_http
+from app.mcp.service import RagService, normalized_score, payload, snippet_span, validate_search
+
+
+@pytest.mark.parametrize("query, k, mode, error", [
+    ("", 10, "hybrid", "query must be a non-empty string"),
+    ("   ", 10, "hybrid", "query must be a non-empty string"),
+    (None, 10, "hybrid", "query must be a non-empty string"),
+    ("x" * 2001, 10, "hybrid", "query is too long (2001 characters; at most 2000)"),
+    ("q", 0, "hybrid", "k must be an integer from 1 to 50, got 0"),
+    ("q", 51, "hybrid", "k must be an integer from 1 to 50, got 51"),
+    ("q", True, "hybrid", "k must be an integer from 1 to 50, got True"),
+    ("q", "5", "hybrid", "k must be an integer from 1 to 50, got '5'"),
+    ("q", 5, "graph", "mode must be one of hybrid, vector, keyword, got 'graph'"),
+])
+def test_validate_search_rejects_bad_arguments_with_one_line(query, k, mode, error):
+    with pytest.raises(ValueError) as info:
+        validate_search(query, k, mode)
+    assert str(info.value) == error
+
+
+def test_validate_search_strips_the_query():
+    assert validate_search("  受付時間 ", 50, "keyword") == ("受付時間", 50, "keyword")
+
+
+def _doc(score: float, text: str = "t", **meta) -> Document:
+    return Document(page_content=text, id="c1", metadata={"relevance_score": score, **meta})
+
+
+def test_normalized_scores_per_mode():
+    s = Settings()  # RRF k=60, weights 1:1 unless configured otherwise
+    best = sum(w / (s.rrf_k + 1) for w in s.hybrid_weights)
+    assert normalized_score(_doc(best), "hybrid", s) == 1.0
+    assert normalized_score(_doc(best / 2), "hybrid", s) == 0.5
+    assert normalized_score(_doc(10.0), "keyword", s) == 0.5
+    assert normalized_score(_doc(30.0), "keyword", s) == 0.75
+    assert normalized_score(_doc(0.0), "keyword", s) == 0.0
+    assert normalized_score(_doc(0.8731), "vector", s) == 0.8731
+    assert normalized_score(_doc(-0.2), "vector", s) == 0.0
+
+
+def test_normalized_scores_keep_the_rank_order():
+    s = Settings()
+    for mode in ("vector", "keyword", "hybrid"):
+        raws = [0.03, 0.02, 0.011, 0.0105, 0.0]
+        scores = [normalized_score(_doc(r), mode, s) for r in raws]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_snippet_span_short_text_is_whole():
+    assert snippet_span("受付時間は9時から", "受付時間") == (0, 9)
+
+
+def test_snippet_span_centres_on_the_densest_matches():
+    text = "あ" * 300 + "サポート窓口の受付時間は平日9時から18時まで" + "い" * 300
+    start, end = snippet_span(text, "受付時間", width=40)
+    assert end - start == 40
+    assert "受付時間" in text[start:end]
+    assert (start, end) == (288, 328)  # hits at 307-310, centred in 40
+
+
+def test_snippet_span_without_matches_is_the_start():
+    assert snippet_span("x" * 500, "受付時間", width=120) == (0, 120)
+
+
+def test_snippet_span_matches_full_width_text():
+    text = "a" * 200 + "エラーコードＥ３０１０はタイムアウト" + "b" * 200
+    start, end = snippet_span(text, "E3010", width=30)
+    assert "Ｅ３０１０" in text[start:end]
+
+
+def test_payload_reads_page_or_row_from_the_source():
+    doc = Document(page_content="x", metadata={"source": "faq.csv:r2", "doc_id": "csv/faq.csv", "chunk_index": 0})
+    assert payload(doc, (0, 1)) == {"source": "faq.csv:r2", "document_id": "csv/faq.csv", "chunk_index": 0,
+                                    "start": 0, "end": 1, "row": 2}
+    pdf = Document(page_content="x", metadata={"source": "guide.pdf:p12", "doc_id": "pdf/guide.pdf", "chunk_index": 3})
+    assert payload(pdf, (5, 9))["page"] == 12
+
+
+def test_documents_for_json_turns_times_into_strings():
+    import datetime
+
+    when = datetime.datetime(2026, 11, 24, 3, 0, tzinfo=datetime.timezone.utc)
+    assert service.documents_for_json([{"doc_id": "a", "ingested_at": when, "chunks": 3}]) == [
+        {"doc_id": "a", "ingested_at": "2026-11-24T03:00:00+00:00", "chunks": 3}]
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("8765", ("127.0.0.1", 8765)), (":8765", ("127.0.0.1", 8765)),
+    ("0.0.0.0:80", ("0.0.0.0", 80)), ("[::1]:9000", ("::1", 9000)),
+])
+def test_parse_http(value, expected):
+    assert parse_http(value) == expected
+
+
+@pytest.mark.parametrize("value", ["host", "host:0", "host:70000", "host:x"])
+def test_parse_http_rejects(value):
+    with pytest.raises(ValueError, match="--http needs HOST:PORT"):
+        parse_http(value)
+
+
+class FakeStore:
+    def __init__(self):
+        self.calls = []
+        self.vector_unavailable = None
+
+    def search(self, query, search_mode=None, top_k=None):
+        self.calls.append((query, search_mode, top_k))
+        return [Document(page_content="受付時間は平日9時から18時まで", id="c1",
+                         metadata={"relevance_score": 12.0, "source": "faq.csv:r2", "doc_id": "csv/faq.csv",
+                                   "chunk_index": 0})]
+
+    def search_function(self, mode):
+        return ("search", mode)
+
+    def sync(self, data_dir):
+        return None, SimpleNamespace(summary=lambda: f"synced {data_dir}", failures=["x: bad"])
+
+    def list_documents(self):
+        return [{"doc_id": "csv/faq.csv", "chunks": 22}]
+
+
+def test_service_search_validates_and_shapes_hits():
+    store = FakeStore()
+    svc = RagService(settings=Settings(), store=store, context_factory=lambda: None)
+    hits = svc.search(" 受付時間 ", 3, "keyword")
+    assert store.calls == [("受付時間", "keyword", 3)]
+    assert hits == [{"id": "c1", "score": 0.5455, "snippet": "受付時間は平日9時から18時まで",
+                     "payload": {"source": "faq.csv:r2", "document_id": "csv/faq.csv", "chunk_index": 0,
+                                 "start": 0, "end": 16, "row": 2}}]
+    with pytest.raises(ValueError):
+        svc.search("q", 0)
+    assert len(store.calls) == 1  # a bad argument never reaches the database
+
+
+def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
+    from app import graph
+
+    loads = []
+
+    @dataclasses.dataclass
+    class Ctx:
+        search: object = None
+
+    def factory():
+        loads.append(1)
+        return Ctx()
+
+    seen = []
+
+    def fake_run(question, ctx):
+        seen.append((question, ctx.search))
+        return {"answer": "平日9時から18時です。[1]", "sources": ["faq.csv:r9", "faq.csv:r2"],
+                "cited_sources": ["faq.csv:r2"], "timings": {"generate": 1.23456}}
+
+    monkeypatch.setattr(graph, "run_rag", fake_run)
+    svc = RagService(settings=Settings(), store=FakeStore(), context_factory=factory)
+    threads = [threading.Thread(target=svc.ask, args=("受付時間は？", "vector")) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result = svc.ask("受付時間は？")
+    assert loads == [1]
+    assert seen[-1] == ("受付時間は？", ("search", "hybrid")) and seen[0][1] == ("search", "vector")
+    assert result == {"answer": "平日9時から18時です。[1]", "mode": "hybrid",
+                      "sources": ["faq.csv:r2", "faq.csv:r9"], "cited_sources": ["faq.csv:r2"],
+                      "abstained": None, "keyword_only": None, "timings": {"generate": 1.235}}
+
+
+def test_service_context_load_failure_is_raised_and_retried():
+    attempts = []
+
+    def factory():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise FileNotFoundError("no model")
+        return "ctx"
+
+    svc = RagService(settings=Settings(), store=FakeStore(), context_factory=factory)
+    svc._load_context()  # the background preload: logs, does not raise
+    assert svc.context() == "ctx" and attempts == [1, 1]
+
+
+def test_service_sync_summary_and_documents(tmp_path):
+    svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: None, data_dir=tmp_path)
+    assert svc.sync_summary() == {"summary": f"synced {tmp_path}", "failures": ["x: bad"]}
+    assert svc.list_documents() == [{"doc_id": "csv/faq.csv", "chunks": 22}]
