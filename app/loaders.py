@@ -1,7 +1,10 @@
 """Reading one source file into text units (pure file I/O: no database, no model).
 
 * a PDF becomes one unit per page with text, source ``file.pdf:p1``;
-* a CSV becomes one unit per data row (``column:value`` lines), source ``file.csv:r1``.
+* a CSV becomes one unit per data row (``column:value`` lines), source ``file.csv:r1``;
+* a Markdown file becomes one unit per section (split at headings by LangChain's
+  ``MarkdownHeaderTextSplitter``), source ``file.md#section-slug``, with its heading path;
+  a plain-text file is one unit, source ``file.txt``.
 
 Every failure to read or parse a file is raised as :class:`DataSourceError`
 naming the file and the reason, so a sync can count that one file as failed and
@@ -248,3 +251,52 @@ def csv_splitter(chunk_size: int, chunk_overlap: int):
         separators=["\n\n", "\n", "。", "、", " ", ""],
         keep_separator="end",
     )
+
+
+MARKDOWN_HEADINGS = [("#" * level, f"h{level}") for level in range(1, 7)]
+
+
+def heading_slug(heading: str) -> str:
+    """A GitHub-style anchor for a heading: lower-case, punctuation dropped (letters and digits of
+    any script kept), spaces to hyphens; ``section`` if nothing is left."""
+    slug = re.sub(r"[^\w\- ]", "", unicodedata.normalize("NFKC", heading).strip().lower()).replace(" ", "-")
+    return slug or "section"
+
+
+def markdown_sections(text: str) -> list[tuple[list[str], str]]:
+    """``[(heading path, body), ...]`` in file order; text before the first heading has an empty path.
+    Headings inside code fences are not headings. Paragraph breaks are kept."""
+    from langchain_text_splitters import MarkdownHeaderTextSplitter
+
+    splitter = MarkdownHeaderTextSplitter(headers_to_split_on=MARKDOWN_HEADINGS, strip_headers=True)
+    sections = []
+    for doc in splitter.split_text(text):
+        path = [doc.metadata[key] for _, key in MARKDOWN_HEADINGS if key in doc.metadata]
+        # the splitter joins the lines of a section, marking blank-line breaks with "  \n"
+        sections.append((path, doc.page_content.replace("  \n", "\n\n")))
+    return sections
+
+
+def text_document(path: Path) -> list[tuple[str, str, str]]:
+    """A Markdown or plain-text file as ``[(text, source, heading path), ...]``: a section's source is
+    ``file.md#slug`` of its own heading (``-1``, ``-2`` … for repeated headings), ``file.md`` before
+    the first heading; the heading path is ``H1 > H2 > …``. DataSourceError if unreadable or empty."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataSourceError(f"{path.name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
+    text = decode_text(raw, path.name)
+    sections = markdown_sections(text) if path.suffix.lower() == ".md" else [([], text)]
+    units, seen = [], {}
+    for headings, body in sections:
+        source = path.name
+        if headings:
+            slug = heading_slug(headings[-1])
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            source = f"{path.name}#{slug}" + (f"-{count}" if count else "")
+        if body.strip():
+            units.append((body.strip(), source, " > ".join(headings)))
+    if not units:
+        raise DataSourceError(f"{path.name}: no text (an empty file)")
+    return units

@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 
 ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
 CHUNKER_VERSION = "2"  # bump when chunking changes, so every document is re-chunked once (2: chunk context)
-SUPPORTED = {"pdf": ".pdf", "csv": ".csv"}
+# folder -> file suffixes; docs/ is searched recursively (Dialogoi's **/*.md and **/*.txt)
+SUPPORTED = {"pdf": (".pdf",), "csv": (".csv",), "docs": (".md", ".txt")}
+RECURSIVE = {"docs"}
+SUPPORTED_TEXT = "pdf/*.pdf, csv/*.csv and docs/**/*.md|*.txt"
 EMBED_BATCH = 64
 ORIGIN_DATA_DIR = "data_dir"  # documents a sync of the data dir manages
 ORIGIN_API = "api"  # documents added through RagStore.add_document(Document); a sync leaves them alone
@@ -124,16 +127,18 @@ def doc_id_for(path: Path, data_dir: Path) -> str:
 
 
 def _candidates(data_dir: Path) -> list[Path]:
-    """Supported files under ``data_dir/pdf`` and ``data_dir/csv`` (not recursive), regular files
-    before links."""
+    """Supported files under ``data_dir/pdf``, ``data_dir/csv`` (not recursive) and ``data_dir/docs``
+    (recursive; hidden files and folders skipped), regular files before links."""
     paths = []
-    for folder, suffix in SUPPORTED.items():
+    for folder, suffixes in SUPPORTED.items():
         directory = data_dir / folder
         if directory.is_dir():
-            paths += [p for p in sorted(directory.iterdir())
-                      if p.suffix.lower() == suffix and not p.name.startswith(".")
+            found = directory.rglob("*") if folder in RECURSIVE else directory.iterdir()
+            paths += [p for p in sorted(found)
+                      if p.suffix.lower() in suffixes
+                      and not any(part.startswith(".") for part in p.relative_to(directory).parts)
                       and (p.is_symlink() or p.is_file())]
-    return sorted(paths, key=lambda p: p.is_symlink())  # stable: pdf/ then csv/, by name
+    return sorted(paths, key=lambda p: p.is_symlink())  # stable: pdf/ csv/ docs/, by path
 
 
 def scan(data_dir: Path) -> tuple[list[SourceFile], list[tuple[str, str]]]:
@@ -169,7 +174,7 @@ def scan(data_dir: Path) -> tuple[list[SourceFile], list[tuple[str, str]]]:
 
 
 def resolve_file(path: Path, data_dir: Path) -> SourceFile:
-    """One file as a document (it must lie under data_dir/pdf or data_dir/csv)."""
+    """One file as a document (it must lie under data_dir/pdf, data_dir/csv or data_dir/docs)."""
     if not path.is_file():
         raise DataSourceError(f"file not found: {path}")
     try:
@@ -177,8 +182,9 @@ def resolve_file(path: Path, data_dir: Path) -> SourceFile:
     except ValueError:
         raise DataSourceError(f"{path} is not under the data directory {data_dir}") from None
     folder = doc_id.split("/", 1)[0]
-    if folder not in SUPPORTED or path.suffix.lower() != SUPPORTED[folder]:
-        raise DataSourceError(f"{doc_id}: only pdf/*.pdf and csv/*.csv are ingested")
+    if folder not in SUPPORTED or path.suffix.lower() not in SUPPORTED[folder] or (
+            folder not in RECURSIVE and doc_id.count("/") > 1):
+        raise DataSourceError(f"{doc_id}: only {SUPPORTED_TEXT} are ingested")
     try:
         return SourceFile(doc_id, path, path.name, file_hash(path))
     except OSError as exc:
@@ -220,16 +226,25 @@ def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     """Read and chunk one file into Documents with full metadata; DataSourceError if unreadable.
 
     Each chunk carries a ``context`` for both indexes (its text shown to users is
-    unchanged): a PDF's title and the page's heading, a CSV's file stem and header line.
+    unchanged): a PDF's title and the page's heading, a CSV's file stem and header line, a
+    Markdown section's file stem and heading path (also its ``title``).
     The context is weighted above the body in the keyword index and embedded with it.
     """
     from app import loaders
     from app.chunking import split_by_structure
 
-    if source.path.suffix.lower() == ".pdf":
+    suffix = source.path.suffix.lower()
+    titles: dict[str, str] = {}
+    if suffix == ".pdf":
         title, pages = loaders.pdf_document(source.path)
         units = [(text, source_id, " — ".join(p for p in (title, heading) if p)) for text, source_id, heading in pages]
         split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
+    elif suffix in (".md", ".txt"):
+        sections = loaders.text_document(source.path)
+        titles = {source_id: heading for _, source_id, heading in sections if heading}
+        units = [(text, source_id, " — ".join(p for p in (source.path.stem, heading) if p))
+                 for text, source_id, heading in sections]
+        split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     else:
         header, rows = loaders.csv_table(source.path)
         context = f"{source.path.stem} — {', '.join(header)}"
@@ -243,7 +258,8 @@ def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
                 id=chunk_id(settings.collection_name, source.doc_id, len(docs), digest),
                 page_content=piece,
                 metadata={"source": source_id, "chunk_index": index, "file": source.name, "context": context,
-                          "doc_id": source.doc_id, "content_hash": digest, "embed_model": settings.embed_model},
+                          "doc_id": source.doc_id, "content_hash": digest, "embed_model": settings.embed_model,
+                          **({"title": titles[source_id]} if source_id in titles else {})},
             ))
     return docs
 

@@ -20,8 +20,8 @@ log = logging.getLogger(__name__)
 
 
 def relevant(change_path: str) -> bool:
-    """Only PDF/CSV files count (editors' temp files and the like are ignored)."""
-    return Path(change_path).suffix.lower() in {".pdf", ".csv"}
+    """Only the files a sync reads count (PDF, CSV, Markdown, text; editors' temp files are ignored)."""
+    return Path(change_path).suffix.lower() in {".pdf", ".csv", ".md", ".txt"}
 
 
 def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: threading.Event | None = None,

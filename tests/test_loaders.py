@@ -85,3 +85,37 @@ def test_unreadable_csv_names_the_file(tmp_path):
 ])
 def test_page_heading(text, heading):
     assert loaders.page_heading(text) == heading
+
+
+def test_markdown_sections_with_heading_paths_and_stable_slugs(tmp_path):
+    from app.loaders import text_document
+
+    path = tmp_path / "guide.md"
+    path.write_text("前書き。\n\n# 導入 Guide\n\n一段落目。\n二行目。\n\n二段落目。\n\n## Step 1: Setup!\n\n"
+                    "```\n# not a heading\n```\n\n### 空\n\n# 運用\n\n## Step 1: Setup!\n\n二度目。\n\n"
+                    "# Ｆｕｌｌ Ｗｉｄｔｈ\n\n全角。\n", encoding="utf-8")
+    assert text_document(path) == [
+        ("前書き。", "guide.md", ""),
+        ("一段落目。\n二行目。\n\n二段落目。", "guide.md#導入-guide", "導入 Guide"),
+        ("```\n# not a heading\n```", "guide.md#step-1-setup", "導入 Guide > Step 1: Setup!"),
+        ("二度目。", "guide.md#step-1-setup-1", "運用 > Step 1: Setup!"),  # same slug, another section
+        ("全角。", "guide.md#full-width", "Ｆｕｌｌ Ｗｉｄｔｈ"),
+    ]
+
+
+def test_text_file_is_one_unit_and_cp932_is_read(tmp_path):
+    from app.loaders import text_document
+
+    path = tmp_path / "memo.txt"
+    path.write_bytes("# 見出しではない\n\n本文です。".encode("cp932"))
+    assert text_document(path) == [("# 見出しではない\n\n本文です。", "memo.txt", "")]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n   \n", "# 見出しだけ\n".encode()])
+def test_empty_markdown_is_a_clear_error(tmp_path, content):
+    from app.loaders import text_document
+
+    path = tmp_path / "empty.md"
+    path.write_bytes(content)
+    with pytest.raises(DataSourceError, match=r"^empty.md: no text \(an empty file\)$"):
+        text_document(path)

@@ -13,7 +13,12 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 @pytest.fixture(scope="module")
 def texts():
-    return {source: text for text, source in load_pdfs(DATA / "pdf") + load_csvs(DATA / "csv")}
+    from app.loaders import text_document
+
+    units = {source: text for text, source in load_pdfs(DATA / "pdf") + load_csvs(DATA / "csv")}
+    for path in sorted((DATA / "docs").rglob("*.md")):
+        units.update({source: text for text, source, _ in text_document(path)})
+    return units
 
 
 @pytest.mark.parametrize("source,expected", [
@@ -37,6 +42,9 @@ def test_sample_corpus_has_the_expected_sources(texts):
     assert len([s for s in texts if s.startswith("faq.csv")]) == 22
     assert len([s for s in texts if s.startswith("products.csv")]) == 7
     assert len([s for s in texts if ".pdf:" in s]) == 15
+    assert [s for s in texts if ".md" in s] == [
+        "it_helpdesk.md#情報システム部-ヘルプデスク手順書", "it_helpdesk.md#アカウントの発行", "it_helpdesk.md#貸与",
+        "it_helpdesk.md#紛失したとき", "it_helpdesk.md#vpn接続", "it_helpdesk.md#ソフトウェアの導入申請"]
 
 
 QUESTIONS = json.loads((DATA / "eval_questions.json").read_text(encoding="utf-8"))
@@ -65,11 +73,16 @@ def test_at_least_eight_unanswerable_questions_in_the_evaluation_set():
     assert sum(q["expected_source"] is None for q in QUESTIONS) >= 8
 
 
-@pytest.mark.parametrize("questions", [QUESTIONS, TUNING], ids=["eval", "tuning"])
-def test_questions_cover_all_six_documents(questions):
-    files = {q["expected_source"].split(":")[0] for q in questions if q["expected_source"]}
-    assert files == {"faq.csv", "products.csv", "company_overview.pdf", "technical_guide.pdf",
-                     "service_agreement.pdf", "work_rules.pdf"}
+SIX = {"faq.csv", "products.csv", "company_overview.pdf", "technical_guide.pdf", "service_agreement.pdf",
+       "work_rules.pdf"}
+
+
+@pytest.mark.parametrize("questions, files", [(QUESTIONS, SIX | {"it_helpdesk.md"}), (TUNING, SIX)],
+                         ids=["eval", "tuning"])
+def test_questions_cover_the_documents(questions, files):
+    """The evaluation set covers every document; the tuning set the six it was made with (the Markdown
+    guide came later, and adding it to the tuning set would re-tune the fusion defaults)."""
+    assert {q["expected_source"].split(":")[0].split("#")[0] for q in questions if q["expected_source"]} == files
 
 
 def test_tuning_questions_are_held_apart_from_the_evaluation_set():

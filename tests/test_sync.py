@@ -96,6 +96,37 @@ def test_scan_finds_supported_files_with_relative_ids(data_dir):
     assert files[1].name == "faq.csv" and len(files[1].content_hash) == 64
 
 
+def test_scan_finds_markdown_and_text_under_docs_recursively(data_dir):
+    (data_dir / "docs" / "team" / ".drafts").mkdir(parents=True)
+    (data_dir / "docs" / "guide.md").write_text("# A\n\ntext", encoding="utf-8")
+    (data_dir / "docs" / "team" / "memo.TXT").write_text("text", encoding="utf-8")
+    (data_dir / "docs" / "team" / ".drafts" / "wip.md").write_text("text", encoding="utf-8")
+    (data_dir / "docs" / ".hidden.md").write_text("text", encoding="utf-8")
+    (data_dir / "docs" / "image.png").write_bytes(b"png")
+    files, _ = sync.scan(data_dir)
+    assert [f.doc_id for f in files] == ["pdf/guide.pdf", "csv/faq.csv", "docs/guide.md", "docs/team/memo.TXT"]
+    assert sync.resolve_file(data_dir / "docs" / "team" / "memo.TXT", data_dir).doc_id == "docs/team/memo.TXT"
+
+
+def test_resolve_file_rejects_nested_csv(data_dir):
+    (data_dir / "csv" / "sub").mkdir()
+    (data_dir / "csv" / "sub" / "x.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    with pytest.raises(DataSourceError, match="only pdf"):
+        sync.resolve_file(data_dir / "csv" / "sub" / "x.csv", data_dir)
+
+
+def test_chunk_file_markdown_sections_carry_title_and_context(data_dir):
+    from app.config import Settings
+
+    path = data_dir / "docs" / "guide.md"
+    path.parent.mkdir()
+    path.write_text("# 導入\n\n## VPN接続\n\nミナトVPNに接続します。\n", encoding="utf-8")
+    chunks = sync.chunk_file(sync.resolve_file(path, data_dir), Settings())
+    assert [(c.page_content, c.metadata["source"], c.metadata["title"], c.metadata["context"]) for c in chunks] == [
+        ("ミナトVPNに接続します。", "guide.md#vpn接続", "導入 > VPN接続", "guide — 導入 > VPN接続")]
+    assert chunks[0].metadata["doc_id"] == "docs/guide.md"
+
+
 def test_scan_missing_dir(tmp_path):
     with pytest.raises(DataSourceError, match="data directory not found"):
         sync.scan(tmp_path / "none")
@@ -111,7 +142,7 @@ def test_file_hash_changes_with_content(tmp_path):
 
 @pytest.mark.parametrize("rel,message", [
     ("csv/none.csv", "file not found"),
-    ("csv/notes.txt", "only pdf/\\*.pdf and csv/\\*.csv are ingested"),
+    ("csv/notes.txt", "only pdf/\\*.pdf, csv/\\*.csv and docs/\\*\\*/\\*.md\\|\\*.txt are ingested"),
 ])
 def test_resolve_file_errors(data_dir, rel, message):
     with pytest.raises(DataSourceError, match=message):

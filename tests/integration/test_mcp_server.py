@@ -57,6 +57,7 @@ def served_data(tmp_path) -> Path:
     data = tmp_path / "data"
     shutil.copytree(ROOT / "data" / "csv", data / "csv")
     shutil.copytree(ROOT / "data" / "pdf", data / "pdf")
+    shutil.copytree(ROOT / "data" / "docs", data / "docs")
     return data
 
 
@@ -70,7 +71,7 @@ def test_stdio_session_lists_and_calls_every_tool_and_follows_file_changes(integ
             names = {t.name for t in (await client.list_tools()).tools}
             assert names == TOOLS
             docs, _ = await _poll(lambda: client.call_tool("list_documents", {}),
-                                  lambda r: not r.is_error and len(r.structured_content["result"]) == 6)
+                                  lambda r: not r.is_error and len(r.structured_content["result"]) == 7)
             assert {d["doc_id"] for d in docs.structured_content["result"]} >= {"csv/faq.csv", "pdf/technical_guide.pdf"}
 
             hits = _hits(await client.call_tool("search_rag", {"query": "サポート窓口の受付時間は？", "k": 3}))

@@ -20,6 +20,8 @@ SAMPLE_SOURCES = (
     {f"faq.csv:r{i}" for i in range(1, 23)} | {f"products.csv:r{i}" for i in range(1, 8)}
     | {f"company_overview.pdf:p{i}" for i in range(1, 4)} | {f"technical_guide.pdf:p{i}" for i in range(1, 5)}
     | {f"service_agreement.pdf:p{i}" for i in range(1, 5)} | {f"work_rules.pdf:p{i}" for i in range(1, 5)}
+    | {f"it_helpdesk.md#{s}" for s in ("情報システム部-ヘルプデスク手順書", "アカウントの発行", "貸与", "紛失したとき",
+                                    "vpn接続", "ソフトウェアの導入申請")}
 )
 
 
@@ -32,9 +34,9 @@ def sources_in_db(engine, collection="documents"):
 
 
 def test_ingest_stores_every_page_and_row_with_metadata(ingested, engine):
-    assert (ingested.added, ingested.failed, ingested.chunks_written) == (6, 0, 44)
+    assert (ingested.added, ingested.failed, ingested.chunks_written) == (7, 0, 50)
     rows = sources_in_db(engine)
-    assert len(rows) == 44 and set(rows) == SAMPLE_SOURCES
+    assert len(rows) == 50 and set(rows) == SAMPLE_SOURCES
 
 
 def test_embedding_column_is_vector_384_with_hnsw_cosine_index(ingested, engine):

@@ -9,9 +9,9 @@ pytestmark = pytest.mark.integration
 def test_ingest_and_ask_against_a_server_over_tcp(integration_env, tcp_server):
     ingest = run_cli("app.ingest", env=tcp_server)
     assert ingest.returncode == 0, ingest.stderr
-    assert "6 added" in ingest.stdout
+    assert "7 added" in ingest.stdout
     status = run_cli("app.db", "status", env=tcp_server)
-    assert status.stdout.strip() == (f"PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']}: 44 chunks "
+    assert status.stdout.strip() == (f"PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']}: 50 chunks "
                                      "in collection 'documents'")
     ask = run_cli("app.ask", "--mode", "keyword", "--no-stream", "エラーコードE3010は何を意味しますか？",
                   env={**tcp_server, "RERANKER_MODEL": "acme/absent"})

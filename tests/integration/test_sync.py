@@ -45,10 +45,10 @@ def test_second_sync_of_unchanged_data_adds_nothing_and_embeds_nothing(own_store
     before = rows(engine, own_store.settings.collection_name)
     embedded_before = own_store.embeddings.texts
     _, second = own_store.sync(data)
-    assert first.added == 6 and first.embedded + first.reused == 44  # vectors of identical text are reused
-    assert (second.added, second.updated, second.unchanged, second.removed, second.embedded) == (0, 0, 6, 0, 0)
+    assert first.added == 7 and first.embedded + first.reused == 50  # vectors of identical text are reused
+    assert (second.added, second.updated, second.unchanged, second.removed, second.embedded) == (0, 0, 7, 0, 0)
     assert own_store.embeddings.texts == embedded_before
-    assert rows(engine, own_store.settings.collection_name) == before and len(before) == 44
+    assert rows(engine, own_store.settings.collection_name) == before and len(before) == 50
 
 
 def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine, data):
@@ -58,12 +58,12 @@ def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine,
     faq.write_text(faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"),
                    encoding="utf-8")
     _, report = own_store.sync(data)
-    assert (report.updated, report.unchanged, report.embedded + report.reused) == (1, 5, 22)
+    assert (report.updated, report.unchanged, report.embedded + report.reused) == (1, 6, 22)
     assert report.reused >= 21  # only the edited row is new text
-    assert len(rows(engine, name)) == 44 and rows(engine, name, "keyword") == 44
+    assert len(rows(engine, name)) == 50 and rows(engine, name, "keyword") == 50
     hit = keyword_search(engine, name, "平日10時から17時", 1)[0]
     assert hit.metadata["source"] == "faq.csv:r2" and "10時" in hit.page_content
-    assert all("平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 44))
+    assert all("平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 50))
 
 
 def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
@@ -73,7 +73,7 @@ def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
     _, report = own_store.sync(data)
     assert report.removed == 1
     assert not [s for s, _ in rows(engine, name) if s.startswith("technical_guide")]
-    assert rows(engine, name, "keyword") == 40
+    assert rows(engine, name, "keyword") == 46
     assert "pdf/technical_guide.pdf" not in [d["doc_id"] for d in own_store.list_documents()]
     assert all(d.metadata["file"] != "technical_guide.pdf" for d in keyword_search(engine, name, "E3010", 10))
 
@@ -92,7 +92,7 @@ def test_renamed_file_is_not_re_embedded(own_store, engine, data):
     assert own_store.embeddings.texts == embedded
     sources = [s for s, _ in rows(engine, name)]
     assert "guide_2026.pdf:p1" in sources and not [s for s in sources if s.startswith("technical_guide.pdf")]
-    assert rows(engine, name, "keyword") == 44
+    assert rows(engine, name, "keyword") == 50
     (data / "csv" / "faq.csv").rename(data / "csv" / "faq_2026.csv")
     _, report = own_store.sync(data)
     assert (report.renamed, report.embedded, report.reused) == (1, 22, 0)
@@ -125,7 +125,7 @@ def test_watch_syncs_once_per_burst_of_saves(own_store, data):
         deadline = time.time() + 60
         while not syncs and time.time() < deadline:
             time.sleep(0.1)
-        assert syncs and syncs[0][1].added == 6
+        assert syncs and syncs[0][1].added == 7
         new = data / "csv" / "new.csv"
         for i in range(5):  # a burst of saves
             new.write_text(f"項目\n新しい行{i}\n", encoding="utf-8")
@@ -206,6 +206,37 @@ def test_docs_and_remove_cli(ingested, integration_env):
     from tests.integration.conftest import run_cli
 
     listed = run_cli("app.docs", "list")
-    assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout and "6 documents, 44 chunks" in listed.stdout
+    assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout and "7 documents, 50 chunks" in listed.stdout
     missing = run_cli("app.docs", "remove", "nope.csv")
     assert missing.returncode == 1 and missing.stderr.strip() == "Error: no stored document 'nope.csv' (see `make docs`)"
+
+
+def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(own_store, engine, data):
+    name = own_store.settings.collection_name
+    own_store.sync(data)
+    hit = keyword_search(engine, name, "ミナトVPN", 1)[0]
+    assert hit.metadata["source"] == "it_helpdesk.md#vpn接続"
+    assert hit.metadata["title"] == "情報システム部 ヘルプデスク手順書 > VPN接続"
+    assert own_store.search("在宅で社内システムにつなぐ方法", search_mode="vector", top_k=3)[0].metadata["doc_id"] \
+        == "docs/it_helpdesk.md"
+
+    # the heading path is weighted above body text: the section titled 経費精算 outranks a body mention
+    (data / "docs" / "rules").mkdir()
+    (data / "docs" / "rules" / "notes.md").write_text(
+        "# 経費精算\n\n領収書を添えて月末までに提出します。\n\n# 出張\n\n出張の経費精算は帰着後に行います。\n", encoding="utf-8")
+    _, report = own_store.sync(data)
+    assert (report.added, report.unchanged) == (1, 7)
+    ranked = [d.metadata["source"] for d in keyword_search(engine, name, "経費精算", 5)]
+    assert ranked[0] == "notes.md#経費精算" and ranked.index("notes.md#経費精算") < ranked.index("notes.md#出張")
+
+    guide = data / "docs" / "it_helpdesk.md"
+    guide.write_text(guide.read_text(encoding="utf-8").replace("ミナトVPN", "ZephyrNet"), encoding="utf-8")
+    _, report = own_store.sync(data)
+    assert (report.updated, report.unchanged, report.embedded) == (1, 7, 1)  # one section's text is new
+    assert keyword_search(engine, name, "zephyrnet", 1)[0].metadata["source"] == "it_helpdesk.md#vpn接続"
+    assert all("ミナトVPN" not in d.page_content for d in keyword_search(engine, name, "ミナトvpn", 50))
+
+    guide.unlink()
+    _, report = own_store.sync(data)
+    assert report.removed == 1
+    assert not [s for s, d in rows(engine, name) if d == "docs/it_helpdesk.md"]
