@@ -11,7 +11,8 @@ database (``DB_NAME`` + ``_bench``), never the user's data. Sections:
 * generation: TTFT and tokens/s through the app's streaming path vs raw llama-cpp-python,
   and the effect of ``n_threads``;
 * end to end: ``python -m app.ask --timings`` as a user runs it: per-node seconds, peak RSS,
-  process start to first token.
+  process start to first token;
+* serve: the MCP server at 50,000 chunks against the Dialogoi targets (app.mcp.bench).
 """
 from __future__ import annotations
 
@@ -447,6 +448,10 @@ def format_table(results: dict) -> str:
                   f"peak RSS {e2e['peak_rss_mb']} MB"]
     elif e2e:
         lines += ["", f"make ask: {e2e['error']}"]
+    if results.get("serve"):
+        from app.mcp.bench import format_serve
+
+        lines += [""] + format_serve(results["serve"])
     return "\n".join(lines)
 
 
@@ -484,7 +489,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000", help="synthetic corpus sizes (chunks)")
     parser.add_argument("--queries", type=int, default=50, help="queries per search mode and size")
     parser.add_argument("--ingest-files", type=int, default=20, help="synthetic CSV files for the ingest benchmark")
-    parser.add_argument("--skip", default="", help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e")
+    parser.add_argument("--serve-size", type=int, default=50_000, help="chunks for the MCP server (Dialogoi) section")
+    parser.add_argument("--skip", default="",
+                        help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve")
     parser.add_argument("--out", type=Path, default=ROOT / "bench")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
@@ -516,6 +523,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "e2e" not in skip:
             RagStore(settings, embeddings=embeddings, engine=engine).sync(ROOT / "data")
         section("e2e", "end_to_end", lambda: bench_end_to_end(settings, settings.db_name))
+
+        def serve() -> dict:
+            from app.mcp.bench import bench_serve
+
+            return bench_serve(settings, embeddings, size=args.serve_size)
+
+        section("serve", "serve", serve)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=2), encoding="utf-8")
         plot(results, args.out / "results.png")

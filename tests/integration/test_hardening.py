@@ -98,7 +98,7 @@ def test_bad_files_fail_one_by_one_and_the_rest_are_stored(hash_store, data, cap
     assert "csv/link_in.csv" not in stored
     failed = sorted(r.split(":")[0] for r in report.failures)
     assert failed == ["csv/dangling.csv", "csv/utf16nobom.csv", "pdf/broken.pdf", "pdf/scan.pdf"], report.failures
-    assert report.failed == 4 and report.added == len(stored) == 9
+    assert report.failed == 4 and report.added == len(stored) == 10
     assert "pdf/scan.pdf: no extractable text" in caplog.text
     with hash_store.engine.connect() as conn:
         nul = conn.execute(text("SELECT document FROM langchain_pg_embedding WHERE cmetadata->>'doc_id' = "
@@ -171,7 +171,7 @@ def test_second_writer_fails_with_no_wait_or_waits_for_the_lock(ingested, engine
         time.sleep(8)
         assert waiting.poll() is None  # still waiting for the lock
     out, err = waiting.communicate(timeout=120)
-    assert waiting.returncode == 0 and "waiting for another writer" in err and "6 unchanged" in out
+    assert waiting.returncode == 0 and "waiting for another writer" in err and "7 unchanged" in out
 
 
 def test_three_first_runs_at_once_all_succeed(integration_env):

@@ -140,12 +140,12 @@ def test_ingest_cli_skips_corrupt_pdf_and_reads_cp932_csv(integration_env, tmp_p
     assert result.returncode == 0, result.stderr
     assert "broken.pdf: unreadable PDF" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout.strip().endswith(
-        "Ingest: 7 added, 0 updated, 0 unchanged, 0 removed, 1 failed; embedded 45 chunks, reused 0")
+        "Ingest: 8 added, 0 updated, 0 unchanged, 0 removed, 1 failed; embedded 51 chunks, reused 0")
     second = run_cli("app.ingest", "--data-dir", str(data), env=env)
     assert second.returncode == 0 and second.stdout.strip().endswith(
-        "Ingest: 0 added, 0 updated, 7 unchanged, 0 removed, 1 failed; embedded 0 chunks, reused 0")
+        "Ingest: 0 added, 0 updated, 8 unchanged, 0 removed, 1 failed; embedded 0 chunks, reused 0")
     status = run_cli("app.db", "status", env=env)
-    assert "45 chunks" in status.stdout
+    assert "51 chunks" in status.stdout
 
 
 def test_cli_unreachable_database_is_one_line(integration_env):
