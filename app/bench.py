@@ -131,8 +131,12 @@ def bench_reset(engine: Any) -> None:
             conn.execute(text(statement))
 
 
-def bench_bulk_load(engine: Any, collection, ids, vectors, documents, tokens) -> None:
-    """COPY rows in binary (vectors as pgvector values); then fill the keyword table in SQL."""
+def bench_bulk_load(engine: Any, collection, ids, vectors, documents, tokens, doc_id: str | None = None) -> None:
+    """COPY rows in binary (vectors as pgvector values); then fill the keyword table in SQL.
+
+    With ``doc_id`` the rows belong to one stored document of origin ``api`` (so a sync of a data
+    folder into the same collection keeps them), sources ``<doc_id>:r1``, ``:r2``, …
+    """
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
     from sqlalchemy import text
@@ -143,13 +147,20 @@ def bench_bulk_load(engine: Any, collection, ids, vectors, documents, tokens) ->
         register_vector(conn)
         with conn.cursor() as cur, cur.copy(SQL_BENCH_COPY_EMBEDDINGS) as copy:
             copy.set_types(["varchar", "uuid", "vector", "varchar", "jsonb"])
-            for row in zip(ids, [collection] * len(ids), vectors, documents, tokens):
-                copy.write_row([row[0], row[1], row[2], row[3], Jsonb({"tokens": row[4]})])
+            for i, row in enumerate(zip(ids, [collection] * len(ids), vectors, documents, tokens), start=1):
+                meta = {"tokens": row[4]}
+                if doc_id:
+                    meta.update(doc_id=doc_id, file=doc_id, source=f"{doc_id}:r{i}", chunk_index=0)
+                copy.write_row([row[0], row[1], row[2], row[3], Jsonb(meta)])
         conn.commit()
     finally:
         raw.close()
     with engine.begin() as c:
         c.execute(text(SQL_BENCH_FILL_KEYWORDS), {"collection": collection})
+        if doc_id:
+            c.execute(text(db.SQL_UPSERT_DOCUMENT), {"collection": collection, "doc": doc_id, "file": doc_id,
+                                                     "hash": "synthetic", "settings": "document",
+                                                     "chunks": len(ids), "origin": "api"})
 
 
 def bench_build_indexes(engine: Any) -> dict[str, float]:

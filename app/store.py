@@ -27,6 +27,7 @@ from app.config import Settings, get_settings
 from app.errors import DataSourceError, StoreNotReadyError
 
 log = logging.getLogger(__name__)
+_POOL_LOCK = threading.Lock()
 
 
 def one_line(exc: BaseException) -> str:
@@ -47,6 +48,7 @@ class RagStore:
         self._writing = 0
         self._writer: int | None = None  # the thread holding the writer lock (re-entrant for it only)
         self._thread_lock = threading.Lock()
+        self._executor = None
         self.vector_unavailable: str | None = None  # why the last hybrid search used keywords only
 
     # --- resources (loaded once, on first use) ---------------------------------
@@ -253,7 +255,7 @@ class RagStore:
         if mode == "keyword":
             return keyword(query, k_keyword or top_k)[:top_k]
 
-        def vector_or_nothing(q: str, _k: int) -> list[Document]:
+        def vector_or_nothing(q: str) -> list[Document]:
             try:
                 hits = vector_search(self.vectorstore, q, k_vector or top_k, filter=vector_filter)
             except Exception as exc:  # noqa: BLE001 - the model or the vector index failed: keywords still work
@@ -262,10 +264,23 @@ class RagStore:
             self.vector_unavailable = None
             return hits
 
-        fused = hybrid_search(vector_or_nothing, lambda q, _k: keyword(q, k_keyword or top_k),
+        # the two searches run at once: the query embedding and HNSW scan overlap the keyword query
+        by_vector = self._pool().submit(vector_or_nothing, query)
+        by_keyword = keyword(query, k_keyword or top_k)
+        vector_hits = by_vector.result()
+        fused = hybrid_search(lambda q, _k: vector_hits, lambda q, _k: by_keyword,
                               query, max(top_k, k_vector or 0, k_keyword or 0), rrf_k=self.settings.rrf_k,
                               weights=self.settings.hybrid_weights)
         return fused[:top_k]
+
+    def _pool(self):
+        """A small thread pool for the vector half of hybrid searches (made on first use)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with _POOL_LOCK:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vector-search")
+            return self._executor
 
     def _vector_failed(self, exc: BaseException) -> None:
         """Remember why vector search failed; warn on the first failure (one line), not on every query."""

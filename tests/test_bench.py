@@ -44,3 +44,27 @@ def test_format_table_lists_each_section():
     assert "Machine: CPU, 2 cores, 24.0 GB — 2026-11-22" in table
     assert "pipeline 18.0 chunks/s vs raw encode 20.0 chunks/s → 90% of raw" in table
     assert "Rerank (10 pairs): tiny: p50 5.0 ms" in table
+
+
+def test_format_serve_puts_each_figure_next_to_its_target():
+    from app.mcp.bench import format_serve
+
+    ms = lambda p50, p95: {"p50_ms": p50, "p95_ms": p95}  # noqa: E731
+    serve = {"chunks": 50000, "start_to_first_search_s": 1.85,
+             "one_file_sync": {"runs": 5, "total_ms": 102.3, "embedding_ms": 37.0, "without_embedding_ms": 66.0},
+             "search_rag_mcp": {"hybrid": ms(38.2, 52.0), "vector": ms(20.6, 25.7), "keyword": ms(29.4, 46.4)},
+             "search_rag_in_process": {"hybrid": ms(35.0, 40.0), "vector": ms(16.9, 20.0), "keyword": ms(24.1, 30.0)},
+             "rss_after_search_mb": 180.2, "embedding_weights_mb": 68.3, "rss_without_embedding_weights_mb": 111.9,
+             "rss_after_ask_mb": 2012.4, "llm": {"file": "qwen.gguf", "mb": 1065.6},
+             "asks": [{"s": 8.4, "timings": {"retrieve": 0.05, "rerank": 0.0, "first_token": 5.1}},
+                      {"s": 8.9, "timings": {"retrieve": 0.04, "first_token": 4.0}}, {"s": 4.8, "timings": {}}]}
+    assert format_serve(serve) == [
+        "Serve (MCP, 50,000 chunks) — Dialogoi targets:",
+        "  start → first search_rag answer   1.85 s   (target < 3 s)",
+        "  one changed file synced           66.0 ms without embedding (102.3 ms with 37.0 ms embedding)   (target < 50 ms)",
+        "  search_rag k=10 p50/p95 ms        hybrid 38.2/52.0 over MCP, 35.0 in process; vector 20.6/25.7 over MCP, "
+        "16.9 in process; keyword 29.4/46.4 over MCP, 24.1 in process   (target ≤ 10 ms)",
+        "  server RSS after searches         180.2 MB, without the embedding weights (68.3 MB) 111.9 MB   (target < 50 MB)",
+        "  ask: first 8.4 s (loads qwen.gguf), then two new questions 8.9 s, 4.8 s; RSS after ask 2012.4 MB",
+        "  ask, time to first token (retrieve + rerank + prompt evaluation): 5.15 s, 4.04 s, 0.00 s",
+    ]

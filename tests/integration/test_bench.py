@@ -1,4 +1,5 @@
-"""make bench, small: every section except generation and e2e runs for real (they are slow)."""
+"""make bench, small: every section except generation and e2e runs for real (they are slow), the MCP
+server section at 600 chunks."""
 import json
 
 import pytest
@@ -9,7 +10,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
-    result = run_cli("app.bench", "--sizes", "600", "--queries", "3", "--ingest-files", "1",
+    result = run_cli("app.bench", "--sizes", "600", "--queries", "3", "--ingest-files", "1", "--serve-size", "600",
                      "--skip", "generation,e2e", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -20,3 +21,9 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert "tiny (2-layer, random weights)" in data["rerank"]
     assert (tmp_path / "results.png").stat().st_size > 1000
     assert "Retrieval at 600 chunks" in result.stdout
+    serve = data["serve"]
+    assert serve["chunks"] == 600 and 0 < serve["start_to_first_search_s"] < 120
+    assert serve["one_file_sync"]["embedding_ms"] > 0 and serve["one_file_sync"]["without_embedding_ms"] > 0
+    assert all(serve["search_rag_mcp"][m]["p50_ms"] > 0 for m in ("hybrid", "vector", "keyword"))
+    assert len(serve["asks"]) == 3 and serve["rss_after_ask_mb"] > serve["rss_without_embedding_weights_mb"] > 0
+    assert "Serve (MCP, 600 chunks) — Dialogoi targets:" in result.stdout
