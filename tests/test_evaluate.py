@@ -33,9 +33,9 @@ def test_load_questions_reads_the_list(qfile):
     assert evaluate.load_questions(qfile) == QUESTIONS
 
 
-def test_load_questions_sample_set_has_33_answerable_and_8_unanswerable_questions():
+def test_load_questions_sample_set_has_36_answerable_and_8_unanswerable_questions():
     questions = evaluate.load_questions("data/eval_questions.json")
-    assert len(questions) == 41 and sum(q["expected_source"] is None for q in questions) == 8
+    assert len(questions) == 44 and sum(q["expected_source"] is None for q in questions) == 8
     assert all(set(evaluate.REQUIRED_KEYS) <= set(q) for q in questions)
 
 

@@ -199,3 +199,11 @@ def test_service_sync_summary_and_documents(tmp_path):
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: None, data_dir=tmp_path)
     assert svc.sync_summary() == {"summary": f"synced {tmp_path}", "failures": ["x: bad"]}
     assert svc.list_documents() == [{"doc_id": "csv/faq.csv", "chunks": 22}]
+
+
+def test_ask_validates_its_question_before_loading_anything():
+    svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: pytest.fail("loaded"))
+    with pytest.raises(ValueError, match="^question must be a non-empty string$"):
+        svc.ask("  ")
+    with pytest.raises(ValueError, match="^mode must be one of hybrid, vector, keyword, got 'local'$"):
+        svc.ask("受付時間は？", "local")

@@ -73,17 +73,28 @@ class SyncResult(TypedDict):
     failures: list[str]
 
 
-def validate_search(query: Any, k: Any, mode: Any) -> tuple[str, int, str]:
-    """The arguments of ``search_rag`` checked: ValueError with a one-line reason otherwise."""
-    if not isinstance(query, str) or not query.strip():
-        raise ValueError("query must be a non-empty string")
-    if len(query) > MAX_QUERY_CHARS:
-        raise ValueError(f"query is too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+def validate_text(value: Any, name: str = "query") -> str:
+    """A query or question: a non-empty string of at most MAX_QUERY_CHARS characters (stripped)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string")
+    if len(value) > MAX_QUERY_CHARS:
+        raise ValueError(f"{name} is too long ({len(value)} characters; at most {MAX_QUERY_CHARS})")
+    return value.strip()
+
+
+def validate_mode(mode: Any) -> str:
+    """One of the search modes."""
     if mode not in SEARCH_MODES:
         raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-    return query.strip(), k, mode
+    return mode
+
+
+def validate_search(query: Any, k: Any, mode: Any) -> tuple[str, int, str]:
+    """The arguments of ``search_rag`` checked: ValueError with a one-line reason otherwise."""
+    query = validate_text(query)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    return query, k, validate_mode(mode)
 
 
 def normalized_score(doc: Document, mode: str, settings: Settings) -> float:
@@ -227,7 +238,7 @@ class RagService:
         """Answer with the LangGraph workflow: answer, sources (cited first), abstention, timings."""
         from app.graph import run_rag
 
-        question, _, mode = validate_search(question, 1, mode)
+        question, mode = validate_text(question, "question"), validate_mode(mode)
         ctx = replace(self.context(), search=self.store.search_function(mode))
         with self._llm_lock:
             state = run_rag(question, ctx)
