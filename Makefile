@@ -24,7 +24,7 @@ unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask docs remove watch serve evaluate tune real-corpus bench test lint db-stop db-status build up down shell compose-check clean
+.PHONY: help setup models demo ingest ask docs remove watch serve evaluate tune real-corpus bench test lint db-stop db-status build up up-scale down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -110,14 +110,18 @@ up: secrets/db_password ## start PostgreSQL (pgvector) and the app container in 
 	@# the app container runs as you (files in the mounted project stay yours), never as root
 	if [ "$$(id -u)" != 0 ]; then export RAG_UID=$$(id -u) RAG_GID=$$(id -g); fi; $(COMPOSE) up -d
 
+up-scale: secrets/db_password ## like `up`, plus llama.cpp's server (profile scale) serving models/ to the app via LLM_BASE_URL
+	if [ "$$(id -u)" != 0 ]; then export RAG_UID=$$(id -u) RAG_GID=$$(id -g); fi; \
+	LLM_BASE_URL=http://llm:8080/v1 $(COMPOSE) --profile scale up -d
+
 down: ## stop the containers (the pgdata volume is kept)
-	$(COMPOSE) down
+	$(COMPOSE) --profile scale down
 
 shell: ## open bash in the app container
 	$(COMPOSE) exec app bash
 
-compose-check: ## validate docker-compose.yml
-	docker-compose config -q
+compose-check: ## validate docker-compose.yml (both profiles)
+	docker-compose config -q && docker-compose --profile scale config -q
 
 clean: ## remove caches (keeps .venv, models/ and .pgdata/)
 	rm -rf .pytest_cache $$(find . -name __pycache__ -not -path './.venv/*')

@@ -513,7 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.store import RagStore
 
         base = get_settings()
-        settings = dataclasses.replace(base, db_name=f"{base.db_name}_bench")
+        # no statement timeout: index builds at 100k chunks take minutes
+        settings = dataclasses.replace(base, db_name=f"{base.db_name}_bench", db_statement_timeout_ms=0)
         engine = db.get_engine(settings)
         embeddings = get_embeddings(settings)
         db.init_db(settings, embeddings=embeddings, engine=engine)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
 # with a Hugging Face hub id or a local path.
@@ -32,6 +32,10 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "LLM_MAX_TOKENS": (300, 1),
     "RRF_K": (60, 0),
     "CONTEXT_MAX_CHARS": (0, 0),  # 0: whole chunks in the prompt (README, "Prompt length")
+    "LLM_TIMEOUT_S": (120, 1),  # LLM_BASE_URL: seconds per request before it is retried
+    "LLM_MAX_RETRIES": (2, 0),  # LLM_BASE_URL: retries (exponential backoff) after a failed request
+    "DB_POOL_SIZE": (5, 1),  # connections kept open per process (SQLAlchemy pool; overflow as many again)
+    "DB_STATEMENT_TIMEOUT_MS": (60000, 0),  # longest one SQL statement may run (0: no limit)
 }
 _INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 SEARCH_MODES = ("hybrid", "vector", "keyword")
@@ -161,6 +165,48 @@ def _read_password(env: Mapping[str, str], host: str | None) -> str:
     return ""
 
 
+def _read_base_url(env: Mapping[str, str], name: str) -> str | None:
+    """An http(s) base URL such as ``http://127.0.0.1:8080/v1`` (trailing slash dropped), or None."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{name} must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got {raw!r}")
+    return raw.rstrip("/")
+
+
+DATABASE_URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+def _read_database_url(env: Mapping[str, str], host: str | None) -> str | None:
+    """DATABASE_URL, a libpq URI (``postgresql://user:pass@host:5432/db?sslmode=require``), checked
+    and rewritten for SQLAlchemy's psycopg 3 driver; None when unset. Not together with DB_HOST."""
+    raw = env.get("DATABASE_URL", "").strip()
+    if not raw:
+        return None
+    if host is not None:
+        raise ValueError("DATABASE_URL and DB_HOST are both set; set one of them")
+    scheme, sep, rest = raw.partition("://")
+    if not sep or scheme not in DATABASE_URL_SCHEMES or not rest:
+        raise ValueError("DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
+                         f"(scheme {scheme or '?'!r} is not one of {', '.join(DATABASE_URL_SCHEMES)})")
+    try:
+        urlsplit(raw).port  # noqa: B018 (validates the port)
+    except ValueError:
+        raise ValueError("DATABASE_URL has a port that is not a number from 1 to 65535") from None
+    return "postgresql+psycopg://" + rest
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 @dataclass(frozen=True)
 class Settings:
     """All configuration, resolved and validated once from the environment."""
@@ -193,23 +239,38 @@ class Settings:
     context_max_chars: int = _int_default("CONTEXT_MAX_CHARS")
     abstain_min_coverage: float = ABSTAIN_MIN_COVERAGE_DEFAULT
     abstain_min_similarity: float = ABSTAIN_MIN_SIMILARITY_DEFAULT
+    database_url: str | None = None  # DATABASE_URL: a libpq URI, instead of the DB_* variables
+    db_pool_size: int = _int_default("DB_POOL_SIZE")
+    db_statement_timeout_ms: int = _int_default("DB_STATEMENT_TIMEOUT_MS")
+    llm_base_url: str | None = None  # LLM_BASE_URL: an OpenAI-compatible server instead of the GGUF in process
+    llm_api_key: str = ""
+    llm_model: str = ""  # the model name sent to the server (default: the GGUF file name)
+    llm_timeout_s: int = _int_default("LLM_TIMEOUT_S")
+    llm_max_retries: int = _int_default("LLM_MAX_RETRIES")
+    embed_base_url: str | None = None  # EMBED_BASE_URL: an OpenAI-compatible /v1/embeddings server
 
     @property
     def embedded_db(self) -> bool:
-        """True when no DB_HOST is set and the private PostgreSQL is used."""
-        return self.db_host is None
+        """True when neither DB_HOST nor DATABASE_URL is set and the private PostgreSQL is used."""
+        return self.db_host is None and self.database_url is None
+
+    @property
+    def llm_server_model(self) -> str:
+        """The model name for LLM_BASE_URL: LLM_MODEL, or the GGUF file name."""
+        return self.llm_model or Path(self.llm_model_path).name
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
         """Build settings from ``env`` (default ``os.environ``), validating every value."""
         env = os.environ if env is None else env
         host = env.get("DB_HOST", "").strip() or None
+        database_url = _read_database_url(env, host)
         llm_path = env.get("LLM_MODEL_PATH", "").strip()
         return cls(
             db_host=host,
             db_port=_read_int(env, "DB_PORT"),
             db_user=env.get("DB_USER") or "rag",
-            db_password=_read_password(env, host),
+            db_password=_read_password(env, host) if database_url is None else "",
             db_name=env.get("DB_NAME") or "rag",
             pgdata_dir=Path(env.get("PGDATA_DIR") or ".pgdata"),
             data_dir=Path(env.get("DATA_DIR") or "data"),
@@ -233,6 +294,15 @@ class Settings:
             context_max_chars=_read_int(env, "CONTEXT_MAX_CHARS"),
             abstain_min_coverage=_read_float(env, "ABSTAIN_MIN_COVERAGE", ABSTAIN_MIN_COVERAGE_DEFAULT, 0.0, 1.0),
             abstain_min_similarity=_read_float(env, "ABSTAIN_MIN_SIMILARITY", _abstain_default(env), -1.0, 1.0),
+            database_url=database_url,
+            db_pool_size=_read_int(env, "DB_POOL_SIZE"),
+            db_statement_timeout_ms=_read_int(env, "DB_STATEMENT_TIMEOUT_MS"),
+            llm_base_url=_read_base_url(env, "LLM_BASE_URL"),
+            llm_api_key=env.get("LLM_API_KEY", ""),
+            llm_model=env.get("LLM_MODEL", "").strip(),
+            llm_timeout_s=_read_int(env, "LLM_TIMEOUT_S"),
+            llm_max_retries=_read_int(env, "LLM_MAX_RETRIES"),
+            embed_base_url=_read_base_url(env, "EMBED_BASE_URL"),
         )
 
 
@@ -248,6 +318,18 @@ def get_db_config(settings: Settings | None = None) -> dict:
     the app uses its private PostgreSQL instead of connecting to a server.
     """
     s = settings or get_settings()
+    if s.database_url:
+        from urllib.parse import unquote
+
+        parts = urlsplit(s.database_url)
+        return {
+            "host": parts.hostname or "localhost",
+            "port": parts.port or 5432,
+            "user": unquote(parts.username or ""),
+            "password": unquote(parts.password or ""),
+            "dbname": unquote(parts.path.lstrip("/")),
+            "embedded": False,
+        }
     return {
         "host": s.db_host or "localhost",
         "port": s.db_port,
@@ -259,8 +341,12 @@ def get_db_config(settings: Settings | None = None) -> dict:
 
 
 def get_connection_string(settings: Settings | None = None) -> str:
-    """Return the SQLAlchemy/psycopg3 URL ``postgresql+psycopg://user:pass@host:port/dbname``."""
-    cfg = get_db_config(settings)
+    """Return the SQLAlchemy/psycopg3 URL ``postgresql+psycopg://user:pass@host:port/dbname``
+    (DATABASE_URL's, as given, when set)."""
+    s = settings or get_settings()
+    if s.database_url:
+        return s.database_url
+    cfg = get_db_config(s)
     user = quote(cfg["user"], safe="")
     password = quote(cfg["password"], safe="")
     return f"postgresql+psycopg://{user}:{password}@{cfg['host']}:{cfg['port']}/{cfg['dbname']}"

@@ -17,7 +17,7 @@ import logging
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
-from app.config import EMBED_DIM, Settings, get_connection_string, get_settings
+from app.config import EMBED_DIM, Settings, get_connection_string, get_db_config, get_settings
 from app.errors import DatabaseUnavailableError, StoreNotReadyError, WriterBusyError
 
 if TYPE_CHECKING:
@@ -243,6 +243,18 @@ SQL_WRITER_LOCK_HOLDER = (
 # pgvector >= 0.8: when a filter (here: the collection) rejects rows the HNSW scan
 # returned, keep scanning instead of returning fewer than k rows.
 SQL_SESSION_SETTINGS = "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 100"
+# `python -m app.db check`: what the server offers (read-only queries, then one rolled-back CREATE EXTENSION).
+PGVECTOR_MIN_VERSION = (0, 7)
+SQL_SERVER_FACTS = (
+    "SELECT current_setting('server_version') AS server, current_user AS db_user, "
+    "pg_is_in_recovery() AS replica, "
+    "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector') AS available, "
+    "(SELECT extversion FROM pg_extension WHERE extname = 'vector') AS installed"
+)
+SQL_TRY_CREATE_VECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
+
+# Schema creation and migration may rebuild indexes over every chunk: no DB_STATEMENT_TIMEOUT_MS there.
+SQL_NO_TIMEOUT = "SET LOCAL statement_timeout = 0"
 
 
 # --- connection ------------------------------------------------------------
@@ -277,6 +289,9 @@ def describe_target(settings: Settings) -> str:
     """Where the app looks for PostgreSQL, for error messages."""
     if settings.embedded_db:
         return f"embedded PostgreSQL in {settings.pgdata_dir}"
+    if settings.database_url:
+        cfg = get_db_config(settings)
+        return f"PostgreSQL at {cfg['host']}:{cfg['port']} (DATABASE_URL)"
     return f"PostgreSQL at {settings.db_host}:{settings.db_port}"
 
 
@@ -327,8 +342,18 @@ def get_engine(settings: Settings | None = None) -> "Engine":
     from app.resources import cached
 
     s = settings or get_settings()
-    key = (s.db_host, s.db_port, s.db_user, s.db_password, s.db_name, str(s.pgdata_dir.expanduser().absolute()))
+    key = (s.db_host, s.db_port, s.db_user, s.db_password, s.db_name, str(s.pgdata_dir.expanduser().absolute()),
+           s.database_url, s.db_pool_size, s.db_statement_timeout_ms)
     return cached("engine", key, lambda: _connect(s))
+
+
+def _connect_args(s: Settings, url: str) -> dict:
+    """psycopg connect arguments: the connect timeout and, unless the URL sets its own ``options``,
+    DB_STATEMENT_TIMEOUT_MS as the session's statement_timeout (schema builds lift it, see SQL_NO_TIMEOUT)."""
+    args: dict = {"connect_timeout": CONNECT_TIMEOUT_S}
+    if "options=" not in url:
+        args["options"] = f"-c statement_timeout={s.db_statement_timeout_ms}"
+    return args
 
 
 def _connect(s: Settings) -> "Engine":
@@ -339,7 +364,8 @@ def _connect(s: Settings) -> "Engine":
     url = resolve_connection_string(s)
     # hide_parameters: error messages and logs never show bound values (they hold document text).
     engine = create_engine(url, pool_pre_ping=True, hide_parameters=True,
-                           connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+                           pool_size=s.db_pool_size, max_overflow=s.db_pool_size,
+                           connect_args=_connect_args(s, url))
     event.listen(engine, "connect", _configure_session)
     try:
         with engine.connect() as conn:
@@ -422,6 +448,7 @@ def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVect
     store = make_vectorstore(engine, embeddings, collection_name, create=True)
     previous = schema_version(engine)
     with engine.begin() as conn:
+        conn.execute(text(SQL_NO_TIMEOUT))
         column_type = conn.execute(text(SQL_EMBEDDING_TYPE), {"table": EMBEDDING_TABLE}).scalar()
         if column_type != f"vector({EMBED_DIM})":
             raise DatabaseUnavailableError(
@@ -661,12 +688,58 @@ def count_chunks(engine: "Engine", collection_name: str) -> int:
 # --- command line -----------------------------------------------------------
 
 
+def _version_tuple(version: str) -> tuple[int, ...]:
+    """``"0.8.1"`` → ``(0, 8, 1)`` (non-numeric parts stop the tuple)."""
+    out = []
+    for part in version.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def check_server(engine: "Engine") -> dict:
+    """Check that the server can hold the store: pgvector >= 0.7 installed, or available and creatable
+    by this user. Returns the facts (server and pgvector versions, replica or not); raises
+    DatabaseUnavailableError with what to do when it cannot. A read replica passes when the
+    extension is installed (reads need no DDL)."""
+    import psycopg
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    with engine.connect() as conn:
+        facts = dict(conn.execute(text(SQL_SERVER_FACTS)).mappings().one())
+    need = ".".join(map(str, PGVECTOR_MIN_VERSION))
+    version = facts["installed"] or facts["available"]
+    if version is None:
+        raise DatabaseUnavailableError(
+            f"pgvector is not installed on this PostgreSQL {facts['server']} server; install pgvector >= {need} "
+            "(e.g. the pgvector/pgvector image, or the postgresql-NN-pgvector package)")
+    if _version_tuple(version) < PGVECTOR_MIN_VERSION:
+        raise DatabaseUnavailableError(f"pgvector {version} is too old; this app needs pgvector >= {need}")
+    facts["can_create"] = bool(facts["installed"])
+    if not facts["installed"] and not facts["replica"]:
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(SQL_TRY_CREATE_VECTOR))
+                conn.rollback()  # only finding out whether we may
+            facts["can_create"] = True
+        except DBAPIError as exc:
+            if not isinstance(exc.orig, psycopg.errors.InsufficientPrivilege):
+                raise
+            raise DatabaseUnavailableError(
+                f"the database user '{facts['db_user']}' may not create the vector extension; ask an "
+                "administrator to run `CREATE EXTENSION vector;` once in this database") from None
+    return facts
+
+
 def main(argv: Iterable[str] | None = None) -> int:
-    """CLI: ``python -m app.db {init,stop,status}``."""
+    """CLI: ``python -m app.db {init,stop,status,check}``."""
     from app.cli import run
 
     parser = argparse.ArgumentParser(prog="python -m app.db", description="Manage the vector database.")
-    parser.add_argument("action", choices=["init", "stop", "status"])
+    parser.add_argument("action", choices=["init", "stop", "status", "check"])
     parser.add_argument("--no-wait", action="store_true", help="init: fail at once if another writer is running")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -675,13 +748,20 @@ def main(argv: Iterable[str] | None = None) -> int:
         s = get_settings()
         if args.action == "stop":
             if not s.embedded_db:
-                print(f"DB_HOST is set ({s.db_host}); nothing embedded to stop")
+                print(f"the database is a server ({describe_target(s)}); nothing embedded to stop")
             else:
                 from app import embedded_pg
 
                 print(embedded_pg.stop(s.pgdata_dir).capitalize())
             return 0
         engine = get_engine(s)
+        if args.action == "check":
+            facts = check_server(engine)
+            pgvector = facts["installed"] and f"{facts['installed']} installed" or f"{facts['available']} available"
+            role = "read replica" if facts["replica"] else "primary"
+            print(f"{describe_target(s)}: PostgreSQL {facts['server']} ({role}), pgvector {pgvector}, "
+                  f"user {facts['db_user']}: OK")
+            return 0
         if args.action == "init":
             init_db(s, engine=engine, wait=not args.no_wait)
         try:

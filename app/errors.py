@@ -27,3 +27,7 @@ class WriterBusyError(RagError):
 
 class QuestionTooLongError(RagError):
     """The question alone does not fit the LLM's context window."""
+
+
+class LLMUnavailableError(RagError):
+    """The LLM server (LLM_BASE_URL) is down, timed out, refused the request or broke off an answer."""

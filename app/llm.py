@@ -1,10 +1,13 @@
-"""LLM inference (§4.4): a local GGUF model through LangChain's LlamaCpp, loaded lazily once."""
+"""LLM inference (§4.4): a local GGUF model through LangChain's LlamaCpp, loaded lazily once, or,
+with LLM_BASE_URL, any OpenAI-compatible server (llama.cpp's llama-server, vLLM, TGI, Ollama's /v1)
+through LangChain's ChatOpenAI: the same prompt as chat messages, the same stop sequences."""
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
 from app.config import Settings, get_settings
+from app.errors import LLMUnavailableError
 from app.models import resolve_llm_path
 
 if TYPE_CHECKING:
@@ -26,6 +29,10 @@ def get_llm(settings: Settings | None = None) -> "LlamaCpp":
     from app.resources import cached
 
     s = settings or get_settings()
+    if s.llm_base_url:
+        key = (s.llm_base_url, s.llm_api_key, s.llm_server_model, s.llm_max_tokens, s.llm_temperature,
+               s.llm_timeout_s, s.llm_max_retries)
+        return cached("llm", key, lambda: _server_llm(s))
     key = (s.llm_model_path, str(s.models_dir), s.llm_n_ctx, s.llm_max_tokens, s.llm_n_threads, s.llm_temperature)
     return cached("llm", key, lambda: _load_llm(s))
 
@@ -46,10 +53,68 @@ def _load_llm(s: Settings) -> "LlamaCpp":
     )
 
 
+def _server_llm(s: Settings):
+    """ChatOpenAI on LLM_BASE_URL: timeouts, and retries with exponential backoff, are the OpenAI
+    client's own. Nothing is contacted until the first question."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        base_url=s.llm_base_url,
+        api_key=s.llm_api_key or "no-key",  # local servers want none; the client wants a non-empty one
+        model=s.llm_server_model,
+        temperature=s.llm_temperature,
+        max_tokens=s.llm_max_tokens,
+        stop=STOP_SEQUENCES,
+        timeout=s.llm_timeout_s,
+        max_retries=s.llm_max_retries,
+    )
+
+
+def is_chat_model(llm: object) -> bool:
+    """True for a LangChain chat model (messages in, a message out), False for a text LLM."""
+    from langchain_core.language_models import BaseChatModel
+
+    return isinstance(llm, BaseChatModel)
+
+
 def model_name(llm: object) -> str:
-    """A short name for reports: the GGUF file name, or the class name for other LLMs."""
+    """A short name for reports: the GGUF file name, the server's model name, or the class name."""
     path = getattr(llm, "model_path", None)
-    return str(path).rsplit("/", 1)[-1] if path else type(llm).__name__
+    if path:
+        return str(path).rsplit("/", 1)[-1]
+    if is_chat_model(llm) and getattr(llm, "model_name", None):
+        return f"{llm.model_name} at {getattr(llm, 'openai_api_base', '?')}"
+    return type(llm).__name__
+
+
+def server_error(exc: BaseException, llm: object, streaming: bool = False) -> LLMUnavailableError | None:
+    """The one-line error for a failure of the LLM server (down, timed out, refused, or, once
+    ``streaming`` pieces had arrived, broke off), or None for anything else."""
+    import httpx
+    import openai
+
+    url = getattr(llm, "openai_api_base", None) or "LLM_BASE_URL"
+    if streaming and isinstance(exc, (openai.APIError, httpx.HTTPError)):
+        return LLMUnavailableError(f"the LLM server at {url} broke off the answer ({_cause(exc)})")
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMUnavailableError(f"the LLM server at {url} did not answer in time (LLM_TIMEOUT_S, retried "
+                                   "LLM_MAX_RETRIES times)")
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMUnavailableError(f"cannot reach the LLM server at {url} ({_cause(exc)}); start it or fix "
+                                   "LLM_BASE_URL")
+    if isinstance(exc, openai.APIStatusError):
+        return LLMUnavailableError(f"the LLM server at {url} answered HTTP {exc.status_code}: {_cause(exc)}")
+    if isinstance(exc, (openai.APIError, httpx.HTTPError)):
+        return LLMUnavailableError(f"the LLM server at {url} broke off the answer ({_cause(exc)})")
+    return None
+
+
+def _cause(exc: BaseException) -> str:
+    """The first line of the deepest message (httpx's reason, not the client's "Connection error.")."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 @lru_cache(maxsize=4)
@@ -92,6 +157,8 @@ def generate(prompt: str, llm: object | None = None, on_token: Callable[[str], N
     if prompt is None or not str(prompt).strip():
         raise ValueError("prompt must be a non-empty string")
     model = llm if llm is not None else get_llm()
+    if is_chat_model(model):
+        return _generate_chat(prompt, model, on_token, system)
     model_input = as_model_input(prompt, model, system)
     if on_token is None:
         return str(model.invoke(model_input)).strip()
@@ -100,3 +167,25 @@ def generate(prompt: str, llm: object | None = None, on_token: Callable[[str], N
         pieces.append(str(piece))
         on_token(str(piece))
     return "".join(pieces).strip()
+
+
+def _generate_chat(prompt: str, model, on_token: Callable[[str], None] | None, system: str | None) -> str:
+    """:func:`generate` for a chat model (LLM_BASE_URL): the server applies the model's chat template."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    messages = ([SystemMessage(system)] if system else []) + [HumanMessage(prompt)]
+    pieces: list[str] = []
+    try:
+        if on_token is None:
+            return str(model.invoke(messages).content).strip()
+        for chunk in model.stream(messages):
+            piece = str(chunk.content)
+            if piece:
+                pieces.append(piece)
+                on_token(piece)
+        return "".join(pieces).strip()
+    except Exception as exc:
+        mapped = server_error(exc, model, streaming=bool(pieces))
+        if mapped is None:
+            raise
+        raise mapped from None

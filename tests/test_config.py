@@ -202,3 +202,37 @@ def test_abstain_min_coverage(clean_env):
     assert Settings.from_env({"ABSTAIN_MIN_COVERAGE": "0"}).abstain_min_coverage == 0.0
     with pytest.raises(ValueError, match="ABSTAIN_MIN_COVERAGE must be a number from 0 to 1, got '1.5'"):
         Settings.from_env({"ABSTAIN_MIN_COVERAGE": "1.5"})
+
+
+def test_database_url_replaces_the_db_variables(clean_env):
+    s = Settings.from_env({"DATABASE_URL": "postgresql://ann:p%40ss@db.example:6543/rag?sslmode=require"})
+    assert not s.embedded_db and s.db_host is None
+    assert get_connection_string(s) == "postgresql+psycopg://ann:p%40ss@db.example:6543/rag?sslmode=require"
+    assert get_db_config(s) == {"host": "db.example", "port": 6543, "user": "ann", "password": "p@ss",
+                                "dbname": "rag", "embedded": False}
+    assert config.redact_url(s.database_url) == "postgresql+psycopg://ann:***@db.example:6543/rag?sslmode=require"
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"DATABASE_URL": "mysql://a@b/c"}, "DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
+                                        "(scheme 'mysql' is not one of postgresql, postgres, postgresql+psycopg)"),
+    ({"DATABASE_URL": "postgres://a@b:70000/c"}, "DATABASE_URL has a port that is not a number from 1 to 65535"),
+    ({"DATABASE_URL": "postgres://a@b/c", "DB_HOST": "x", "DB_PASSWORD": "y"},
+     "DATABASE_URL and DB_HOST are both set; set one of them"),
+    ({"LLM_BASE_URL": "127.0.0.1:8080/v1"},
+     "LLM_BASE_URL must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got '127.0.0.1:8080/v1'"),
+    ({"DB_STATEMENT_TIMEOUT_MS": "-1"}, "DB_STATEMENT_TIMEOUT_MS must be >= 0, got -1"),
+    ({"DB_POOL_SIZE": "0"}, "DB_POOL_SIZE must be >= 1, got 0"),
+])
+def test_scale_out_variables_are_validated(env, message):
+    with pytest.raises(ValueError) as caught:
+        Settings.from_env(env)
+    assert str(caught.value) == message
+
+
+def test_llm_server_settings(clean_env):
+    s = Settings.from_env({"LLM_BASE_URL": "http://127.0.0.1:8080/v1/", "LLM_MODEL_PATH": "models/q.gguf"})
+    assert (s.llm_base_url, s.llm_server_model, s.llm_api_key) == ("http://127.0.0.1:8080/v1", "q.gguf", "")
+    assert (s.llm_timeout_s, s.llm_max_retries, s.db_pool_size, s.db_statement_timeout_ms) == (120, 2, 5, 60000)
+    named = Settings.from_env({"LLM_BASE_URL": "https://llm.example/v1", "LLM_MODEL": "qwen2.5:1.5b"})
+    assert named.llm_server_model == "qwen2.5:1.5b"

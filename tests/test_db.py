@@ -120,3 +120,19 @@ def test_database_error_leaves_data_errors_to_the_caller():
 
     assert db.database_error(DataError("x", {}, psycopg.errors.DataError("bad"))) is None
     assert db.database_error(ValueError("x")) is None
+
+
+def test_connect_args_set_the_statement_timeout_unless_the_url_does():
+    from app.config import Settings
+
+    s = Settings.from_env({"DB_STATEMENT_TIMEOUT_MS": "2500"})
+    assert db._connect_args(s, "postgresql+psycopg://u@h/d") == {"connect_timeout": db.CONNECT_TIMEOUT_S,
+                                                                 "options": "-c statement_timeout=2500"}
+    assert db._connect_args(s, "postgresql+psycopg://u@h/d?options=-c%20statement_timeout%3D9") == {
+        "connect_timeout": db.CONNECT_TIMEOUT_S}
+
+
+@pytest.mark.parametrize("version,expected", [("0.8.2", (0, 8, 2)), ("0.7.0", (0, 7, 0)), ("0.10", (0, 10)),
+                                              ("0.5.1-dev", (0, 5, 1)), ("x", ())])
+def test_version_tuple(version, expected):
+    assert db._version_tuple(version) == expected

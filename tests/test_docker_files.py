@@ -62,3 +62,14 @@ def test_images_are_pinned_by_digest():
 def test_app_container_does_not_run_as_root():
     user = compose()["services"]["app"]["user"]
     assert user.startswith("${RAG_UID:-10001}")
+
+
+def test_scale_profile_serves_the_gguf_with_llama_server_to_the_app():
+    services = compose()["services"]
+    llm = services["llm"]
+    assert llm["profiles"] == ["scale"] and "llama.cpp:server" in llm["image"]
+    assert "./models:/models:ro" in llm["volumes"] and llm["ports"][0].startswith("127.0.0.1:")
+    assert llm["command"][:2] == ["-m", "/models/${LLM_SERVER_MODEL:-qwen2.5-coder-1.5b-instruct-q4_k_m.gguf}"]
+    assert services["app"]["environment"]["LLM_BASE_URL"] == "${LLM_BASE_URL:-}"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "LLM_BASE_URL=http://llm:8080/v1 $(COMPOSE) --profile scale up -d" in makefile

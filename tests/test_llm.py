@@ -153,3 +153,58 @@ def test_as_model_input_puts_the_system_text_in_its_own_turn():
 def test_as_model_input_without_a_template_joins_system_and_prompt():
     assert llm.as_model_input("p", object(), system="s") == "s\n\np"
     assert llm.as_model_input("p", object()) == "p"
+
+
+def _server_settings(**changes):
+    import dataclasses
+
+    from app.config import Settings
+
+    return dataclasses.replace(Settings.from_env({"LLM_BASE_URL": "http://127.0.0.1:9/v1"}), **changes)
+
+
+def test_llm_base_url_gives_chat_openai_with_the_same_stop_sequences(clean_env):
+    model = llm.get_llm(_server_settings(llm_max_tokens=77, llm_timeout_s=5, llm_max_retries=1))
+    assert type(model).__name__ == "ChatOpenAI" and llm.is_chat_model(model)
+    assert (model.openai_api_base, model.model_name, model.max_tokens) == ("http://127.0.0.1:9/v1", "llama-2-7b.Q4_K_M.gguf", 77)
+    assert (model.stop, model.request_timeout, model.max_retries, model.temperature) == (llm.STOP_SEQUENCES, 5, 1, 0.0)
+    assert llm.model_name(model) == "llama-2-7b.Q4_K_M.gguf at http://127.0.0.1:9/v1"
+
+
+def test_generate_sends_system_and_prompt_as_chat_messages():
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    seen = []
+
+    class Recording(GenericFakeChatModel):
+        def _generate(self, messages, *args, **kwargs):
+            seen.append([(m.type, m.content) for m in messages])
+            return super()._generate(messages, *args, **kwargs)
+
+    fake = Recording(messages=iter([AIMessage(" 答えです。 "), AIMessage("ストリーム の 答え")]))
+    assert llm.generate("質問", llm=fake, system="指示") == "答えです。"
+    assert seen == [[("system", "指示"), ("human", "質問")]]
+    pieces = []
+    assert llm.generate("質問", llm=fake, on_token=pieces.append) == "ストリーム の 答え"
+    assert "".join(pieces) == "ストリーム の 答え" and len(pieces) > 1
+
+
+def test_server_errors_are_one_line():
+    import httpx
+    import openai
+
+    model = llm.get_llm(_server_settings())
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    refused = openai.APIConnectionError(request=request)
+    refused.__cause__ = httpx.ConnectError("[Errno 111] Connection refused")
+    assert str(llm.server_error(refused, model)) == (
+        "cannot reach the LLM server at http://127.0.0.1:9/v1 ([Errno 111] Connection refused); start it or fix "
+        "LLM_BASE_URL")
+    assert str(llm.server_error(refused, model, streaming=True)) == (
+        "the LLM server at http://127.0.0.1:9/v1 broke off the answer ([Errno 111] Connection refused)")
+    assert str(llm.server_error(openai.APITimeoutError(request=request), model)) == (
+        "the LLM server at http://127.0.0.1:9/v1 did not answer in time (LLM_TIMEOUT_S, retried LLM_MAX_RETRIES times)")
+    busy = openai.InternalServerError("model overloaded", response=httpx.Response(503, request=request), body=None)
+    assert str(llm.server_error(busy, model)) == "the LLM server at http://127.0.0.1:9/v1 answered HTTP 503: model overloaded"
+    assert llm.server_error(ValueError("x"), model) is None

