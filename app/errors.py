@@ -31,3 +31,8 @@ class QuestionTooLongError(RagError):
 
 class LLMUnavailableError(RagError):
     """The LLM server (LLM_BASE_URL) is down, timed out, refused the request or broke off an answer."""
+
+
+class EmbeddingServerError(RagError):
+    """The embedding server (EMBED_BASE_URL) is down, refused the request, or returns vectors of the
+    wrong dimension for the store."""

@@ -88,33 +88,11 @@ def model_name(llm: object) -> str:
 
 
 def server_error(exc: BaseException, llm: object, streaming: bool = False) -> LLMUnavailableError | None:
-    """The one-line error for a failure of the LLM server (down, timed out, refused, or, once
-    ``streaming`` pieces had arrived, broke off), or None for anything else."""
-    import httpx
-    import openai
+    """The one-line error for a failure of the LLM server, or None for anything else (app.servers)."""
+    from app.servers import server_error as _server_error
 
     url = getattr(llm, "openai_api_base", None) or "LLM_BASE_URL"
-    if streaming and isinstance(exc, (openai.APIError, httpx.HTTPError)):
-        return LLMUnavailableError(f"the LLM server at {url} broke off the answer ({_cause(exc)})")
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMUnavailableError(f"the LLM server at {url} did not answer in time (LLM_TIMEOUT_S, retried "
-                                   "LLM_MAX_RETRIES times)")
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMUnavailableError(f"cannot reach the LLM server at {url} ({_cause(exc)}); start it or fix "
-                                   "LLM_BASE_URL")
-    if isinstance(exc, openai.APIStatusError):
-        return LLMUnavailableError(f"the LLM server at {url} answered HTTP {exc.status_code}: {_cause(exc)}")
-    if isinstance(exc, (openai.APIError, httpx.HTTPError)):
-        return LLMUnavailableError(f"the LLM server at {url} broke off the answer ({_cause(exc)})")
-    return None
-
-
-def _cause(exc: BaseException) -> str:
-    """The first line of the deepest message (httpx's reason, not the client's "Connection error.")."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    return _server_error(exc, "LLM", url, "LLM_BASE_URL", LLMUnavailableError, streaming)  # type: ignore[return-value]
 
 
 @lru_cache(maxsize=4)

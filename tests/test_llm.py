@@ -204,7 +204,7 @@ def test_server_errors_are_one_line():
     assert str(llm.server_error(refused, model, streaming=True)) == (
         "the LLM server at http://127.0.0.1:9/v1 broke off the answer ([Errno 111] Connection refused)")
     assert str(llm.server_error(openai.APITimeoutError(request=request), model)) == (
-        "the LLM server at http://127.0.0.1:9/v1 did not answer in time (LLM_TIMEOUT_S, retried LLM_MAX_RETRIES times)")
+        "the LLM server at http://127.0.0.1:9/v1 did not answer in time (timeout and retries used up)")
     busy = openai.InternalServerError("model overloaded", response=httpx.Response(503, request=request), body=None)
     assert str(llm.server_error(busy, model)) == "the LLM server at http://127.0.0.1:9/v1 answered HTTP 503: model overloaded"
     assert llm.server_error(ValueError("x"), model) is None

@@ -21,6 +21,7 @@ from tests.integration.conftest import ROOT, run_cli
 pytestmark = pytest.mark.integration
 
 QWEN = ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+GGUF_SMOL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 QUESTION = "エラーコードE3010は何を意味しますか？"
 
 
@@ -38,17 +39,23 @@ def start_server(model: Path, *extra: str) -> tuple[subprocess.Popen, str]:
                              "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 1), *extra],
                             stdout=log, stderr=subprocess.STDOUT)  # a file: llama.cpp's log would fill a pipe
     url = f"http://127.0.0.1:{port}/v1"
+    wait_ready(proc, f"{url}/models", "llama_cpp.server", Path(log.name))
+    return proc, url
+
+
+def wait_ready(proc: subprocess.Popen, probe: str, name: str, log: Path | None = None) -> None:
+    """Wait (up to 120 s) until ``probe`` answers 200 or 401; fail the test if the server exits."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited: {Path(log.name).read_text(errors='replace')[-2000:]}")
+            pytest.fail(f"{name} exited: {log.read_text(errors='replace')[-2000:] if log else proc.returncode}")
         try:
-            if httpx.get(f"{url}/models", timeout=2).status_code in (200, 401):
-                return proc, url
+            if httpx.get(probe, timeout=2).status_code in (200, 401):
+                return
         except httpx.HTTPError:
             time.sleep(0.5)
     proc.kill()
-    pytest.fail("llama_cpp.server did not start within 120 s")
+    pytest.fail(f"{name} did not start within 120 s")
 
 
 def stop(proc: subprocess.Popen) -> None:
