@@ -53,7 +53,7 @@ demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 	$(PY) -m app.ingest
 	$(PY) -m app.ask -- "$$RAG_DEMO_Q"
 
-ingest: $(DEPS) ## sync data/pdf and data/csv into PostgreSQL + pgvector [DRY_RUN=1]
+ingest: $(DEPS) ## sync data/ into PostgreSQL + pgvector [DRY_RUN=1] [INGEST_WORKERS=N: parallel read/chunk/embed]
 	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,)
 
 ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword]

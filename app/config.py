@@ -36,6 +36,7 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "LLM_MAX_RETRIES": (2, 0),  # LLM_BASE_URL: retries (exponential backoff) after a failed request
     "DB_POOL_SIZE": (5, 1),  # connections kept open per process (SQLAlchemy pool; overflow as many again)
     "DB_STATEMENT_TIMEOUT_MS": (60000, 0),  # longest one SQL statement may run (0: no limit)
+    "INGEST_WORKERS": (1, 1),  # processes that read, chunk and embed files in parallel during a sync
 }
 _INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 SEARCH_MODES = ("hybrid", "vector", "keyword")
@@ -251,6 +252,7 @@ class Settings:
     llm_model: str = ""  # the model name sent to the server (default: the GGUF file name)
     llm_timeout_s: int = _int_default("LLM_TIMEOUT_S")
     llm_max_retries: int = _int_default("LLM_MAX_RETRIES")
+    ingest_workers: int = _int_default("INGEST_WORKERS")
     embed_base_url: str | None = None  # EMBED_BASE_URL: an OpenAI-compatible /v1/embeddings server
     embed_api_key: str = ""
     embed_server_prefixes: str = EMBED_SERVER_PREFIXES[0]  # E5 prefixes: in the text, or input_type
@@ -308,6 +310,7 @@ class Settings:
             llm_model=env.get("LLM_MODEL", "").strip(),
             llm_timeout_s=_read_int(env, "LLM_TIMEOUT_S"),
             llm_max_retries=_read_int(env, "LLM_MAX_RETRIES"),
+            ingest_workers=_read_int(env, "INGEST_WORKERS"),
             embed_base_url=_read_base_url(env, "EMBED_BASE_URL"),
             embed_api_key=env.get("EMBED_API_KEY", ""),
             embed_server_prefixes=_read_choice(env, "EMBED_SERVER_PREFIXES", EMBED_SERVER_PREFIXES),

@@ -56,6 +56,17 @@ def load_csvs(csv_dir: str | Path) -> list[tuple[str, str]]:
     return _load(Path(csv_dir), ".csv", csv_units)
 
 
+def _positive_int(raw: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m app.ingest [--data-dir DIR] [--dry-run]``; prints a one-line summary."""
     from app.cli import run
@@ -67,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="let an empty data dir remove every stored document")
     parser.add_argument("--no-wait", action="store_true",
                         help="fail at once if another ingest/remove is running (default: wait for it)")
+    parser.add_argument("--workers", type=_positive_int, default=None,
+                        help="processes that read, chunk and embed in parallel (default: INGEST_WORKERS or 1)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -80,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with logging_redirect_tqdm():  # warnings print above the progress bar, not glued to it
             plan, report = store.sync(data_dir, dry_run=args.dry_run, progress=not args.dry_run,
-                                      allow_empty=args.allow_empty, wait=not args.no_wait)
+                                      allow_empty=args.allow_empty, wait=not args.no_wait, workers=args.workers)
         if args.dry_run:
             print("\n".join(plan.lines() or ["nothing to do"]))
             print(f"Dry run: {len(plan.added)} to add, {len(plan.updated)} to update, "

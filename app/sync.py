@@ -286,13 +286,15 @@ def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable
 
 def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, files: Sequence[SourceFile] | None = None,
          remove_missing: bool = True, dry_run: bool = False, progress: bool = False,
-         allow_empty: bool = False, stored: Sequence[dict] | None = None) -> tuple[SyncPlan, SyncReport]:
+         allow_empty: bool = False, stored: Sequence[dict] | None = None, workers: int = 1) -> tuple[SyncPlan, SyncReport]:
     """Bring the store in line with ``files`` (default: everything under ``data_dir``).
 
     The caller holds the writer lock (RagStore does); ``stored`` (default: read
     from the database) lets a dry run plan without the schema existing. A data dir with no files at
     all while documents are stored is refused (DataSourceError) unless
-    ``allow_empty``: a wrong or unmounted folder must not wipe the index.
+    ``allow_empty``: a wrong or unmounted folder must not wipe the index. With ``workers`` > 1,
+    files are read, chunked and embedded by that many processes in parallel (each loads the model
+    the settings name); this process writes each document as it arrives.
     """
     from app import db
 
@@ -319,11 +321,16 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     bar = _progress(len(work), progress)
     new_texts: list[str] = []
     try:
-        for source, kind in work:
+        for (source, kind), prepared in _prepare_all(work, embeddings, settings, key, lookup, workers):
             try:
-                chunks, embedded = write_file(source, embeddings, engine, settings, key, lookup)
+                if isinstance(prepared, str):  # the worker's one-line failure
+                    raise _PreparedFailure(prepared)
+                chunks, vectors, embedded = prepared
+                write_document(engine, settings, key, source, chunks, vectors)
             except FATAL_ERRORS:
                 raise
+            except _PreparedFailure as failure:
+                _fail(report, str(failure))
             except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
                 _fail(report, describe_failure(source.doc_id, exc))
             else:
@@ -356,14 +363,79 @@ def write_file(source: SourceFile, embeddings: Any, engine: Any, settings: Setti
     Returns (chunks, how many were embedded). Raises whatever fails; nothing is
     written unless every step succeeded.
     """
-    from app import db
+    chunks, vectors, embedded = prepare_file(source, embeddings, settings, lookup)
+    write_document(engine, settings, key, source, chunks, vectors)
+    return chunks, embedded
 
+
+def prepare_file(source: SourceFile, embeddings: Any, settings: Settings,
+                 lookup: Callable[[list[str]], dict]) -> tuple[list[Document], list, int]:
+    """Read, chunk and embed one file (vectors of unchanged chunk texts reused): the slow part,
+    which needs no lock. Returns (chunks, vectors, how many were embedded)."""
     chunks = chunk_file(source, settings)
     vectors, embedded = embed_with_reuse(chunks, embeddings, lookup)
+    return chunks, vectors, embedded
+
+
+def write_document(engine: Any, settings: Settings, key: str, source: SourceFile, chunks: Sequence[Document],
+                   vectors: Sequence) -> None:
+    """Replace ``source``'s document with ``chunks`` in one transaction (the caller holds the writer lock)."""
+    from app import db
+
     db.replace_document(engine, settings.collection_name,
                         {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
                          "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors)
-    return chunks, embedded
+
+
+class _PreparedFailure(Exception):
+    """A file a worker could not prepare; the message is already the one-line reason."""
+
+
+def _prepare_safely(source: SourceFile, embeddings: Any, settings: Settings,
+                    lookup: Callable[[list[str]], dict]) -> tuple | str:
+    """:func:`prepare_file`, or the one-line reason it failed; a lost database or a missing model raises."""
+    try:
+        return prepare_file(source, embeddings, settings, lookup)
+    except FATAL_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one file's failure
+        return describe_failure(source.doc_id, exc)
+
+
+def _prepare_in_worker(source: SourceFile, settings: Settings) -> tuple | str:
+    """Worker process: its own embedding model and connection (loaded once per worker)."""
+    from app import db
+    from app.embeddings import get_embeddings
+
+    engine = db.get_engine(settings)
+    lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.embed_model)  # noqa: E731
+    return _prepare_safely(source, get_embeddings(settings), settings, lookup)
+
+
+def _prepare_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, key: str,
+                 lookup: Callable[[list[str]], dict], workers: int):
+    """Yield ((source, kind), prepared) for each work item: in this process, one at a time, or with
+    ``workers`` > 1 from that many worker processes (files partitioned among them, each worker with
+    its own model and ``llm_n_threads / workers`` threads), as they finish. Writing stays with the
+    caller, the one holder of the writer lock."""
+    if workers <= 1 or len(work) <= 1:
+        for item in work:
+            yield item, _prepare_safely(item[0], embeddings, settings, lookup)
+        return
+    import dataclasses
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    worker_settings = dataclasses.replace(settings, llm_n_threads=max(1, settings.llm_n_threads // workers))
+    with ProcessPoolExecutor(max_workers=min(workers, len(work)),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_prepare_in_worker, item[0], worker_settings): item for item in work}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            for future in futures:
+                future.cancel()
 
 
 def describe_failure(doc_id: str, exc: BaseException) -> str:

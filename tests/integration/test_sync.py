@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -240,3 +241,33 @@ def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(o
     _, report = own_store.sync(data)
     assert report.removed == 1
     assert not [s for s, d in rows(engine, name) if d == "docs/it_helpdesk.md"]
+
+
+def _vectors(engine, collection):
+    cid = db.collection_id(engine, collection)
+    with engine.connect() as conn:
+        return dict(conn.execute(text(
+            "SELECT id, embedding::text FROM langchain_pg_embedding WHERE collection_id = :c"), {"c": cid}).all())
+
+
+def test_parallel_workers_store_what_one_process_stores_and_a_bad_file_fails_alone(own_store, engine, data, settings,
+                                                                                   real_embeddings):
+    import numpy as np
+
+    from app.store import RagStore
+
+    (data / "pdf" / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    _, one = own_store.sync(data)
+    other = RagStore(dataclasses.replace(settings, collection_name=own_store.settings.collection_name + "_w"),
+                     embeddings=real_embeddings, engine=engine)
+    try:
+        _, many = other.sync(data, workers=2)
+        assert (many.added, many.failed, many.chunks_written) == (one.added, one.failed, one.chunks_written) == (7, 1, 50)
+        assert many.failures == one.failures and many.failures[0].startswith("pdf/broken.pdf: ")
+        assert rows(engine, other.settings.collection_name) == rows(engine, own_store.settings.collection_name)
+        # chunk ids include the collection name: compare the sets of vectors
+        a, b = (np.array(sorted(np.round(json.loads(v), 4).tolist() for v in _vectors(engine, c).values()))
+                for c in (own_store.settings.collection_name, other.settings.collection_name))
+        assert a.shape == (50, 384) and np.abs(a - b).max() < 1e-3  # the same model in the workers
+    finally:
+        other.vectorstore.delete_collection()
