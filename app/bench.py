@@ -463,6 +463,14 @@ def format_table(results: dict) -> str:
         from app.mcp.bench import format_serve
 
         lines += [""] + format_serve(results["serve"])
+    if results.get("concurrency"):
+        from app.scale.bench import format_concurrency
+
+        lines += format_concurrency(results["concurrency"])
+    if results.get("llm_server"):
+        from app.scale.bench import format_llm_server
+
+        lines += format_llm_server(results["llm_server"])
     return "\n".join(lines)
 
 
@@ -501,8 +509,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=50, help="queries per search mode and size")
     parser.add_argument("--ingest-files", type=int, default=20, help="synthetic CSV files for the ingest benchmark")
     parser.add_argument("--serve-size", type=int, default=50_000, help="chunks for the MCP server (Dialogoi) section")
+    parser.add_argument("--concurrency-size", type=int, default=100_000,
+                        help="chunks for the concurrency section (parallel ingest workers, concurrent clients)")
+    parser.add_argument("--clients", default="1,2,4", help="concurrent search clients to measure")
     parser.add_argument("--skip", default="",
-                        help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve")
+                        help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve,"
+                             "concurrency,llm-server")
     parser.add_argument("--out", type=Path, default=ROOT / "bench")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
@@ -542,6 +554,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bench_serve(settings, embeddings, size=args.serve_size)
 
         section("serve", "serve", serve)
+
+        def concurrency() -> dict:
+            from app.scale.bench import bench_concurrency
+
+            clients = [int(n) for n in args.clients.split(",") if n.strip()]
+            return bench_concurrency(settings, args.concurrency_size, clients, args.queries, args.ingest_files)
+
+        def llm_server() -> dict:
+            from app.scale.bench import bench_llm_server
+
+            return bench_llm_server(settings)
+
+        section("concurrency", "concurrency", concurrency)
+        section("llm-server", "llm_server", llm_server)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=2), encoding="utf-8")
         plot(results, args.out / "results.png")

@@ -1,5 +1,5 @@
 """make bench, small: every section except generation and e2e runs for real (they are slow), the MCP
-server section at 600 chunks."""
+server and concurrency sections at 600 chunks, the LLM server comparison with the test GGUF."""
 import json
 
 import pytest
@@ -10,14 +10,14 @@ pytestmark = pytest.mark.integration
 
 
 def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
-    result = run_cli("app.bench", "--sizes", "600", "--queries", "3", "--ingest-files", "1", "--serve-size", "600",
-                     "--skip", "generation,e2e", "--out", str(tmp_path))
+    result = run_cli("app.bench", "--sizes", "600", "--queries", "3", "--ingest-files", "2", "--serve-size", "600",
+                     "--concurrency-size", "600", "--clients", "1,2", "--skip", "generation,e2e", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     scale = data["scale"][0]
     assert scale["size"] == 600 and 0 <= scale["hnsw_recall_at_10"] <= 1
     assert scale["vector_hnsw"]["p50_ms"] > 0 and scale["keyword_gin"]["p50_ms"] > 0
-    assert data["ingest"]["chunks"] == 25 and data["ingest"]["pipeline_vs_raw"] > 0
+    assert data["ingest"]["chunks"] == 50 and data["ingest"]["pipeline_vs_raw"] > 0
     assert "tiny (2-layer, random weights)" in data["rerank"]
     assert (tmp_path / "results.png").stat().st_size > 1000
     assert "Retrieval at 600 chunks" in result.stdout
@@ -27,3 +27,13 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert all(serve["search_rag_mcp"][m]["p50_ms"] > 0 for m in ("hybrid", "vector", "keyword"))
     assert len(serve["asks"]) == 3 and serve["rss_after_ask_mb"] > serve["rss_without_embedding_weights_mb"] > 0
     assert "Serve (MCP, 600 chunks) — Dialogoi targets:" in result.stdout
+    conc = data["concurrency"]
+    assert conc["chunks"] == 600 and [w["workers"] for w in conc["ingest_workers"]] == [1, 2]
+    assert all(w["chunks"] == 50 and w["failed"] == 0 for w in conc["ingest_workers"])
+    assert [(r["mode"], r["clients"]) for r in conc["search"]] == [
+        (m, n) for m in ("keyword", "vector", "hybrid") for n in (1, 2)]
+    assert all(r["searches_per_s"] > 0 and r["p95_ms"] >= r["p50_ms"] > 0 for r in conc["search"])
+    llm = data["llm_server"]
+    assert llm["in_process"]["tokens_per_s"] > 0 and llm["server"]["tokens_per_s"] > 0
+    assert [b["requests"] for b in llm["server_concurrent"]] == [1, 2]
+    assert "in process vs OpenAI-compatible server" in result.stdout
