@@ -163,7 +163,8 @@ def _concurrent_generation(model: Any, prompts: list[str]) -> dict:
     with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
         done = list(pool.map(one, prompts))
     wall = time.perf_counter() - start
-    return {"requests": len(prompts), "total_tokens_per_s": round(sum(t for _, t in done) / wall, 1),
+    return {"requests": len(prompts), "tokens": sum(t for _, t in done),
+            "total_tokens_per_s": round(sum(t for _, t in done) / wall, 1),
             "max_request_s": round(max(s for s, _ in done), 2)}
 
 
@@ -243,7 +244,8 @@ def format_llm_server(llm: dict) -> list[str]:
     for key, label in (("in_process", "in process"), ("server", "llama_cpp.server")):
         g = llm[key]
         lines.append(f"  {label:<17} first token {g['ttft_s']} s, {g['tokens_per_s']} tokens/s")
-    lines += [f"  server, {r['requests']} request(s) at once: {r['total_tokens_per_s']} tokens/s over the wall time, "
+    lines += [f"  server, {r['requests']} request(s) at once: {r.get('tokens', '?')} tokens, "
+              f"{r['total_tokens_per_s']} tokens/s over the wall time (first tokens included), "
               f"slowest request {r['max_request_s']} s" for r in llm["server_concurrent"]]
     lines.append(f"  ({llm['server_note']})")
     return lines
