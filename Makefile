@@ -11,7 +11,7 @@ STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scri
 # Only the host virtualenv needs `setup` first; in Docker the image has everything.
 DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
-# What a user types (Q, DOC, MODE, DEMO_Q, DRY_RUN) is data, never code: it reaches the app through
+# What a user types (Q, DOC, MODE, DEMO_Q, DRY_RUN, WORKERS) is data, never code: it reaches the app through
 # the environment, neither expanded by make ($(value …) gives the raw text) nor parsed by the
 # shell (recipes quote "$$RAG_Q"); `--` ends the options, so a question may start with "-".
 export RAG_Q := $(value Q)
@@ -19,8 +19,9 @@ export RAG_DOC := $(value DOC)
 export RAG_MODE := $(value MODE)
 export RAG_DEMO_Q := $(value DEMO_Q)
 export RAG_MCP_HTTP := $(value MCP_HTTP)
+export RAG_WORKERS := $(value WORKERS)
 # make exports command-line variables to recipes, expanding them ($(shell …) would run): not these.
-unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP
+unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
@@ -53,8 +54,8 @@ demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 	$(PY) -m app.ingest
 	$(PY) -m app.ask -- "$$RAG_DEMO_Q"
 
-ingest: $(DEPS) ## sync data/ into PostgreSQL + pgvector [DRY_RUN=1] [INGEST_WORKERS=N: parallel read/chunk/embed]
-	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,)
+ingest: $(DEPS) ## sync data/ into PostgreSQL + pgvector [DRY_RUN=1] [WORKERS=N: processes that read/chunk/embed]
+	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,) $${RAG_WORKERS:+--workers "$$RAG_WORKERS"}
 
 ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword]
 	@if [ -z "$$RAG_Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi

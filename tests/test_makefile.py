@@ -49,6 +49,7 @@ def test_dollar_amount_and_leading_dash_reach_the_app(fake_py):
     ("ask", "MODE", ["-m", "app.ask", "--mode"]),
     ("remove", "DOC", ["-m", "app.docs", "remove", "--"]),
     ("demo", "DEMO_Q", ["-m", "app.ask", "--"]),
+    ("ingest", "WORKERS", ["-m", "app.ingest", "--workers"]),
 ])
 def test_other_variables_are_data_too(fake_py, tmp_path, target, variable, expected_prefix):
     value = f"$(shell touch {tmp_path}/ran); touch {tmp_path}/ran2"
@@ -67,3 +68,8 @@ def test_dry_run_flag_is_not_expanded(fake_py, tmp_path):
 def test_ask_without_a_question_prints_usage(fake_py):
     result = make("ask", py=fake_py)
     assert result.returncode == 2 and 'usage: make ask Q="質問文"' in result.stderr
+
+
+def test_workers_reach_ingest_as_one_argument(fake_py):
+    assert argv(make("ingest", "WORKERS=2", py=fake_py)) == ["-m", "app.ingest", "--workers", "2"]
+    assert argv(make("ingest", py=fake_py)) == ["-m", "app.ingest"]

@@ -88,6 +88,12 @@ def test_server_answers_like_the_same_model_in_process(llm_server):
     streamed = _ask({"LLM_BASE_URL": llm_server})
     assert streamed.returncode == 0, streamed.stderr
     assert streamed.stdout.split("=== Sources")[0].strip() == served.stdout.split("=== Sources")[0].strip()
+    # and as a user runs it: LLM_BASE_URL=… make ask Q=… (PY: this interpreter, no setup step)
+    made = subprocess.run(["make", "-s", "ask", f"Q={QUESTION}", "MODE=keyword", f"PY={sys.executable}"], cwd=ROOT,
+                          env={**os.environ, "LLM_BASE_URL": llm_server, "RERANKER_MODEL": "acme/absent"},
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.split("=== Sources")[0].strip() == served.stdout.split("=== Sources")[0].strip()
 
 
 def test_a_server_that_is_down_is_one_line(ingested):
