@@ -12,7 +12,7 @@ from tests.integration.conftest import run_cli
 pytestmark = pytest.mark.integration
 
 
-def _url(server: dict, user: str = "rag", password: str = "s3cret", dbname: str = "rag", query: str = "") -> str:
+def _url(server: dict, user: str = "rag", password: str = "s3cret", dbname: str = "url", query: str = "") -> str:
     return f"postgresql://{user}:{password}@127.0.0.1:{server['DB_PORT']}/{dbname}{query}"
 
 
@@ -23,8 +23,12 @@ def _admin(server: dict, dbname: str = "postgres"):
 
 @pytest.fixture(scope="module")
 def url_env(integration_env, tcp_server):
-    """The TCP server reached through DATABASE_URL only (no DB_* variables), with the sample data ingested."""
-    env = {"DATABASE_URL": _url(tcp_server, query="?sslmode=disable&application_name=rag-test"),
+    """The TCP server reached through DATABASE_URL only (no DB_* variables), with the sample data ingested
+    into a database of its own (``url``: other tests use ``rag`` on the same server)."""
+    with _admin(tcp_server) as conn:
+        conn.execute("DROP DATABASE IF EXISTS url")
+        conn.execute("CREATE DATABASE url")
+    env = {"DATABASE_URL": _url(tcp_server, dbname="url", query="?sslmode=disable&application_name=rag-test"),
            "DB_HOST": "", "DB_PASSWORD": ""}
     ingest = run_cli("app.ingest", env=env)
     assert ingest.returncode == 0, ingest.stderr
@@ -52,11 +56,11 @@ def test_sslmode_require_on_a_server_without_ssl_is_one_line(url_env, tcp_server
 
 
 def test_a_read_only_user_can_ask_but_not_ingest(url_env, tcp_server):
-    with _admin(tcp_server, "rag") as conn:
-        conn.execute("DROP ROLE IF EXISTS reader")
-        conn.execute("CREATE ROLE reader LOGIN PASSWORD 'r34d'")
-        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
-    env = {**url_env, "DATABASE_URL": _url(tcp_server, user="reader", password="r34d"), "RERANKER_MODEL": "acme/absent"}
+    with _admin(tcp_server, "url") as conn:
+        conn.execute("CREATE ROLE url_reader LOGIN PASSWORD 'r34d'")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO url_reader")
+    env = {**url_env, "DATABASE_URL": _url(tcp_server, user="url_reader", password="r34d"),
+           "RERANKER_MODEL": "acme/absent"}
     ask = run_cli("app.ask", "--mode", "keyword", "--no-stream", "エラーコードE3010は何を意味しますか？", env=env)
     assert ask.returncode == 0, ask.stderr
     assert "technical_guide.pdf:p3" in ask.stdout.split("=== Sources")[1]
@@ -67,20 +71,18 @@ def test_a_read_only_user_can_ask_but_not_ingest(url_env, tcp_server):
 
 def test_check_says_when_the_user_may_not_create_the_extension(url_env, tcp_server):
     with _admin(tcp_server) as conn:
-        conn.execute("DROP DATABASE IF EXISTS fresh")
-        conn.execute("DROP ROLE IF EXISTS owner")
-        conn.execute("CREATE ROLE owner LOGIN PASSWORD '0wn'")
-        conn.execute("CREATE DATABASE fresh OWNER owner")
-    env = {**url_env, "DATABASE_URL": _url(tcp_server, user="owner", password="0wn", dbname="fresh")}
+        conn.execute("CREATE ROLE url_owner LOGIN PASSWORD '0wn'")
+        conn.execute("CREATE DATABASE url_fresh OWNER url_owner")
+    env = {**url_env, "DATABASE_URL": _url(tcp_server, user="url_owner", password="0wn", dbname="url_fresh")}
     check = run_cli("app.db", "check", env=env)
     assert check.returncode == 1
-    assert check.stderr.strip() == ("Error: the database user 'owner' may not create the vector extension; ask an "
+    assert check.stderr.strip() == ("Error: the database user 'url_owner' may not create the vector extension; ask an "
                                     "administrator to run `CREATE EXTENSION vector;` once in this database")
-    with _admin(tcp_server, "fresh") as conn:  # what the administrator does
+    with _admin(tcp_server, "url_fresh") as conn:  # what the administrator does
         conn.execute("CREATE EXTENSION vector")
     check = run_cli("app.db", "check", env=env)
     assert check.returncode == 0, check.stderr
-    assert "pgvector 0.8.2 installed, user owner: OK" in check.stdout
+    assert "pgvector 0.8.2 installed, user url_owner: OK" in check.stdout
     ingest = run_cli("app.ingest", env=env)  # the owner may create the tables now
     assert ingest.returncode == 0, ingest.stderr
     assert "7 added" in ingest.stdout
