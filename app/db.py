@@ -322,11 +322,17 @@ def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
 
     if isinstance(exc, DatabaseUnavailableError):
         return exc
+    if not isinstance(exc, DBAPIError) and isinstance(exc.__cause__, DBAPIError):
+        return database_error(exc.__cause__)  # langchain-postgres wraps some ("Failed to create vector extension")
     orig = getattr(exc, "orig", None)
     if isinstance(exc, DBAPIError) and isinstance(orig, psycopg.errors.InsufficientPrivilege):
         return DatabaseUnavailableError(
             f"the database user may not do this ({_first_line(exc)}); ingest, remove and `db init` need a user "
             "that may create and write the tables, reads only need SELECT")
+    if isinstance(exc, DBAPIError) and isinstance(orig, psycopg.errors.ReadOnlySqlTransaction):
+        return DatabaseUnavailableError(
+            f"the database is read-only ({_first_line(exc)}); a read replica answers questions, but ingest, "
+            "remove and `db init` must go to the primary")
     if not isinstance(exc, (OperationalError, InterfaceError)):
         return None
     if isinstance(orig, psycopg.errors.DiskFull):

@@ -136,3 +136,18 @@ def test_connect_args_set_the_statement_timeout_unless_the_url_does():
                                               ("0.5.1-dev", (0, 5, 1)), ("x", ())])
 def test_version_tuple(version, expected):
     assert db._version_tuple(version) == expected
+
+
+def test_a_read_only_database_is_one_line_even_when_wrapped():
+    import psycopg
+    from sqlalchemy.exc import InternalError
+
+    raw = InternalError("CREATE EXTENSION IF NOT EXISTS vector", {},
+                        psycopg.errors.ReadOnlySqlTransaction("cannot execute CREATE EXTENSION in a read-only transaction"))
+    wrapped = Exception(f"Failed to create vector extension: {raw}")  # what langchain-postgres raises
+    wrapped.__cause__ = raw
+    for exc in (raw, wrapped):
+        assert str(db.database_error(exc)) == (
+            "the database is read-only (cannot execute CREATE EXTENSION in a read-only transaction); a read replica "
+            "answers questions, but ingest, remove and `db init` must go to the primary")
+    assert db.database_error(Exception("other")) is None

@@ -1,13 +1,16 @@
 """Any PostgreSQL: DATABASE_URL (a libpq URI) against the TCP server, `app.db check`, a user without
 the right to create the extension, a read-only user, and the statement timeout."""
 import dataclasses
+import shutil
+import socket
 
 import psycopg
 import pytest
 
+from app import embedded_pg
 from app.config import Settings
 from app.errors import DatabaseUnavailableError
-from tests.integration.conftest import run_cli
+from tests.integration.conftest import private_base, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -103,3 +106,42 @@ def test_statement_timeout_stops_a_long_statement(url_env):
     assert isinstance(mapped, DatabaseUnavailableError)
     assert str(mapped) == "the database failed: canceling statement due to statement timeout"
     assert engine.pool.size() == settings.db_pool_size == 5
+
+
+@pytest.fixture(scope="module")
+def replica(url_env, tcp_server):
+    """A hot standby of the TCP server (pg_basebackup -R, streaming), with the ingested data: a real
+    read replica on another port."""
+    base = private_base("rag-replica-")
+    pgdata = base / "pgdata"
+    who = embedded_pg.runner()
+    if who.user is not None:
+        shutil.chown(base, who.uid, who.gid)
+    pg = embedded_pg.bin_dir()
+    done = embedded_pg._run([str(pg / "pg_basebackup"), "-D", str(pgdata), "-R", "-X", "stream", "-c", "fast", "-d",
+                             f"host=127.0.0.1 port={tcp_server['DB_PORT']} user=rag password=s3cret"], who, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(base / "log"), "-o",
+                             f"-h 127.0.0.1 -p {port} -k {pgdata}", "start"], who)
+    assert done.returncode == 0, done.stderr
+    yield {**tcp_server, "DB_PORT": str(port)}
+    embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_read_replica_answers_and_refuses_writes_in_one_line(url_env, replica):
+    env = {**url_env, "DATABASE_URL": _url(replica), "RERANKER_MODEL": "acme/absent"}
+    check = run_cli("app.db", "check", env=env)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.strip().endswith("(read replica), pgvector 0.8.2 installed, user rag: OK")
+    ask = run_cli("app.ask", "--mode", "hybrid", "--no-stream", "エラーコードE3010は何を意味しますか？", env=env)
+    assert ask.returncode == 0, ask.stderr
+    assert "technical_guide.pdf:p3" in ask.stdout.split("=== Sources")[1]
+    ingest = run_cli("app.ingest", env=env)
+    assert ingest.returncode == 1, ingest.stderr
+    assert ingest.stderr.strip().splitlines()[-1].startswith("Error: the database is read-only ("), ingest.stderr[-3000:]
+    assert ingest.stderr.strip().endswith("a read replica answers questions, but ingest, remove and `db init` must go "
+                                          "to the primary")
