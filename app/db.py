@@ -107,6 +107,14 @@ SQL_DELETE_DOC_CHUNKS = (
     f"DELETE FROM {EMBEDDING_TABLE} WHERE collection_id = :collection AND (cmetadata->>'doc_id' = :doc "
     "OR (cmetadata->>'doc_id' IS NULL AND cmetadata->>'file' = :file))"
 )
+# A replaced document keeps its chunk rows whose id and metadata are unchanged (the id covers the
+# text, its context and position; the metadata the embedding model): only the others are
+# deleted and inserted, so a one-row edit rewrites one row and its BM25 statistics.
+SQL_DOC_CHUNK_METADATA = (
+    f"SELECT id, cmetadata FROM {EMBEDDING_TABLE} WHERE collection_id = :collection AND (cmetadata->>'doc_id' = :doc "
+    "OR (cmetadata->>'doc_id' IS NULL AND cmetadata->>'file' = :file))"
+)
+SQL_DELETE_CHUNKS = f"DELETE FROM {EMBEDDING_TABLE} WHERE id = ANY(CAST(:ids AS varchar[]))"
 SQL_DELETE_LEGACY_CHUNKS = (
     f"DELETE FROM {EMBEDDING_TABLE} WHERE collection_id = :collection AND cmetadata->>'doc_id' IS NULL "
     "AND NOT (coalesce(cmetadata->>'file', '') = ANY(:files))"
@@ -571,22 +579,28 @@ def _require_collection(engine: "Engine", collection_name: str):
 
 def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunks: Sequence,
                      vectors: Sequence[Sequence[float]]) -> None:
-    """Write one document in a single transaction: drop its old chunks, insert the new ones
-    (vector + keyword rows) and its ``rag_document`` row. ``doc`` has doc_id, source_file,
-    content_hash, settings_hash. Readers see the old version or the new one, never a mix."""
+    """Write one document in a single transaction: its old chunks out, the new ones in (vector +
+    keyword rows), and its ``rag_document`` row. Chunk rows whose id and metadata are unchanged
+    stay as they are (see SQL_DOC_CHUNK_METADATA). ``doc`` has doc_id, source_file, content_hash,
+    settings_hash. Readers see the old version or the new one, never a mix."""
     from sqlalchemy import text
 
     collection = _require_collection(engine, collection_name)
-    rows, keywords = _chunk_rows(collection, chunks, vectors)
     with engine.begin() as conn:
-        conn.execute(text(SQL_DELETE_DOC_CHUNKS), {"collection": collection, "doc": doc["doc_id"],
-                                                   "file": doc["source_file"]})
+        stored = dict(conn.execute(text(SQL_DOC_CHUNK_METADATA), {"collection": collection, "doc": doc["doc_id"],
+                                                                  "file": doc["source_file"]}).all())
+        keep = {d.id for d in chunks if d.id in stored and stored[d.id] == d.metadata}
+        gone = [chunk for chunk in stored if chunk not in keep]
+        if gone:
+            conn.execute(text(SQL_DELETE_CHUNKS), {"ids": gone})
+        changed = [(d, v) for d, v in zip(chunks, vectors) if d.id not in keep]
+        rows, keywords = _chunk_rows(collection, [d for d, _ in changed], [v for _, v in changed])
         if rows:
             conn.execute(text(SQL_UPSERT_EMBEDDING), rows)
             conn.execute(text(SQL_UPSERT_KEYWORD), keywords)
         conn.execute(text(SQL_UPSERT_DOCUMENT), {
             "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],
-            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": len(rows),
+            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": len(chunks),
             "origin": doc.get("origin", "data_dir")})
 
 

@@ -24,8 +24,9 @@ STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n
                   "<|endoftext|>"]
 
 
-def get_llm(settings: Settings | None = None) -> "LlamaCpp":
-    """Return the LlamaCpp model for these settings, loading the GGUF file on first use."""
+def get_llm(settings: Settings | None = None):
+    """Return the LLM for these settings: LlamaCpp, loading the GGUF file on first use, or, with
+    LLM_BASE_URL, a ChatOpenAI client of that server."""
     from app.resources import cached
 
     s = settings or get_settings()

@@ -52,9 +52,19 @@ def test_second_sync_of_unchanged_data_adds_nothing_and_embeds_nothing(own_store
     assert rows(engine, own_store.settings.collection_name) == before and len(before) == 50
 
 
+def _row_versions(engine, collection: str, doc_id: str) -> dict:
+    """id -> xmin (the transaction that last wrote the row) of a document's chunk rows."""
+    cid = db.collection_id(engine, collection)
+    with engine.connect() as conn:
+        return dict(conn.execute(text(
+            "SELECT id, xmin::text FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = :d"),
+            {"c": cid, "d": doc_id}).all())
+
+
 def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine, data):
     name = own_store.settings.collection_name
     own_store.sync(data)
+    before = _row_versions(engine, name, "csv/faq.csv")
     faq = data / "csv" / "faq.csv"
     faq.write_text(faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"),
                    encoding="utf-8")
@@ -65,6 +75,10 @@ def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine,
     hit = keyword_search(engine, name, "平日10時から17時", 1)[0]
     assert hit.metadata["source"] == "faq.csv:r2" and "10時" in hit.page_content
     assert all("平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 50))
+    after = _row_versions(engine, name, "csv/faq.csv")
+    rewritten = {i for i in after if before.get(i) != after[i]}
+    assert len(after) == len(before) == 22 and len(rewritten) == 1  # the edited row only; 21 rows untouched
+    assert len(set(before) - set(after)) == 1  # its old version is gone
 
 
 def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
@@ -271,3 +285,30 @@ def test_parallel_workers_store_what_one_process_stores_and_a_bad_file_fails_alo
         assert a.shape == (50, 384) and np.abs(a - b).max() < 1e-3  # the same model in the workers
     finally:
         other.vectorstore.delete_collection()
+
+
+def test_a_new_embedding_model_rewrites_rows_whose_ids_stay_the_same(hash_store, engine, data):
+    """Chunk ids cover the text, not the model: a sync under another EMBED_MODEL must still replace
+    every vector (the kept-row check compares the metadata, which names the model)."""
+    from app.store import RagStore
+    from tests.integration.conftest import HashEmbeddings
+
+    class Shifted(HashEmbeddings):
+        def _vector(self, text_):
+            return [-x for x in super()._vector(text_)]
+
+    hash_store.sync(data)
+    name = hash_store.settings.collection_name
+    before = _vectors(engine, name)
+    other = RagStore(dataclasses.replace(hash_store.settings, embed_model="acme/other-384"), embeddings=Shifted(),
+                     engine=engine)
+    _, report = other.sync(data)
+    assert report.updated == 7 and report.embedded == 50  # nothing reused across models
+    after = _vectors(engine, name)
+    assert set(after) == set(before)  # the same ids...
+    assert all(json.loads(after[i]) != json.loads(before[i]) for i in after)  # ...with the new model's vectors
+    cid = db.collection_id(engine, name)
+    with engine.connect() as conn:
+        models = set(conn.execute(text("SELECT DISTINCT cmetadata->>'embed_model' FROM langchain_pg_embedding "
+                                       "WHERE collection_id = :c"), {"c": cid}).scalars())
+    assert models == {"acme/other-384"}
