@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
 # with a Hugging Face hub id or a local path.
@@ -203,15 +203,6 @@ def _read_database_url(env: Mapping[str, str], host: str | None) -> str | None:
     return "postgresql+psycopg://" + rest
 
 
-def redact_url(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 @dataclass(frozen=True)
 class Settings:
     """All configuration, resolved and validated once from the environment."""
@@ -330,8 +321,6 @@ def get_db_config(settings: Settings | None = None) -> dict:
     """
     s = settings or get_settings()
     if s.database_url:
-        from urllib.parse import unquote
-
         parts = urlsplit(s.database_url)
         return {
             "host": parts.hostname or "localhost",

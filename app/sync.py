@@ -321,16 +321,16 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     bar = _progress(len(work), progress)
     new_texts: list[str] = []
     try:
-        for (source, kind), prepared in _prepare_all(work, embeddings, settings, key, lookup, workers):
+        for (source, kind), prepared in _prepare_all(work, embeddings, settings, lookup, workers):
+            if isinstance(prepared, str):  # reading, chunking or embedding failed: the one-line reason
+                _fail(report, prepared)
+                _tick(bar)
+                continue
+            chunks, vectors, embedded = prepared
             try:
-                if isinstance(prepared, str):  # the worker's one-line failure
-                    raise _PreparedFailure(prepared)
-                chunks, vectors, embedded = prepared
                 write_document(engine, settings, key, source, chunks, vectors)
             except FATAL_ERRORS:
                 raise
-            except _PreparedFailure as failure:
-                _fail(report, str(failure))
             except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
                 _fail(report, describe_failure(source.doc_id, exc))
             else:
@@ -356,18 +356,6 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     return plan, report
 
 
-def write_file(source: SourceFile, embeddings: Any, engine: Any, settings: Settings, key: str,
-               lookup: Callable[[list[str]], dict]) -> tuple[list[Document], int]:
-    """Read, chunk and embed one file, then replace its document in one transaction.
-
-    Returns (chunks, how many were embedded). Raises whatever fails; nothing is
-    written unless every step succeeded.
-    """
-    chunks, vectors, embedded = prepare_file(source, embeddings, settings, lookup)
-    write_document(engine, settings, key, source, chunks, vectors)
-    return chunks, embedded
-
-
 def prepare_file(source: SourceFile, embeddings: Any, settings: Settings,
                  lookup: Callable[[list[str]], dict]) -> tuple[list[Document], list, int]:
     """Read, chunk and embed one file (vectors of unchanged chunk texts reused): the slow part,
@@ -385,10 +373,6 @@ def write_document(engine: Any, settings: Settings, key: str, source: SourceFile
     db.replace_document(engine, settings.collection_name,
                         {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
                          "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors)
-
-
-class _PreparedFailure(Exception):
-    """A file a worker could not prepare; the message is already the one-line reason."""
 
 
 def _prepare_safely(source: SourceFile, embeddings: Any, settings: Settings,
@@ -412,7 +396,7 @@ def _prepare_in_worker(source: SourceFile, settings: Settings) -> tuple | str:
     return _prepare_safely(source, get_embeddings(settings), settings, lookup)
 
 
-def _prepare_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, key: str,
+def _prepare_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings,
                  lookup: Callable[[list[str]], dict], workers: int):
     """Yield ((source, kind), prepared) for each work item: in this process, one at a time, or with
     ``workers`` > 1 from that many worker processes (files partitioned among them, each worker with

@@ -190,8 +190,19 @@ def test_prompt_style_and_abstention_threshold(clean_env):
     ({"PROMPT_STYLE": "fancy"}, "PROMPT_STYLE must be one of cited, spec, got 'fancy'"),
     ({"ABSTAIN_MIN_SIMILARITY": "2"}, "ABSTAIN_MIN_SIMILARITY must be a number from -1 to 1, got '2'"),
     ({"ABSTAIN_MIN_SIMILARITY": "high"}, "ABSTAIN_MIN_SIMILARITY must be a number, got 'high'"),
+    ({"DATABASE_URL": "mysql://a@b/c"}, "DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
+                                        "(scheme 'mysql' is not one of postgresql, postgres, postgresql+psycopg)"),
+    ({"DATABASE_URL": "postgres://a@b:70000/c"}, "DATABASE_URL has a port that is not a number from 1 to 65535"),
+    ({"DATABASE_URL": "postgres://a@b/c", "DB_HOST": "x", "DB_PASSWORD": "y"},
+     "DATABASE_URL and DB_HOST are both set; set one of them"),
+    ({"LLM_BASE_URL": "127.0.0.1:8080/v1"},
+     "LLM_BASE_URL must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got '127.0.0.1:8080/v1'"),
+    ({"DB_STATEMENT_TIMEOUT_MS": "-1"}, "DB_STATEMENT_TIMEOUT_MS must be >= 0, got -1"),
+    ({"DB_POOL_SIZE": "0"}, "DB_POOL_SIZE must be >= 1, got 0"),
+    ({"INGEST_WORKERS": "0"}, "INGEST_WORKERS must be >= 1, got 0"),
+    ({"EMBED_SERVER_PREFIXES": "both"}, "EMBED_SERVER_PREFIXES must be one of text, input_type, got 'both'"),
 ])
-def test_prompt_style_and_threshold_are_validated(env, message):
+def test_other_settings_are_validated(env, message):
     with pytest.raises(ValueError) as err:
         Settings.from_env(env)
     assert str(err.value) == message
@@ -210,24 +221,6 @@ def test_database_url_replaces_the_db_variables(clean_env):
     assert get_connection_string(s) == "postgresql+psycopg://ann:p%40ss@db.example:6543/rag?sslmode=require"
     assert get_db_config(s) == {"host": "db.example", "port": 6543, "user": "ann", "password": "p@ss",
                                 "dbname": "rag", "embedded": False}
-    assert config.redact_url(s.database_url) == "postgresql+psycopg://ann:***@db.example:6543/rag?sslmode=require"
-
-
-@pytest.mark.parametrize("env,message", [
-    ({"DATABASE_URL": "mysql://a@b/c"}, "DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
-                                        "(scheme 'mysql' is not one of postgresql, postgres, postgresql+psycopg)"),
-    ({"DATABASE_URL": "postgres://a@b:70000/c"}, "DATABASE_URL has a port that is not a number from 1 to 65535"),
-    ({"DATABASE_URL": "postgres://a@b/c", "DB_HOST": "x", "DB_PASSWORD": "y"},
-     "DATABASE_URL and DB_HOST are both set; set one of them"),
-    ({"LLM_BASE_URL": "127.0.0.1:8080/v1"},
-     "LLM_BASE_URL must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got '127.0.0.1:8080/v1'"),
-    ({"DB_STATEMENT_TIMEOUT_MS": "-1"}, "DB_STATEMENT_TIMEOUT_MS must be >= 0, got -1"),
-    ({"DB_POOL_SIZE": "0"}, "DB_POOL_SIZE must be >= 1, got 0"),
-])
-def test_scale_out_variables_are_validated(env, message):
-    with pytest.raises(ValueError) as caught:
-        Settings.from_env(env)
-    assert str(caught.value) == message
 
 
 def test_llm_server_settings(clean_env):

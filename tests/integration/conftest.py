@@ -136,12 +136,26 @@ def private_base(prefix: str) -> Path:
     return base
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_postgres(pgdata: Path, port: int, log: Path, who) -> None:
+    """Start PostgreSQL (the embedded binaries) on 127.0.0.1:``port`` with its socket in ``pgdata``."""
+    done = embedded_pg._run([str(embedded_pg.bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(log), "-o",
+                             f"-h 127.0.0.1 -p {port} -k {pgdata}", "start"], who)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.fixture(scope="session")
 def tcp_server():
     """A second PostgreSQL + pgvector (the same binaries) on 127.0.0.1 with a password:
     reached exactly like a real server, through DB_HOST/DB_PORT/DB_USER/DB_PASSWORD/DB_NAME."""
-    import socket
-
     import psycopg
 
     base = private_base("rag-tcp-")
@@ -157,12 +171,8 @@ def tcp_server():
     done = embedded_pg._run([str(pg / "initdb"), "-D", str(pgdata), "--auth-local=scram-sha-256",
                              "--auth-host=scram-sha-256", "-U", "rag", f"--pwfile={pwfile}", "--encoding=utf8"], who)
     assert done.returncode == 0, done.stderr
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    done = embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log"), "-o",
-                             f"-h 127.0.0.1 -p {port} -k {pgdata}", "start"], who)
-    assert done.returncode == 0, done.stderr
+    port = free_port()
+    start_postgres(pgdata, port, pgdata / "log", who)
     with psycopg.connect(host="127.0.0.1", port=port, user="rag", password="s3cret", dbname="postgres",
                          autocommit=True) as conn:
         conn.execute("CREATE DATABASE rag")

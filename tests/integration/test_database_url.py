@@ -2,7 +2,6 @@
 the right to create the extension, a read-only user, and the statement timeout."""
 import dataclasses
 import shutil
-import socket
 
 import psycopg
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from app import embedded_pg
 from app.config import Settings
 from app.errors import DatabaseUnavailableError
-from tests.integration.conftest import private_base, run_cli
+from tests.integration.conftest import free_port, private_base, run_cli, start_postgres
 
 pytestmark = pytest.mark.integration
 
@@ -121,12 +120,8 @@ def replica(url_env, tcp_server):
     done = embedded_pg._run([str(pg / "pg_basebackup"), "-D", str(pgdata), "-R", "-X", "stream", "-c", "fast", "-d",
                              f"host=127.0.0.1 port={tcp_server['DB_PORT']} user=rag password=s3cret"], who, timeout=120)
     assert done.returncode == 0, done.stderr
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    done = embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(base / "log"), "-o",
-                             f"-h 127.0.0.1 -p {port} -k {pgdata}", "start"], who)
-    assert done.returncode == 0, done.stderr
+    port = free_port()
+    start_postgres(pgdata, port, base / "log", who)
     yield {**tcp_server, "DB_PORT": str(port)}
     embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
     shutil.rmtree(base, ignore_errors=True)

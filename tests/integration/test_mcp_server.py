@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT, run_cli
+from tests.integration.conftest import ROOT, free_port, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -117,16 +117,10 @@ def test_stdio_session_lists_and_calls_every_tool_and_follows_file_changes(integ
     print(f"watcher: new file searchable after {added_s:.2f} s, deleted one gone after {removed_s:.2f} s")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_http_session_on_localhost(integration_env, ingested):
     from mcp import Client
 
-    port = _free_port()
+    port = free_port()
     env = _server_env(integration_env)
     proc = subprocess.Popen([sys.executable, "-m", "app.mcp", "--http", str(port), "--no-preload"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 
 from app import db
 from app.retrieval import keyword_search
-from tests.integration.conftest import ROOT
+from tests.integration.conftest import ROOT, CountingEmbeddings
 
 pytestmark = pytest.mark.integration
 
@@ -264,27 +264,41 @@ def _vectors(engine, collection):
             "SELECT id, embedding::text FROM langchain_pg_embedding WHERE collection_id = :c"), {"c": cid}).all())
 
 
-def test_parallel_workers_store_what_one_process_stores_and_a_bad_file_fails_alone(own_store, engine, data, settings,
-                                                                                   real_embeddings):
+def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alone(settings, engine, real_embeddings,
+                                                                                   tmp_path):
+    """Texts nobody stored before (so no vector can be reused): the two workers embed them all,
+    this process none, with the same model; a broken file is counted alone."""
+    import uuid
+
     import numpy as np
 
     from app.store import RagStore
+    from app.sync import embedding_text
 
+    token = uuid.uuid4().hex
+    data = tmp_path / "data"
+    (data / "csv").mkdir(parents=True)
+    (data / "pdf").mkdir()
+    for f in range(4):
+        rows = "\n".join(f"{token}-{f}-{i},社内規程 {i} 条の説明 {token[:6]}" for i in range(5))
+        (data / "csv" / f"w{f}.csv").write_text(f"番号,内容\n{rows}\n", encoding="utf-8")
     (data / "pdf" / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
-    _, one = own_store.sync(data)
-    other = RagStore(dataclasses.replace(settings, collection_name=own_store.settings.collection_name + "_w"),
-                     embeddings=real_embeddings, engine=engine)
+    here = CountingEmbeddings(real_embeddings)
+    store = RagStore(dataclasses.replace(settings, collection_name=f"w_{token[:8]}"), embeddings=here, engine=engine)
     try:
-        _, many = other.sync(data, workers=2)
-        assert (many.added, many.failed, many.chunks_written) == (one.added, one.failed, one.chunks_written) == (7, 1, 50)
-        assert many.failures == one.failures and many.failures[0].startswith("pdf/broken.pdf: ")
-        assert rows(engine, other.settings.collection_name) == rows(engine, own_store.settings.collection_name)
-        # chunk ids include the collection name: compare the sets of vectors
-        a, b = (np.array(sorted(np.round(json.loads(v), 4).tolist() for v in _vectors(engine, c).values()))
-                for c in (own_store.settings.collection_name, other.settings.collection_name))
-        assert a.shape == (50, 384) and np.abs(a - b).max() < 1e-3  # the same model in the workers
+        _, report = store.sync(data, workers=2)
+        assert (report.added, report.failed, report.embedded, report.chunks_written) == (4, 1, 20, 20)
+        assert report.failures[0].startswith("pdf/broken.pdf: ")
+        assert here.texts == 0  # every chunk was embedded in the worker processes
+        cid = db.collection_id(engine, store.settings.collection_name)
+        with engine.connect() as conn:
+            stored = conn.execute(text("SELECT document, cmetadata->>'context', embedding::text "
+                                       "FROM langchain_pg_embedding WHERE collection_id = :c"), {"c": cid}).all()
+        expected = real_embeddings.embed_documents([embedding_text(doc, context) for doc, context, _ in stored])
+        got = np.array([json.loads(v) for _, _, v in stored])
+        assert got.shape == (20, 384) and np.abs(got - np.array(expected)).max() < 1e-3  # the same model
     finally:
-        other.vectorstore.delete_collection()
+        store.vectorstore.delete_collection()
 
 
 def test_a_new_embedding_model_rewrites_rows_whose_ids_stay_the_same(hash_store, engine, data):
