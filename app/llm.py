@@ -48,6 +48,10 @@ def _load_llm(s: Settings) -> "LlamaCpp":
         max_tokens=s.llm_max_tokens,
         n_threads=s.llm_n_threads,
         n_batch=N_BATCH,
+        # LangChain's LlamaCpp passes RoPE base 10000 and scale 1 to every model unless told otherwise;
+        # 0 lets llama.cpp read them from the GGUF (Qwen2.5's base is 1,000,000).
+        rope_freq_base=0.0,
+        rope_freq_scale=0.0,
         temperature=s.llm_temperature,
         stop=STOP_SEQUENCES,
         verbose=False,
@@ -64,7 +68,8 @@ def _server_llm(s: Settings):
         api_key=s.llm_api_key or "no-key",  # local servers want none; the client wants a non-empty one
         model=s.llm_server_model,
         temperature=s.llm_temperature,
-        max_tokens=s.llm_max_tokens,
+        max_tokens=s.llm_max_tokens,  # sent as OpenAI's max_completion_tokens, which llama.cpp's servers ignore:
+        extra_body={"max_tokens": s.llm_max_tokens},  # so also under the name they read
         stop=STOP_SEQUENCES,
         timeout=s.llm_timeout_s,
         max_retries=s.llm_max_retries,

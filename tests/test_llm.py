@@ -27,6 +27,12 @@ def test_get_llm_passes_spec_parameters(fake_llamacpp, gguf):
     assert (kw["n_ctx"], kw["max_tokens"], kw["verbose"]) == (2048, 300, False)
 
 
+def test_get_llm_lets_the_gguf_set_rope(fake_llamacpp, gguf):
+    llm.get_llm()
+    kw = fake_llamacpp.call_args.kwargs
+    assert (kw["rope_freq_base"], kw["rope_freq_scale"]) == (0.0, 0.0)  # not LangChain's 10000 / 1
+
+
 def test_get_llm_sets_stop_sequences_and_threads(fake_llamacpp, gguf, clean_env):
     clean_env.setenv("LLM_N_THREADS", "2")
     llm.get_llm()
@@ -168,6 +174,7 @@ def test_llm_base_url_gives_chat_openai_with_the_same_stop_sequences(clean_env):
     assert type(model).__name__ == "ChatOpenAI" and llm.is_chat_model(model)
     assert (model.openai_api_base, model.model_name, model.max_tokens) == ("http://127.0.0.1:9/v1", "llama-2-7b.Q4_K_M.gguf", 77)
     assert (model.stop, model.request_timeout, model.max_retries, model.temperature) == (llm.STOP_SEQUENCES, 5, 1, 0.0)
+    assert model.extra_body == {"max_tokens": 77}  # llama.cpp's servers ignore max_completion_tokens
     assert llm.model_name(model) == "llama-2-7b.Q4_K_M.gguf at http://127.0.0.1:9/v1"
 
 

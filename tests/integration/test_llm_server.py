@@ -81,6 +81,11 @@ def test_server_answers_like_the_same_model_in_process(llm_server):
     streamed = _ask({"LLM_BASE_URL": llm_server})
     assert streamed.returncode == 0, streamed.stderr
     assert streamed.stdout.split("=== Sources")[0].strip() == served.stdout.split("=== Sources")[0].strip()
+    # LLM_MAX_TOKENS holds through the server too (it reads max_tokens, not max_completion_tokens)
+    short = _ask({"LLM_BASE_URL": llm_server, "LLM_MAX_TOKENS": "3"}, "--no-stream")
+    assert short.returncode == 0, short.stderr
+    short_answer = short.stdout.split("=== Answer ===")[1].split("=== Sources")[0].strip()
+    assert len(short_answer) < len(answer) and len(short_answer) <= 20, short_answer
     # and as a user runs it: LLM_BASE_URL=… make ask Q=… (PY: this interpreter, no setup step)
     made = subprocess.run(["make", "-s", "ask", f"Q={QUESTION}", "MODE=keyword", f"PY={sys.executable}"], cwd=ROOT,
                           env={**os.environ, "LLM_BASE_URL": llm_server, "RERANKER_MODEL": "acme/absent"},
