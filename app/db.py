@@ -655,11 +655,12 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def keyword_search(engine: "Engine", collection_name: str, terms: Sequence[str], k: int) -> list[tuple]:
+def keyword_search(engine: "Engine", collection_name: str, terms: Sequence[str], k: int,
+                   budget: int | None = None) -> list[tuple]:
     """Rows ``(id, document, cmetadata, score)`` for the query ``terms``, best BM25 score first.
 
-    Terms found in more than a quarter of the chunks score but do not select candidates
-    (app.keywords.candidate_terms), which keeps long Japanese queries fast.
+    Terms found in more than a tenth of the chunks, or beyond the postings budget, score but do
+    not select candidates (app.keywords.candidate_terms), which keeps long Japanese queries fast.
     """
     from sqlalchemy import text
 
@@ -670,15 +671,17 @@ def keyword_search(engine: "Engine", collection_name: str, terms: Sequence[str],
     if collection is None:
         return []
     with engine.connect() as conn:
-        params = keyword_search_params(conn, collection, terms, k)
+        params = keyword_search_params(conn, collection, terms, k, budget)
         return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
 
 
-def keyword_search_params(conn, collection, terms: Sequence[str], k: int) -> dict | None:
-    """Bound values for SQL_KEYWORD_SEARCH: idf per term from the statistics, candidate terms,
-    average length; None when no term occurs in the collection."""
+def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget: int | None = None) -> dict | None:
+    """Bound values for SQL_KEYWORD_SEARCH: idf per term from the statistics, candidate terms
+    (within ``budget`` postings, default app.keywords.CANDIDATE_POSTINGS), average length;
+    None when no term occurs in the collection."""
     from sqlalchemy import text
 
+    from app import keywords
     from app.keywords import B, K1, bm25_idf, candidate_terms, to_tsquery_terms
 
     stats = conn.execute(text(SQL_TERM_STATS), {"terms": list(terms), "collection": collection}).all()
@@ -686,7 +689,7 @@ def keyword_search_params(conn, collection, terms: Sequence[str], k: int) -> dic
         return None
     n, total = int(stats[0][0]), int(stats[0][1])
     dfs = {term: int(df) for _, _, term, df in stats}
-    chosen = candidate_terms(terms, dfs, n)
+    chosen = candidate_terms(terms, dfs, n, budget=keywords.CANDIDATE_POSTINGS if budget is None else budget)
     if not chosen:
         return None
     return {"terms": list(terms), "idfs": [bm25_idf(n, dfs[t]) for t in terms], "tsquery": to_tsquery_terms(chosen),

@@ -27,6 +27,10 @@ B = 0.75
 # but does not select candidates: it would make every chunk a candidate.
 FREQUENT_SHARE = 0.1
 MIN_CANDIDATE_TERMS = 3
+# At most this many postings (the sum of the candidate terms' document frequencies) select
+# candidates, rarest terms first: ranking every match is what costs at 100k chunks. Bigger
+# terms still score. On a corpus of a few thousand chunks the budget never binds.
+CANDIDATE_POSTINGS = 4000
 
 _JA = "\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ヵヶ"
 _TOKEN_RUNS = re.compile(rf"[a-z0-9]+|[{_JA}]+")
@@ -95,11 +99,20 @@ def bm25_term_score(tf: float, idf: float, dl: float, avgdl: float, k1: float = 
 
 
 def candidate_terms(terms: Sequence[str], dfs: Mapping[str, int], n: int, share: float = FREQUENT_SHARE,
-                    keep: int = MIN_CANDIDATE_TERMS) -> list[str]:
-    """The query terms that select candidates: those in at most ``share`` of the ``n`` chunks;
-    if every term is that frequent, the ``keep`` rarest (terms found nowhere never select)."""
+                    keep: int = MIN_CANDIDATE_TERMS, budget: int = CANDIDATE_POSTINGS) -> list[str]:
+    """The query terms that select candidates, in query order.
+
+    Those in at most ``share`` of the ``n`` chunks (if every term is that frequent, the ``keep``
+    rarest; terms found nowhere never select), then, rarest first, as many as fit in ``budget``
+    postings (the sum of their document frequencies); the rarest one always selects.
+    """
     present = [t for t in terms if dfs.get(t, 0) > 0]
-    rare = [t for t in present if dfs[t] <= share * n]
-    if rare:
-        return rare
-    return sorted(present, key=lambda t: (dfs[t], present.index(t)))[:keep]
+    by_rarity = sorted(present, key=lambda t: (dfs[t], present.index(t)))
+    eligible = [t for t in by_rarity if dfs[t] <= share * n] or by_rarity[:keep]
+    chosen, postings = set(), 0
+    for term in eligible:
+        if chosen and postings + dfs[term] > budget:
+            break
+        chosen.add(term)
+        postings += dfs[term]
+    return [t for t in present if t in chosen]

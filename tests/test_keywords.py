@@ -68,6 +68,19 @@ def test_candidate_terms_drop_frequent_terms_but_keep_the_rarest_if_all_are_freq
     assert candidate_terms(["なし"], dfs, 100) == []
 
 
+def test_candidate_terms_fit_a_postings_budget_rarest_first():
+    from app.keywords import candidate_terms
+
+    dfs = {"a": 3000, "b": 500, "c": 1000, "d": 2000}
+    # 500 + 1000 + 2000 = 3500 fit in 4000; "a" would make 6500. Query order is kept.
+    assert candidate_terms(["a", "b", "c", "d"], dfs, 100_000, budget=4000) == ["b", "c", "d"]
+    assert candidate_terms(["a", "b", "c", "d"], dfs, 100_000, budget=1000) == ["b"]
+    # the rarest term selects even when it alone is over the budget
+    assert candidate_terms(["a", "d"], dfs, 100_000, budget=100) == ["d"]
+    # a budget that does not bind changes nothing
+    assert candidate_terms(["a", "b", "c", "d"], dfs, 100_000, budget=10**9) == ["a", "b", "c", "d"]
+
+
 def test_to_tsquery_terms():
     from app.keywords import to_tsquery_terms
 

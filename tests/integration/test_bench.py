@@ -16,6 +16,7 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     scale = data["scale"][0]
     assert scale["size"] == 600 and 0 <= scale["hnsw_recall_at_10"] <= 1
+    assert scale["keyword_budget_overlap_at_10"] == 1.0  # 600 chunks: the postings budget never binds
     assert scale["vector_hnsw"]["p50_ms"] > 0 and scale["keyword_gin"]["p50_ms"] > 0
     assert data["ingest"]["chunks"] == 50 and data["ingest"]["pipeline_vs_raw"] > 0
     assert "tiny (2-layer, random weights)" in data["rerank"]

@@ -86,3 +86,20 @@ def test_context_tokens_count_double(store):
     hits = db.keyword_search(store.engine, store.settings.collection_name, ["ubuntu"], 10)
     scores = {row[2]["doc_id"]: row[3] for row in hits}
     assert scores["x"] > scores["y"] > 0
+
+
+def test_frequent_terms_beyond_the_postings_budget_score_but_do_not_select(store, monkeypatch):
+    from app import keywords
+
+    add(store, "rare", "芝浦の案内")
+    for i in range(5):
+        add(store, f"common{i}", f"サーバー{i}番の案内")
+    cid = db.collection_id(store.engine, store.settings.collection_name)
+    terms = ["芝浦", "サー"]  # df 1 and 5
+    with store.engine.connect() as conn:
+        assert db.keyword_search_params(conn, cid, terms, 10)["tsquery"] == "'芝浦' | 'サー'"
+        monkeypatch.setattr(keywords, "CANDIDATE_POSTINGS", 3)
+        params = db.keyword_search_params(conn, cid, terms, 10)
+    assert params["tsquery"] == "'芝浦'" and params["terms"] == terms  # サー still scores
+    hits = db.keyword_search(store.engine, store.settings.collection_name, terms, 10)
+    assert [row[2]["doc_id"] for row in hits] == ["rare"]
