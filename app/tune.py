@@ -13,7 +13,11 @@ each question, answerable or not, and the threshold that separates them best.
 Tune on a question set kept apart from the one you report (the sample corpus ships
 ``data/tuning_questions.json`` for this), then report with ``make evaluate``.
 
-    python -m app.tune [--questions data/tuning_questions.json] [--json out.json]
+With ``--per-question`` each answerable question gets the rank of its expected source in the
+vector and keyword lists (searched DIAGNOSIS_DEPTH deep) and in the hybrid ranking of the current
+settings, and a verdict: what could bring it into the RERANK_TOP_K chunks (see :func:`verdict`).
+
+    python -m app.tune [--questions data/tuning_questions.json] [--json out.json] [--per-question]
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from app.metrics import mean, retrieval_at_k
 from app.retrieval import hybrid_search
 
 RRF_KS = (60, 30, 10, 5, 1)
+DIAGNOSIS_DEPTH = 50
 KEYWORD_WEIGHTS = (1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0)
 
 Candidates = tuple[list[Document], list[Document]]
@@ -46,12 +51,71 @@ def fuse(candidates: Candidates, k: int, rrf_k: int, weights: Sequence[float]) -
                          rrf_k=rrf_k, weights=weights)
 
 
-def reciprocal_rank(ranking: Sequence[Document], expected_source: str) -> float:
-    """1/rank of the first chunk from ``expected_source`` (rank from 1); 0.0 if absent."""
+def source_rank(ranking: Sequence[Document], expected_source: str) -> int | None:
+    """Rank (from 1) of the first chunk from ``expected_source``; None if absent."""
     for rank, doc in enumerate(ranking, start=1):
         if retrieval_at_k([doc], expected_source):
-            return 1.0 / rank
-    return 0.0
+            return rank
+    return None
+
+
+def reciprocal_rank(ranking: Sequence[Document], expected_source: str) -> float:
+    """1/rank of the first chunk from ``expected_source`` (rank from 1); 0.0 if absent."""
+    rank = source_rank(ranking, expected_source)
+    return 1.0 / rank if rank else 0.0
+
+
+def truncate(candidates: Candidates, k: int) -> Candidates:
+    """Both lists cut to their first ``k``."""
+    return candidates[0][:k], candidates[1][:k]
+
+
+def verdict(vector_rank: int | None, keyword_rank: int | None, hybrid_rank: int | None,
+            top_k: int, search_k: int) -> str:
+    """Where a question's expected source stands, and what could bring it into the top ``top_k``:
+
+    ``ok`` (hybrid rank <= top_k); ``rerank`` (among the search_k hybrid candidates: a re-ranker
+    could lift it); ``fusion`` (in one list's first search_k, dropped by the fusion: other
+    weights); ``deeper`` (only below search_k in a list: a larger SEARCH_K); ``missed`` (in
+    neither list: the question shares no term with its page and the embedder does not bring
+    it close: other words in the documents or the question, or a better model).
+    """
+    if hybrid_rank is not None and hybrid_rank <= top_k:
+        return "ok"
+    if hybrid_rank is not None and hybrid_rank <= search_k:
+        return "rerank"
+    ranks = [r for r in (vector_rank, keyword_rank) if r is not None]
+    if any(r <= search_k for r in ranks):
+        return "fusion"
+    return "deeper" if ranks else "missed"
+
+
+def diagnose(candidates: Sequence[Candidates], questions: Sequence[dict], top_k: int, search_k: int,
+             rrf_k: int, weights: Sequence[float]) -> list[dict]:
+    """Per answerable question: the expected source's rank in each (deep) list and in the hybrid
+    ranking of ``rrf_k`` / ``weights`` over the first ``search_k`` of each, and the verdict."""
+    rows = []
+    for (by_vector, by_keyword), q in zip(candidates, questions):
+        source = q["expected_source"]
+        fused = fuse(truncate((by_vector, by_keyword), search_k), search_k, rrf_k, weights)
+        ranks = (source_rank(by_vector, source), source_rank(by_keyword, source), source_rank(fused, source))
+        rows.append({"query": q["query"], "expected_source": source, "vector_rank": ranks[0],
+                     "keyword_rank": ranks[1], "hybrid_rank": ranks[2],
+                     "verdict": verdict(*ranks, top_k=top_k, search_k=search_k)})
+    return rows
+
+
+def format_diagnosis(rows: Sequence[dict], depth: int) -> str:
+    """A line per question (ranks, '-' when absent) and the count of each verdict."""
+    show = lambda r: "-" if r is None else str(r)  # noqa: E731
+    lines = [f"\nPer question (ranks in the top {depth} of each list; hybrid: current settings):",
+             f"{'vector':>6} {'keyword':>7} {'hybrid':>6}  {'verdict':<7} question → expected source"]
+    for r in rows:
+        lines.append(f"{show(r['vector_rank']):>6} {show(r['keyword_rank']):>7} {show(r['hybrid_rank']):>6}  "
+                     f"{r['verdict']:<7} {r['query']} → {r['expected_source']}")
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("ok", "rerank", "fusion", "deeper", "missed")}
+    lines.append("Verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.items()))
+    return "\n".join(lines)
 
 
 def hit_rates(rankings: Iterable[list[Document]], questions: Sequence[dict], top_k: int, search_k: int
@@ -151,6 +215,9 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m app.tune", description=__doc__.split("\n")[0])
     add_question_options(parser, "tuning_questions.json", "write every row and the choice here")
+    parser.add_argument("--per-question", action="store_true",
+                        help=f"each question's rank in the vector, keyword (top {DIAGNOSIS_DEPTH}) and hybrid lists, "
+                             "and what could bring it into the top RERANK_TOP_K")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -165,11 +232,19 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
             rag = RagStore(settings)
-        candidates = fetch_candidates(rag, questions, settings.search_k)
+        depth = max(settings.search_k, DIAGNOSIS_DEPTH) if args.per_question else settings.search_k
+        deep = fetch_candidates(rag, questions, depth)
+        candidates = [truncate(c, settings.search_k) for c in deep]
         answerable = [(c, q) for c, q in zip(candidates, questions) if q["expected_source"]]
         rows = grid([c for c, _ in answerable], [q for _, q in answerable], settings.rerank_top_k, settings.search_k)
         chosen = best_setting(rows)
         print(format_grid(rows, settings.rerank_top_k, settings.search_k, chosen))
+        per_question = None
+        if args.per_question:
+            asked = [(c, q) for c, q in zip(deep, questions) if q["expected_source"]]
+            per_question = diagnose([c for c, _ in asked], [q for _, q in asked], settings.rerank_top_k,
+                                    settings.search_k, settings.rrf_k, settings.hybrid_weights)
+            print(format_diagnosis(per_question, depth))
         sims = [(best_similarity(c), bool(q["expected_source"])) for c, q in zip(candidates, questions)]
         calibration = calibrate_abstention([v for v, ok in sims if ok and v is not None],
                                            [v for v, ok in sims if not ok and v is not None])
@@ -180,7 +255,8 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
             print(format_calibration(by_coverage, "ABSTAIN_MIN_COVERAGE", "question tokens found in the top chunks"))
         if args.json:
             write_json(args.json, {"questions": len(questions), "rows": rows, "chosen": chosen,
-                                   "abstention": calibration, "abstention_coverage": by_coverage})
+                                   "abstention": calibration, "abstention_coverage": by_coverage,
+                                   **({"per_question": per_question} if per_question is not None else {})})
         return 0
 
     return run(body, debug=args.debug)

@@ -108,3 +108,34 @@ def test_coverages_use_the_chunks_hybrid_gives_the_llm():
     cands = [([doc(1, "受付時間は9時から"), doc(2, "無関係")], [doc(3, "別の話")])]
     s = Settings(rerank_top_k=1)
     assert coverages(cands, [{"query": "受付時間"}], s) == [1.0]
+
+
+def test_source_rank_and_truncate():
+    assert (tune.source_rank(V, "a:p3"), tune.source_rank(V, "zz")) == (3, None)
+    assert tune.truncate((V, K), 1) == ([V[0]], [K[0]])
+
+
+@pytest.mark.parametrize("ranks, expected", [
+    ((None, None, 2), "ok"),            # in the top_k of the hybrid ranking
+    ((5, 9, 4), "rerank"),              # among the hybrid candidates, below top_k
+    ((None, 3, None), "fusion"),        # in a list's first search_k, dropped by the fusion
+    ((12, 30, None), "deeper"),         # only below search_k
+    ((None, None, None), "missed"),
+])
+def test_verdict_table(ranks, expected):
+    assert tune.verdict(*ranks, top_k=2, search_k=5) == expected
+
+
+def test_diagnose_ranks_in_deep_lists_and_in_the_fusion_of_their_first_search_k():
+    deep_v = [doc("v1", "a:p1"), doc("v2", "a:p2"), doc("v3", "a:p3"), doc("v9", "c:p9")]
+    deep_k = [doc("k4", "b:r1"), doc("v3", "a:p3")]
+    rows = tune.diagnose([(deep_v, deep_k)] * 3,
+                         [{"query": "q", "expected_source": s} for s in ("a:p3", "c:p9", "zz")],
+                         top_k=1, search_k=3, rrf_k=60, weights=(1.0, 1.0))
+    # fused first-3 lists: v3 (1/63 + 1/62) first, then v1 and k4 (1/61 each; v1 seen first), v2, …
+    assert [(r["vector_rank"], r["keyword_rank"], r["hybrid_rank"], r["verdict"]) for r in rows] == [
+        (3, 2, 1, "ok"), (4, None, None, "deeper"), (None, None, None, "missed")]
+    text = tune.format_diagnosis(rows, 50)
+    assert "     3       2      1  ok      q → a:p3" in text
+    assert "     4       -      -  deeper  q → c:p9" in text
+    assert text.endswith("Verdicts: ok 1, rerank 0, fusion 0, deeper 1, missed 1")

@@ -120,3 +120,20 @@ def test_default_fusion_settings_are_what_tune_chooses_on_the_tuning_set(ingeste
     assert (f"Best on these questions: RRF_K={DEFAULT_RRF_K} "
             f"HYBRID_WEIGHTS={DEFAULT_HYBRID_WEIGHTS[0]:g},{DEFAULT_HYBRID_WEIGHTS[1]:g}\n") in out, out
     assert "Abstention: ABSTAIN_MIN_COVERAGE=" in out and saved["abstention_coverage"]["unanswerable"] == 4
+
+
+def test_tune_per_question_ranks_each_question_in_both_lists(ingested, rag_store, capsys, tmp_path):
+    from app import tune
+
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([
+        {"query": "サポート窓口の受付時間は？", "expected_source": "faq.csv:r2", "expected_keywords": ["9時"]},
+        {"query": "火星の首都は？", "expected_source": "nowhere.pdf:p1", "expected_keywords": ["x"]},
+    ], ensure_ascii=False), encoding="utf-8")
+    report = tmp_path / "tune.json"
+    assert tune.main(["--questions", str(questions), "--per-question", "--json", str(report)], store=rag_store) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(report.read_text(encoding="utf-8"))["per_question"]
+    assert [(r["expected_source"], r["verdict"]) for r in rows] == [("faq.csv:r2", "ok"), ("nowhere.pdf:p1", "missed")]
+    assert rows[0]["keyword_rank"] == 1 and rows[0]["hybrid_rank"] == 1 and rows[0]["vector_rank"] is not None
+    assert "Per question (ranks in the top 50 of each list" in out and "Verdicts: ok 1, rerank 0, fusion 0, deeper 0, missed 1" in out
