@@ -39,6 +39,9 @@ from app.loaders import file_hash
 log = logging.getLogger(__name__)
 
 ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
+# A sync that writes at least this many chunks analyzes the BM25 statistics tables at its end (a
+# one-file sync stays fast; autovacuum handles small changes within a minute).
+ANALYZE_AFTER_CHUNKS = 1000
 CHUNKER_VERSION = "2"  # bump when chunking changes, so every document is re-chunked once (2: chunk context)
 # folder -> file suffixes; docs/ is searched recursively (Dialogoi's **/*.md and **/*.txt)
 SUPPORTED = {"pdf": (".pdf",), "csv": (".csv",), "docs": (".md", ".txt")}
@@ -351,6 +354,8 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     if remove_missing:
         names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures]
         db.delete_legacy_chunks(engine, settings.collection_name, names)
+    if report.chunks_written >= ANALYZE_AFTER_CHUNKS:
+        db.analyze_keyword_stats(engine)
     if new_texts:
         warn_truncated(new_texts, embeddings)
     return plan, report

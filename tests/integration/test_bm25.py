@@ -103,3 +103,12 @@ def test_frequent_terms_beyond_the_postings_budget_score_but_do_not_select(store
     assert params["tsquery"] == "'芝浦'" and params["terms"] == terms  # サー still scores
     hits = db.keyword_search(store.engine, store.settings.collection_name, terms, 10)
     assert [row[2]["doc_id"] for row in hits] == ["rare"]
+
+
+def test_app_sessions_plan_every_query_for_its_own_values(store):
+    """psycopg prepares a statement after 5 runs; a generic plan cannot see the tsquery. Every app
+    connection forces custom plans (and keeps pgvector's iterative scan)."""
+    with store.engine.connect() as conn:
+        settings = [conn.execute(text(f"SHOW {name}")).scalar()
+                    for name in ("plan_cache_mode", "hnsw.iterative_scan", "hnsw.ef_search")]
+    assert settings == ["force_custom_plan", "strict_order", "100"]

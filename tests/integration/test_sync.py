@@ -326,3 +326,30 @@ def test_a_new_embedding_model_rewrites_rows_whose_ids_stay_the_same(hash_store,
         models = set(conn.execute(text("SELECT DISTINCT cmetadata->>'embed_model' FROM langchain_pg_embedding "
                                        "WHERE collection_id = :c"), {"c": cid}).scalars())
     assert models == {"acme/other-384"}
+
+
+def test_a_large_sync_analyzes_the_bm25_statistics_tables(own_store, engine, tmp_path, monkeypatch):
+    """pg_class.reltuples is what ANALYZE last counted: right after a sync that wrote new terms, it
+    equals the table's row count only if the sync analyzed (threshold lowered to this small file)."""
+    import uuid
+
+    from app import sync as sync_module
+
+    data = tmp_path / "big"
+    (data / "csv").mkdir(parents=True)
+    rows_ = "\n".join(f"{i},{uuid.uuid4().hex}" for i in range(40))
+    (data / "csv" / "terms.csv").write_text("n,code\n" + rows_ + "\n", encoding="utf-8")
+    def count():
+        with engine.connect() as conn:
+            return conn.execute(text(f"SELECT (SELECT reltuples FROM pg_class WHERE relname = '{db.TERM_STATS_TABLE}'), "
+                                     f"(SELECT count(*) FROM {db.TERM_STATS_TABLE})")).one()
+
+    monkeypatch.setattr(sync_module, "ANALYZE_AFTER_CHUNKS", 10**6)
+    own_store.sync(data)
+    estimated, actual = count()
+    assert estimated != actual  # 40 new terms, not analyzed
+    (data / "csv" / "more.csv").write_text("n,code\n" + rows_.replace(",", ",x") + "\n", encoding="utf-8")
+    monkeypatch.setattr(sync_module, "ANALYZE_AFTER_CHUNKS", 40)
+    _, report = own_store.sync(data)
+    estimated, actual = count()
+    assert report.chunks_written == 40 and estimated == actual
