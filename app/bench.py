@@ -168,7 +168,6 @@ def bench_build_indexes(engine: Any) -> dict[str, float]:
     import time
 
     from sqlalchemy import text
-    from sqlalchemy.exc import DBAPIError
 
     timings = {}
     with engine.begin() as conn:
@@ -177,17 +176,12 @@ def bench_build_indexes(engine: Any) -> dict[str, float]:
             start = time.perf_counter()
             conn.execute(text(statement))
             timings[name] = time.perf_counter() - start
-    # VACUUM and ANALYZE now, the BM25 statistics tables included: until they are analyzed, the
-    # planner reads a term's df with a scan of every term (measured: 30 ms per keyword search at
-    # 10k chunks, 100-140 ms at 100k, until autovacuum came by); and autovacuum does not scan the
-    # tables while we time searches
+    # VACUUM ANALYZE now, the BM25 statistics tables included: until they are analyzed, the planner
+    # reads a term's df with a scan of every term (measured: 30 ms per keyword search at 10k chunks,
+    # 100-140 ms at 100k, until autovacuum came by); nor does autovacuum run while we time searches
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         for table in (db.EMBEDDING_TABLE, db.KEYWORD_TABLE, db.TERM_STATS_TABLE, db.COLLECTION_STATS_TABLE):
             conn.execute(text(f"VACUUM ANALYZE {table}"))
-        try:  # and write the loaded pages out now, not during the timings (needs pg_checkpoint rights)
-            conn.execute(text("CHECKPOINT"))
-        except DBAPIError:
-            pass
     return timings
 
 
@@ -298,7 +292,7 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
         exact_t += t
         recalls.append(len(set(approx) & set(exact)) / 10)
     kw = lambda q: keyword_search(engine, name, q, 10)  # noqa: E731
-    for q in qtexts:  # warm: a server's steady state, not the pages the bulk load left unread
+    for q in qtexts:  # untimed pass: a server's steady state, not pages the bulk load left unread
         kw(q)
     keyword_each = [timed(lambda q=q: kw(q), 1)[0][0] for q in qtexts]
     # the budgeted candidates (app.keywords.CANDIDATE_POSTINGS) against every match as a candidate

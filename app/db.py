@@ -691,19 +691,19 @@ def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget
     None when no term occurs in the collection."""
     from sqlalchemy import text
 
-    from app import keywords
-    from app.keywords import B, K1, bm25_idf, candidate_terms, to_tsquery_terms
+    from app import keywords  # CANDIDATE_POSTINGS read at call time
 
     stats = conn.execute(text(SQL_TERM_STATS), {"terms": list(terms), "collection": collection}).all()
     if not stats or not stats[0][0]:
         return None
     n, total = int(stats[0][0]), int(stats[0][1])
     dfs = {term: int(df) for _, _, term, df in stats}
-    chosen = candidate_terms(terms, dfs, n, budget=keywords.CANDIDATE_POSTINGS if budget is None else budget)
+    chosen = keywords.candidate_terms(terms, dfs, n, budget=keywords.CANDIDATE_POSTINGS if budget is None else budget)
     if not chosen:
         return None
-    return {"terms": list(terms), "idfs": [bm25_idf(n, dfs[t]) for t in terms], "tsquery": to_tsquery_terms(chosen),
-            "collection": collection, "k": k, "k1": K1, "b": B, "avgdl": max(total / n, 1.0),
+    return {"terms": list(terms), "idfs": [keywords.bm25_idf(n, dfs[t]) for t in terms],
+            "tsquery": keywords.to_tsquery_terms(chosen),
+            "collection": collection, "k": k, "k1": keywords.K1, "b": keywords.B, "avgdl": max(total / n, 1.0),
             "cap": max(CANDIDATE_CAP, k)}
 
 
