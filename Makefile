@@ -25,7 +25,7 @@ unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask docs remove watch serve evaluate tune real-corpus bench test lint db-stop db-status build up up-scale down shell compose-check clean
+.PHONY: help setup models demo ingest ask graph docs remove watch serve evaluate tune real-corpus bench test lint db-stop db-status build up up-scale down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -57,11 +57,14 @@ demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 ingest: $(DEPS) ## sync data/ into PostgreSQL + pgvector [DRY_RUN=1] [WORKERS=N: processes that read/chunk/embed]
 	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,) $${RAG_WORKERS:+--workers "$$RAG_WORKERS"}
 
-ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword]
+ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword|local|global|auto]
 	@if [ -z "$$RAG_Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi
 	$(PY) -m app.ask $(MODE_ARG) -- "$$RAG_Q"
 
-docs: $(DEPS) ## list stored documents (id, chunks, ingested at)
+graph: $(DEPS) ## rebuild the graph (entities, relationships, communities, reports) from what is stored
+	$(PY) -m app.graphrag
+
+docs: $(DEPS) ## list stored documents (id, chunks, ingested at) and the graph's counts
 	$(PY) -m app.docs list
 
 remove: $(DEPS) ## remove a document from every index: make remove DOC=csv/faq.csv
@@ -90,7 +93,7 @@ test: $(DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v
 
 lint: $(DEPS) ## syntax-check every app/ module (py_compile)
-	$(PY) -m py_compile app/*.py
+	$(PY) -m py_compile app/*.py app/*/*.py
 	@echo "py_compile: ok"
 
 db-status: $(DEPS) ## show where the database is and how many chunks it holds

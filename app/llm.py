@@ -76,6 +76,20 @@ def _server_llm(s: Settings):
     )
 
 
+def with_options(llm: object, stop: list[str], max_tokens: int) -> object:
+    """The same model (the loaded weights or the server client shared, nothing reloaded) with other
+    stop sequences and answer length: the graph's map, reduce and extraction calls write JSON and
+    lists, which the answer's stop sequences (``\n[`` …) would cut. Any other object is returned as it is."""
+    from langchain_core.language_models import BaseLanguageModel
+
+    if not isinstance(llm, BaseLanguageModel) or not hasattr(llm, "stop"):
+        return llm
+    update: dict = {"stop": list(stop), "max_tokens": max_tokens}
+    if getattr(llm, "extra_body", None) is not None:
+        update["extra_body"] = {**llm.extra_body, "max_tokens": max_tokens}  # llama.cpp servers read this name
+    return llm.model_copy(update=update)
+
+
 def is_chat_model(llm: object) -> bool:
     """True for a LangChain chat model (messages in, a message out), False for a text LLM."""
     from langchain_core.language_models import BaseChatModel

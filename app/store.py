@@ -121,12 +121,13 @@ class RagStore:
     # --- documents --------------------------------------------------------------
 
     def sync(self, data_dir: str | Path | None = None, *, dry_run: bool = False, progress: bool = False,
-             allow_empty: bool = False, wait: bool = True, workers: int | None = None):
+             allow_empty: bool = False, wait: bool = True, workers: int | None = None, graph: bool = True):
         """Make the store match ``data_dir`` (default DATA_DIR); returns (plan, report).
 
         Only documents that came from the data dir are updated or removed; those
         added with :meth:`add_document` of a ``Document`` are left alone. ``workers``
-        (default INGEST_WORKERS) processes read, chunk and embed files in parallel.
+        (default INGEST_WORKERS) processes read, chunk and embed files in parallel. With ``graph``, the
+        graph is rebuilt at the end when anything changed (GRAPH_EXTRACTOR not ``off``).
         """
         from app.sync import sync
 
@@ -136,7 +137,7 @@ class RagStore:
                         allow_empty=allow_empty, stored=self.list_documents())
         with self.writing(wait):
             return sync(data_dir, self.embeddings, self.engine, self.settings, progress=progress,
-                        allow_empty=allow_empty, workers=workers or self.settings.ingest_workers)
+                        allow_empty=allow_empty, workers=workers or self.settings.ingest_workers, graph=graph)
 
     def add_document(self, path_or_doc: str | Path | Document | Sequence[Document],
                      data_dir: str | Path | None = None) -> list[str]:

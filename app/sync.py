@@ -98,6 +98,7 @@ class SyncReport:
     chunks_written: int = 0
     doc_ids: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    graph: Any = None  # app.graphrag.index.BuildReport when the sync rebuilt the graph
 
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
@@ -289,7 +290,8 @@ def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable
 
 def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, files: Sequence[SourceFile] | None = None,
          remove_missing: bool = True, dry_run: bool = False, progress: bool = False,
-         allow_empty: bool = False, stored: Sequence[dict] | None = None, workers: int = 1) -> tuple[SyncPlan, SyncReport]:
+         allow_empty: bool = False, stored: Sequence[dict] | None = None, workers: int = 1,
+         graph: bool = True) -> tuple[SyncPlan, SyncReport]:
     """Bring the store in line with ``files`` (default: everything under ``data_dir``).
 
     The caller holds the writer lock (RagStore does); ``stored`` (default: read
@@ -297,7 +299,9 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     all while documents are stored is refused (DataSourceError) unless
     ``allow_empty``: a wrong or unmounted folder must not wipe the index. With ``workers`` > 1,
     files are read, chunked and embedded by that many processes in parallel (each loads the model
-    the settings name); this process writes each document as it arrives.
+    the settings name); this process writes each document as it arrives. With ``graph`` (and
+    GRAPH_EXTRACTOR not ``off``), the graph is rebuilt at the end when anything changed
+    (app.graphrag.index).
     """
     from app import db
 
@@ -329,9 +333,9 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
                 _fail(report, prepared)
                 _tick(bar)
                 continue
-            chunks, vectors, embedded = prepared
+            chunks, vectors, embedded, graphs = prepared
             try:
-                write_document(engine, settings, key, source, chunks, vectors)
+                write_document(engine, settings, key, source, chunks, vectors, graphs)
             except FATAL_ERRORS:
                 raise
             except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
@@ -358,26 +362,56 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
         db.analyze_keyword_stats(engine)
     if new_texts:
         warn_truncated(new_texts, embeddings)
+    if graph and settings.graph_extractor != "off":
+        report.graph = update_graph(engine, settings, embeddings)
     return plan, report
 
 
+def update_graph(engine: Any, settings: Settings, embeddings: Any):
+    """Rebuild the graph when chunks changed since it was built (or it never was, or another extractor
+    made its links); the BuildReport, or None when it was current. The LLM loads only when
+    GRAPH_EXTRACTOR or GRAPH_REPORTS asks for it."""
+    from app.graphrag import index
+
+    if not index.needs_build(engine, settings):
+        return None
+    llm = None
+    if "llm" in (settings.graph_extractor, settings.graph_reports):
+        from app.llm import get_llm
+
+        llm = get_llm(settings)
+    return index.build(engine, settings, embeddings, llm=llm)
+
+
 def prepare_file(source: SourceFile, embeddings: Any, settings: Settings,
-                 lookup: Callable[[list[str]], dict]) -> tuple[list[Document], list, int]:
-    """Read, chunk and embed one file (vectors of unchanged chunk texts reused): the slow part,
-    which needs no lock. Returns (chunks, vectors, how many were embedded)."""
+                 lookup: Callable[[list[str]], dict]) -> tuple[list[Document], list, int, dict]:
+    """Read, chunk, embed (vectors of unchanged chunk texts reused) and extract the graph's entity
+    links of one file: the slow part, which needs no lock. Returns (chunks, vectors, how many were
+    embedded, chunk ID -> ChunkGraph)."""
     chunks = chunk_file(source, settings)
     vectors, embedded = embed_with_reuse(chunks, embeddings, lookup)
-    return chunks, vectors, embedded
+    return chunks, vectors, embedded, extract_graphs(chunks, settings)
+
+
+def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict:
+    """Chunk ID -> ChunkGraph (the graph's entity links) with GRAPH_EXTRACTOR; empty when it is off."""
+    if settings.graph_extractor == "off":
+        return {}
+    from app.graphrag.extract import chunk_extractor
+
+    extract = chunk_extractor(settings)
+    return {d.id: extract(d.page_content, d.metadata) for d in chunks}
 
 
 def write_document(engine: Any, settings: Settings, key: str, source: SourceFile, chunks: Sequence[Document],
-                   vectors: Sequence) -> None:
-    """Replace ``source``'s document with ``chunks`` in one transaction (the caller holds the writer lock)."""
+                   vectors: Sequence, graphs: dict | None = None) -> None:
+    """Replace ``source``'s document with ``chunks`` (and their entity links) in one transaction
+    (the caller holds the writer lock)."""
     from app import db
 
     db.replace_document(engine, settings.collection_name,
                         {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
-                         "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors)
+                         "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors, graphs)
 
 
 def _prepare_safely(source: SourceFile, embeddings: Any, settings: Settings,

@@ -43,10 +43,10 @@ def test_search_uses_a_search_function_for_other_modes(mock_documents, fake_rera
     assert calls == [("受付時間", 4)] and [r["source"] for r in out][0] == "faq.csv:r2" and len(out) == 2
 
 
-def test_main_rejects_unknown_mode(capsys):
-    with pytest.raises(SystemExit) as err:
-        ask.main(["--mode", "fuzzy", "質問"])
-    assert err.value.code == 2 and "invalid choice: 'fuzzy'" in capsys.readouterr().err
+def test_main_rejects_unknown_mode_in_one_line_listing_the_valid_ones(capsys, clean_env):
+    assert ask.main(["--mode", "fuzzy", "質問"]) == 1  # before any database or model is touched
+    assert capsys.readouterr().err == ("Error: unknown mode 'fuzzy'; valid modes: hybrid, vector, keyword, local, "
+                                       "global, auto\n")
 
 
 @pytest.mark.parametrize("query", ["", "   ", None])
@@ -169,7 +169,7 @@ def test_main_timings_prints_json_on_stderr(streaming_context, capsys):
 
     ask.main(["受付時間は？", "--timings"], context=streaming_context, out=io.StringIO())
     report = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
-    assert set(report["timings"]) == {"retrieve", "rerank", "generate", "first_token"}
+    assert set(report["timings"]) == {"route", "retrieve", "rerank", "generate", "first_token"}
     assert report["peak_rss_mb"] > 0 and report["process_start_to_first_token_s"] > 0
 
 

@@ -1,11 +1,11 @@
 """bench.py's pure parts; tests/integration/test_bench.py runs a small benchmark for real."""
 import numpy as np
 
-from app import bench
+from app import bench, benchkit
 
 
 def test_stats_ms():
-    assert bench.stats_ms([0.001, 0.002, 0.003, 0.004]) == {"p50_ms": 2.5, "p95_ms": 3.85}
+    assert benchkit.stats_ms([0.001, 0.002, 0.003, 0.004]) == {"p50_ms": 2.5, "p95_ms": 3.85}
 
 
 def test_stream_tokens_measures_ttft_and_rate():
@@ -22,14 +22,14 @@ def test_stream_tokens_without_tokens():
 
 
 def test_clustered_vectors_are_unit_length():
-    v = bench.clustered_vectors(50, np.random.default_rng(0), clusters=4)
+    v = benchkit.clustered_vectors(50, np.random.default_rng(0), clusters=4)
     assert v.shape == (50, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
 
 
 def test_synthetic_texts_are_deterministic():
     words = ["受付", "時間", "製品"]
-    a = bench.synthetic_texts(3, words, np.random.default_rng(1), length=4)
-    assert a == bench.synthetic_texts(3, words, np.random.default_rng(1), length=4)
+    a = benchkit.synthetic_texts(3, words, np.random.default_rng(1), length=4)
+    assert a == benchkit.synthetic_texts(3, words, np.random.default_rng(1), length=4)
     assert all(t.endswith("。") and len(t) == 9 for t in a)
 
 

@@ -64,7 +64,7 @@ def test_evaluate_single_scores_hits_keywords_and_latency(context):
     assert r["retrieval_hit"] is True and r["retrieval_hit_search_k"] is True
     assert r["faithfulness"] == 1.0 and r["exact_match"] is True
     assert r["answer"] == "平日９時から18時です。[1]" and r["error"] is None  # [1]: cited for the model
-    assert r["latency"] > 0 and set(r["timings"]) == {"retrieve", "rerank", "generate", "first_token"}
+    assert r["latency"] > 0 and set(r["timings"]) == {"route", "retrieve", "rerank", "generate", "first_token"}
     assert r["sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]
 
 

@@ -123,12 +123,13 @@ def test_generate_node_drops_sources_of_contexts_that_did_not_fit(ctx, mock_docu
     assert out["sources"] == ["faq.csv:r2"]
 
 
-def test_build_rag_graph_has_the_three_nodes_in_order():
+def test_build_rag_graph_routes_to_the_three_branches():
     g = graph.build_rag_graph().get_graph()
-    assert {"retrieve", "rerank", "generate"} <= set(g.nodes)
+    assert set(g.nodes) == {"__start__", "route", "retrieve", "rerank", "generate", "local", "global", "__end__"}
     edges = {(e.source, e.target) for e in g.edges}
-    assert {("__start__", "retrieve"), ("retrieve", "rerank"), ("rerank", "generate"),
-            ("generate", "__end__")} <= edges
+    assert edges == {("__start__", "route"), ("route", "retrieve"), ("route", "local"), ("route", "global"),
+                     ("retrieve", "rerank"), ("rerank", "generate"), ("local", "generate"), ("local", "__end__"),
+                     ("generate", "__end__"), ("global", "__end__")}
 
 
 def test_get_graph_is_a_singleton():
@@ -140,7 +141,7 @@ def test_run_rag_end_to_end_with_fakes(ctx):
     assert state["answer"] == "平日9時から18時までです。[1]"
     assert state["sources"][0] == "faq.csv:r2" and len(state["reranked_documents"]) == 3
     assert len(state["documents"]) == 4
-    assert set(state["timings"]) == {"retrieve", "rerank", "generate", "first_token"}
+    assert set(state["timings"]) == {"route", "retrieve", "rerank", "generate", "first_token"}
 
 
 def test_run_rag_strips_query(ctx):

@@ -40,7 +40,7 @@ def bench_parallel_ingest(settings: Settings, engine: Any, workers: Sequence[int
     """Sync the same synthetic CSVs into a new collection with each worker count; chunks/s."""
     import numpy as np
 
-    from app.bench import synthetic_texts, vocabulary
+    from app.benchkit import synthetic_texts, vocabulary
     from app.store import RagStore
 
     rng = np.random.default_rng(7)
@@ -82,7 +82,7 @@ def _search_client(settings: Settings, mode: str, queries: list[str], barrier, r
 
 def bench_concurrent_search(settings: Settings, clients: Sequence[int] = (1, 2, 4), queries: int = 30) -> list[dict]:
     """For each mode and client count: searches/s over all clients, p50/p95 ms per search."""
-    from app.bench import stats_ms
+    from app.benchkit import stats_ms
 
     ctx = multiprocessing.get_context("spawn")
     qs = sample_queries(queries)

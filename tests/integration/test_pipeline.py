@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sqlalchemy import event, text
 
-from app import bench, db
+from app import benchkit, db
 from app.graph import default_context, run_rag
 from app.retrieval import vector_search
 from tests.integration.conftest import ROOT, run_cli
@@ -73,7 +73,7 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(10000, 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    bench.bench_bulk_load(engine, db.collection_id(engine, name), [str(uuid.uuid4()) for _ in range(10000)],
+    benchkit.bench_bulk_load(engine, db.collection_id(engine, name), [str(uuid.uuid4()) for _ in range(10000)],
                        vectors, [f"filler {i}" for i in range(10000)], ["filler"] * 10000)
     with engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
