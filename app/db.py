@@ -484,6 +484,8 @@ def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVect
         for statement in SCHEMA_DDL:
             conn.execute(text(statement))
         graph_store.create(conn)
+        if 0 < previous < 4:  # chunks stored before the graph existed have no entity links yet
+            graph_store.mark_unextracted(conn)
         if previous < 3:  # BM25 statistics did not exist
             for statement in SQL_REBUILD_STATS:
                 conn.execute(text(statement))
@@ -591,10 +593,10 @@ def _require_collection(engine: "Engine", collection_name: str):
 
 
 def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunks: Sequence,
-                     vectors: Sequence[Sequence[float]], graphs: Mapping | None = None) -> None:
+                     vectors: Sequence[Sequence[float]], graphs: Mapping | None = None, extractor: str = "") -> None:
     """Write one document in a single transaction: its old chunks out, the new ones in (vector +
-    keyword rows, and the graph's entity links of ``graphs``: chunk ID -> ChunkGraph), and its
-    ``rag_document`` row. Chunk rows whose id and metadata are unchanged stay as they are (see
+    keyword rows, and the graph's entity links of ``graphs``: chunk ID -> ChunkGraph, made by
+    ``extractor``, '' for none), and its ``rag_document`` row. Chunk rows whose id and metadata are unchanged stay as they are (see
     SQL_DOC_CHUNK_METADATA), with their links. ``doc`` has doc_id, source_file, content_hash,
     settings_hash. Readers see the old version or the new one, never a mix."""
     from sqlalchemy import text
@@ -615,7 +617,9 @@ def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunk
         if graphs:
             written = {d.id for d, _ in changed}
             graph_store.write_chunk_graphs(conn, collection, {k: g for k, g in graphs.items() if k in written and g})
-        if gone or changed:
+        if changed:
+            graph_store.mark_written(conn, collection, extractor if graphs is not None else "")
+        elif gone:
             graph_store.mark_dirty(conn, collection)
         conn.execute(text(SQL_UPSERT_DOCUMENT), {
             "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],

@@ -10,17 +10,19 @@ from typing import Any, Sequence
 
 from app.config import Settings, get_settings
 from app.errors import DataSourceError
-from app.metrics import exact_match, faithfulness, mean, measure_latency, percentile, retrieval_at_k
+from app.metrics import (coverage, exact_match, faithfulness, mean, measure_latency, percentile, retrieval_at_k,
+                         source_recall)
 
-STAGES = ("retrieve", "rerank", "generate")
-REQUIRED_KEYS = ("query", "expected_source", "expected_keywords")
+STAGES = ("retrieve", "rerank", "local", "global", "generate")  # the workflow's nodes (route costs microseconds)
+REQUIRED_KEYS = ("query", "expected_source", "expected_keywords")  # expected_sources may stand for expected_source
 
 
 def load_questions(path: str | Path = "data/eval_questions.json") -> list[dict]:
     """Read and validate the question set: a JSON list of {query, expected_source, expected_keywords}.
 
     ``"expected_source": null`` marks a question the documents do not answer: the
-    right answer is to abstain (``資料に記載がありません``).
+    right answer is to abstain (``資料に記載がありません``). An overview question has
+    ``"expected_sources"`` (the files its answer draws on) instead, and is scored by coverage.
     """
     path = Path(path)
     try:
@@ -32,11 +34,17 @@ def load_questions(path: str | Path = "data/eval_questions.json") -> list[dict]:
     if not isinstance(items, list) or not items:
         raise DataSourceError(f"{path}: expected a non-empty JSON list of questions")
     for i, item in enumerate(items):
-        missing = [k for k in REQUIRED_KEYS if not isinstance(item, dict) or k not in item]
+        missing = [k for k in REQUIRED_KEYS if not isinstance(item, dict) or (
+            k not in item and not (k == "expected_source" and "expected_sources" in item))]
         if missing:
             raise DataSourceError(f"{path}: question {i + 1} lacks {', '.join(missing)}")
         if not isinstance(item["expected_keywords"], list):
             raise DataSourceError(f"{path}: question {i + 1}: expected_keywords must be a list")
+        if "expected_sources" in item:
+            if not isinstance(item["expected_sources"], list) or not all(
+                    isinstance(f, str) for f in item["expected_sources"]):
+                raise DataSourceError(f"{path}: question {i + 1}: expected_sources must be a list of file names")
+            continue
         if item["expected_source"] is not None and not isinstance(item["expected_source"], str):
             raise DataSourceError(f"{path}: question {i + 1}: expected_source must be a source ID or null")
     return items
@@ -50,9 +58,11 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
     from app.graph import run_rag
 
     keywords = question.get("expected_keywords") or []
-    expected = question["expected_source"]
+    expected = question.get("expected_source")
+    overview = "expected_sources" in question
     result = {"query": question["query"], "expected_source": expected, "expected_keywords": keywords,
-              "answerable": expected is not None}
+              "answerable": expected is not None and not overview, "overview": overview,
+              **({"expected_sources": question["expected_sources"]} if overview else {})}
     try:
         state, seconds = measure_latency(run_rag, question["query"], context, graph)
     except Exception as exc:  # one bad question must not end the evaluation
@@ -62,13 +72,18 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
                 "retrieved": [], "abstained": None, "confidence": None, "answer_tokens": 0}
     answer = state.get("answer", "")
     count = getattr(context, "count_tokens", None)
+    if overview:
+        result["coverage"] = coverage(answer, keywords)
+        result["source_recall"] = source_recall(state.get("sources", []), question["expected_sources"])
     return {
         **result,
+        "mode": state.get("mode"),
         "answer": answer,
         "sources": state.get("sources", []),
         "cited_sources": state.get("cited_sources", []),
         "model_cited": bool(state.get("model_cited")),
         "retrieved": [d.metadata.get("source") for d in state.get("documents", [])],
+        "context_chunks": len(state.get("reranked_documents", [])),
         "retrieval_hit": expected is not None and retrieval_at_k(state.get("reranked_documents", []), expected),
         "retrieval_hit_search_k": expected is not None and retrieval_at_k(state.get("documents", []), expected),
         "faithfulness": faithfulness(answer, keywords),
@@ -100,8 +115,8 @@ def abstention_scores(results: Sequence[dict]) -> dict:
     """Abstention precision (abstentions that were right) and recall (unanswerable questions abstained on);
     None where undefined (no abstention / no unanswerable question)."""
     abstained = [r for r in results if r.get("abstained")]
-    unanswerable = [r for r in results if not r.get("answerable", True)]
-    right = [r for r in abstained if not r.get("answerable", True)]
+    unanswerable = [r for r in results if not r.get("answerable", True) and not r.get("overview")]
+    right = [r for r in abstained if not r.get("answerable", True) and not r.get("overview")]
     return {"abstained": len(abstained), "unanswerable": len(unanswerable),
             "abstention_precision": len(right) / len(abstained) if abstained else None,
             "abstention_recall": len(right) / len(unanswerable) if unanswerable else None}
@@ -131,21 +146,28 @@ def summarize(results: Sequence[dict]) -> dict:
     abstention precision/recall over all of them.
     """
     answerable = [r for r in results if r.get("answerable", True)]
+    overview = [r for r in results if r.get("overview")]
     n = len(answerable)
     rate = lambda key: (sum(bool(r[key]) for r in answerable) / n) if n else 0.0  # noqa: E731
     ok = [r for r in results if not r.get("error")]
     latency = [r["latency"] for r in ok]
     stages = {stage: {"mean": mean([r["timings"].get(stage, 0.0) for r in ok]),
                       "p95": percentile([r["timings"].get(stage, 0.0) for r in ok], 95)}
-              for stage in STAGES}
+              for stage in STAGES if stage in ("retrieve", "rerank", "generate")
+              or any(stage in r["timings"] for r in ok)}
     return {
         "questions": len(results),
         "answerable": n,
+        "overview": len(overview),
+        "coverage": mean([r.get("coverage", 0.0) for r in overview]) if overview else None,
+        "source_recall": mean([r.get("source_recall", 0.0) for r in overview]) if overview else None,
+        "modes": {m: sum(r.get("mode") == m for r in results) for m in sorted({r.get("mode") or "-" for r in results})},
         "failed": len(results) - len(ok),
         "retrieval_at_top_k": rate("retrieval_hit"),
         "retrieval_at_search_k": rate("retrieval_hit_search_k"),
         "faithfulness": mean([r["faithfulness"] for r in answerable]),
         "exact_match": rate("exact_match"),
+        "context_chunks_mean": mean([r.get("context_chunks", 0) for r in ok]),
         **abstention_scores(results),
         "citation_rate": citation_rate(results),
         **generation_speed(results),
@@ -168,14 +190,13 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
         else f"Search: {models.get('mode', s.search_mode)}",
         f"Models: embed={models.get('embed')} reranker={models.get('reranker')} llm={models.get('llm')}",
         "",
-        f"Retrieval@k: {pct(summary['retrieval_at_top_k'])}  (k={s.rerank_top_k}: the chunks given to the LLM)",
-        f"Retrieval@{s.search_k}: {pct(summary['retrieval_at_search_k'])}  (before re-ranking)",
+        *retrieval_lines(summary, s, models.get("mode", s.search_mode)),
         *(generation_lines(summary, s) if not str(models.get("llm", "")).startswith("none")
           else ["Faithfulness, Exact Match, Abstention: - (--no-generate)"]),
+        *overview_lines(summary),
         f"Latency: {summary['latency_mean']:.1f}s  (mean; p95 {summary['latency_p95']:.1f}s)",
     ]
-    for stage in STAGES:
-        st = summary["stages"][stage]
+    for stage, st in summary["stages"].items():
         lines.append(f"  {stage:<9} mean {st['mean']:.2f}s  p95 {st['p95']:.2f}s")
     if summary.get("llm_calls"):
         tps = summary["tokens_per_s"]
@@ -188,6 +209,31 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
                  if unanswerable else "")
               + (f" (failed: {summary['failed']})" if summary["failed"] else "")]
     return "\n".join(lines)
+
+
+def retrieval_lines(summary: dict, settings: Settings, mode: str) -> list[str]:
+    """Retrieval@k lines (none without answerable questions; a dash for global search, which ranks
+    community reports, not chunks)."""
+    if not summary.get("answerable"):
+        return []
+    if mode == "global":
+        return ["Retrieval@k: -  (global search reads community reports, not chunks)"]
+    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
+    if mode == "local":
+        return [f"Retrieval (graph context): {pct(summary['retrieval_at_top_k'])}  (the chunks local search gave the "
+                f"LLM, {summary.get('context_chunks_mean', 0):.1f} on average)"]
+    return [f"Retrieval@k: {pct(summary['retrieval_at_top_k'])}  (k={settings.rerank_top_k}: the chunks given to the LLM)",
+            f"Retrieval@{settings.search_k}: {pct(summary['retrieval_at_search_k'])}  (before re-ranking)"]
+
+
+def overview_lines(summary: dict) -> list[str]:
+    """Coverage and source recall of the overview questions (those with ``expected_sources``)."""
+    if not summary.get("overview"):
+        return []
+    return [f"Coverage: {100 * summary['coverage']:.1f}%  (share of the expected keywords across the corpus that "
+            f"the answers hold; {summary['overview']} overview questions)",
+            f"Source recall: {100 * summary['source_recall']:.1f}%  (share of the expected files among the "
+            "answers' sources)"]
 
 
 def generation_lines(summary: dict, settings: Settings) -> list[str]:
@@ -207,8 +253,9 @@ ANSWER_PREVIEW = 80
 
 
 def format_table(results: Sequence[dict]) -> str:
-    """Two lines per question: hits, faithfulness, latency, query, expected → got sources;
-    then the answer's first 80 characters (``(abstained: why)`` when it abstained)."""
+    """Two lines per question: hits, faithfulness (coverage for an overview question), latency,
+    query and the mode that answered, expected → got sources; then the answer's first 80
+    characters (``(abstained: why)`` when it abstained)."""
     rows = [f"{'#':>2}  {'@k':<3} {'@K':<3} {'faith':>5} {'time':>6}  query / expected → got"]
     for i, r in enumerate(results, 1):
         mark = lambda b: "✓" if b else "✗"  # noqa: E731
@@ -216,9 +263,13 @@ def format_table(results: Sequence[dict]) -> str:
         got = ", ".join(r.get("cited_sources") or r.get("sources", [])) or (r.get("error") or "-")
         hit_k = mark(r["retrieval_hit"]) if answerable else "-"
         hit_search = mark(r["retrieval_hit_search_k"]) if answerable else "-"
-        faith = f"{r['faithfulness']:>5.2f}" if answerable else f"{'-':>5}"
-        rows.append(f"{i:>2}  {hit_k:<3} {hit_search:<3} {faith} {r['latency']:>5.1f}s  {r['query']}  "
-                    f"[{r['expected_source'] or '(not in the documents)'} → {got}]")
+        score = r.get("coverage", 0.0) if r.get("overview") else r["faithfulness"]
+        faith = f"{score:>5.2f}" if answerable or r.get("overview") else f"{'-':>5}"
+        expected = (", ".join(r["expected_sources"]) if r.get("overview")
+                    else r["expected_source"] or "(not in the documents)")
+        mode = f" ({r['mode']})" if r.get("mode") else ""
+        rows.append(f"{i:>2}  {hit_k:<3} {hit_search:<3} {faith} {r['latency']:>5.1f}s  {r['query']}{mode}  "
+                    f"[{expected} → {got}]")
         preview = " ".join(str(r.get("answer", "")).split())[:ANSWER_PREVIEW]
         if preview:
             why = f"  (abstained: {r['abstained']})" if r.get("abstained") else ""
@@ -286,8 +337,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.evaluate", description=__doc__.split("\n")[0])
     add_question_options(parser, "eval_questions.json", "write per-question results and the summary here")
     parser.add_argument("--per-question", action="store_true", help="print a line per question")
-    parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default=None,
-                        help="first-stage search (default: SEARCH_MODE or hybrid)")
+    parser.add_argument("--mode", default=None, metavar="MODE",
+                        help="hybrid | vector | keyword | local | global | auto (default: SEARCH_MODE or hybrid)")
     parser.add_argument("--no-generate", action="store_true",
                         help="retrieval and re-ranking only: the LLM is not loaded (seconds, not minutes)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -295,7 +346,10 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
+        from app.graphrag.router import validate_mode
+
         settings = get_settings()
+        mode = validate_mode(args.mode, settings.search_mode)
         data_dir = args.data_dir or settings.data_dir
         questions = load_questions(args.questions or data_dir / "eval_questions.json")
         ctx = context
@@ -305,11 +359,11 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
 
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
-            ctx = default_context(settings, mode=args.mode, generate=not args.no_generate)
+            ctx = default_context(settings, mode=mode, generate=not args.no_generate)
         results = run_evaluation(questions, ctx, progress=not args.no_progress)
         summary = summarize(results)
         reranked = any(r.get("reranked") for r in results)
-        models = {**model_names(ctx, settings), "mode": args.mode or settings.search_mode}
+        models = {**model_names(ctx, settings), "mode": mode}
         if args.per_question:
             print(format_table(results), end="\n\n")
         print_report(summary, settings, models, reranked)

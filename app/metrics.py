@@ -48,6 +48,21 @@ def faithfulness(answer: str | None, expected_keywords: Sequence[str] | None) ->
     return len(found_keywords(answer, expected_keywords)) / len(expected_keywords)
 
 
+def coverage(answer: str | None, expected_keywords: Sequence[str] | None) -> float:
+    """Overview questions: the share of the keywords expected across the corpus that the answer
+    holds, 0.0–1.0 (the same count as :func:`faithfulness`, named for what it measures there)."""
+    return faithfulness(answer, expected_keywords)
+
+
+def source_recall(sources: Sequence[str] | None, expected_files: Sequence[str] | None) -> float:
+    """Share of ``expected_files`` (``faq.csv``) that some source (``faq.csv:r2``, ``guide.md#vpn``)
+    comes from; 1.0 when none is expected."""
+    if not expected_files:
+        return 1.0
+    files = {str(s).split("#", 1)[0].rsplit(":", 1)[0] for s in sources or []}
+    return sum(f in files for f in expected_files) / len(expected_files)
+
+
 def exact_match(answer: str | None, expected_keywords: Sequence[str] | None) -> bool:
     """True if every expected keyword is in the answer; True when there are none."""
     if not expected_keywords:

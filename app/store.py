@@ -139,6 +139,16 @@ class RagStore:
             return sync(data_dir, self.embeddings, self.engine, self.settings, progress=progress,
                         allow_empty=allow_empty, workers=workers or self.settings.ingest_workers, graph=graph)
 
+    def update_graph(self, wait: bool = True):
+        """Rebuild the graph if chunks changed since it was built (under the writer lock); the
+        BuildReport, or None when it was current or GRAPH_EXTRACTOR is off."""
+        from app.sync import update_graph
+
+        if self.settings.graph_extractor == "off":
+            return None
+        with self.writing(wait):
+            return update_graph(self.engine, self.settings, self.embeddings)
+
     def add_document(self, path_or_doc: str | Path | Document | Sequence[Document],
                      data_dir: str | Path | None = None) -> list[str]:
         """Add (or update) a file, a folder's files, or Documents; return the parent document IDs.
@@ -174,7 +184,8 @@ class RagStore:
         from app import db
         from app.chunking import split_by_structure
         from app.loaders import strip_nul
-        from app.sync import ORIGIN_API, chunk_id, embed_with_reuse, embedding_text, text_hash
+        from app.sync import (ORIGIN_API, chunk_id, embed_with_reuse, embedding_text, extract_graphs, graph_extractor,
+                              text_hash)
 
         parent = doc.id or str(uuid.uuid4())
         source = str(doc.metadata.get("source") or parent)
@@ -192,7 +203,7 @@ class RagStore:
         db.replace_document(self.engine, self.settings.collection_name,
                             {"doc_id": parent, "source_file": source, "content_hash": text_hash(text),
                              "settings_hash": "document", "origin": ORIGIN_API},
-                            chunks, vectors)
+                            chunks, vectors, extract_graphs(chunks, self.settings), graph_extractor(self.settings))
         return parent
 
     def remove_document(self, doc_id_or_path: str | Path, wait: bool = True) -> int:

@@ -363,8 +363,21 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     if new_texts:
         warn_truncated(new_texts, embeddings)
     if graph and settings.graph_extractor != "off":
-        report.graph = update_graph(engine, settings, embeddings)
+        report.graph = update_graph_safely(engine, settings, embeddings)
     return plan, report
+
+
+def update_graph_safely(engine: Any, settings: Settings, embeddings: Any):
+    """:func:`update_graph` after a sync: its failure is one warning (the documents are stored and the
+    graph stays as it was, marked out of date), but a lost database or a missing model raises."""
+    try:
+        return update_graph(engine, settings, embeddings)
+    except FATAL_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the sync's documents are stored; the graph can be rebuilt
+        fatal = describe_failure("graph", exc)  # raises for a lost or full database
+        log.warning("the graph was not rebuilt (%s); the documents are stored; run `make graph`", fatal)
+        return None
 
 
 def update_graph(engine: Any, settings: Settings, embeddings: Any):
@@ -384,7 +397,7 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
 
 
 def prepare_file(source: SourceFile, embeddings: Any, settings: Settings,
-                 lookup: Callable[[list[str]], dict]) -> tuple[list[Document], list, int, dict]:
+                 lookup: Callable[[list[str]], dict]) -> tuple[list[Document], list, int, dict | None]:
     """Read, chunk, embed (vectors of unchanged chunk texts reused) and extract the graph's entity
     links of one file: the slow part, which needs no lock. Returns (chunks, vectors, how many were
     embedded, chunk ID -> ChunkGraph)."""
@@ -393,10 +406,10 @@ def prepare_file(source: SourceFile, embeddings: Any, settings: Settings,
     return chunks, vectors, embedded, extract_graphs(chunks, settings)
 
 
-def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict:
-    """Chunk ID -> ChunkGraph (the graph's entity links) with GRAPH_EXTRACTOR; empty when it is off."""
+def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict | None:
+    """Chunk ID -> ChunkGraph (the graph's entity links) with GRAPH_EXTRACTOR; None when it is off."""
     if settings.graph_extractor == "off":
-        return {}
+        return None
     from app.graphrag.extract import chunk_extractor
 
     extract = chunk_extractor(settings)
@@ -411,7 +424,17 @@ def write_document(engine: Any, settings: Settings, key: str, source: SourceFile
 
     db.replace_document(engine, settings.collection_name,
                         {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
-                         "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors, graphs)
+                         "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors, graphs,
+                        graph_extractor(settings))
+
+
+def graph_extractor(settings: Settings) -> str:
+    """The name stored with the links a write makes ('' when GRAPH_EXTRACTOR is off: none made)."""
+    if settings.graph_extractor == "off":
+        return ""
+    from app.graphrag.index import extractor_name
+
+    return extractor_name(settings)
 
 
 def _prepare_safely(source: SourceFile, embeddings: Any, settings: Settings,

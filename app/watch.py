@@ -3,6 +3,10 @@
 Runs one sync at start, then one per burst of file changes: a burst ends after
 ``--debounce-ms`` without changes, so saving a file five times in a row gives one sync.
 Each sync skips unchanged files, so it costs little more than the changed files.
+
+The graph (app.graphrag) is rebuilt at start when needed, and after a sync that changed
+something only once the folder has been quiet for ``--graph-quiet-s`` seconds: a rebuild reads
+every entity link, so doing it per saved file would make each sync cost the whole corpus.
 """
 from __future__ import annotations
 
@@ -24,27 +28,56 @@ def relevant(change_path: str) -> bool:
     return Path(change_path).suffix.lower() in {".pdf", ".csv", ".md", ".txt"}
 
 
+GRAPH_QUIET_S = 10.0
+
+
+def changed(report) -> bool:
+    """Whether a sync wrote or removed anything (so the graph is out of date)."""
+    return bool(report.added or report.updated or report.removed)
+
+
 def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: threading.Event | None = None,
-                   on_sync: Callable | None = None) -> None:
-    """Sync now, then after every burst of relevant changes under ``data_dir`` until ``stop`` is set."""
+                   on_sync: Callable | None = None, graph_quiet_s: float = GRAPH_QUIET_S,
+                   on_graph: Callable | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    """Sync now, then after every burst of relevant changes under ``data_dir`` until ``stop`` is set;
+    rebuild the graph once no change came for ``graph_quiet_s`` seconds after a sync that changed
+    something (``on_graph`` gets the BuildReport)."""
     from watchfiles import watch
 
-    def do_sync(reason: str) -> None:
+    pending, last = [False], [clock()]
+
+    def do_sync(reason: str, graph: bool = False) -> None:
         try:
-            _, report = store.sync(data_dir)
+            _, report = store.sync(data_dir, graph=graph)
         except RagError as exc:  # the data dir vanished, the database is down or full: keep watching
             log.warning("sync failed (%s): %s; watching on", reason, exc)
             return
+        pending[0], last[0] = pending[0] or (changed(report) and not graph), clock()
         if on_sync is not None:
             on_sync(reason, report)
+        if graph and report.graph is not None and on_graph is not None:
+            on_graph(report.graph)
 
-    do_sync("start")
-    # step: the quiet time that ends a burst; debounce: the longest a burst may be grouped.
+    def rebuild_graph() -> None:
+        pending[0] = False
+        try:
+            built = store.update_graph()
+        except RagError as exc:
+            log.warning("graph rebuild failed: %s; watching on", exc)
+            return
+        if built is not None and on_graph is not None:
+            on_graph(built)
+
+    do_sync("start", graph=True)
+    # step: the quiet time that ends a burst; debounce: the longest a burst may be grouped. Empty
+    # yields every half second let the graph wait for a quiet folder.
     for changes in watch(data_dir, step=debounce_ms, debounce=max(10 * debounce_ms, 5000), stop_event=stop,
                          rust_timeout=500, watch_filter=lambda _change, path: relevant(path),
-                         yield_on_timeout=False):
+                         yield_on_timeout=True):
         if changes:
             do_sync(f"{len(changes)} change(s)")
+        elif pending[0] and clock() - last[0] >= graph_quiet_s:
+            rebuild_graph()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.watch", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--debounce-ms", type=int, default=1000, help="quiet time that ends a burst of changes")
+    parser.add_argument("--graph-quiet-s", type=float, default=GRAPH_QUIET_S,
+                        help="rebuild the graph after a change once the folder is quiet this long (seconds)")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
 
@@ -69,8 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         def report(reason: str, rep) -> None:
             print(f"{time.strftime('%H:%M:%S')} sync ({reason}): {rep.summary()}", flush=True)
 
+        def graph(built) -> None:
+            print(f"{time.strftime('%H:%M:%S')} graph: {built.summary()}", flush=True)
+
         print(f"Watching {data_dir} (Ctrl-C to stop)", flush=True)
-        watch_and_sync(data_dir, store, debounce_ms=args.debounce_ms, on_sync=report)
+        watch_and_sync(data_dir, store, debounce_ms=args.debounce_ms, on_sync=report,
+                       graph_quiet_s=args.graph_quiet_s, on_graph=graph)
         return 0
 
     return run(body, debug=args.debug)

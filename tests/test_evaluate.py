@@ -203,3 +203,37 @@ def test_citation_rate_counts_the_model_s_own_citations_among_answers_given():
             {"answer": "資料に記載がありません", "model_cited": False, "abstained": "model"},
             {"answer": "", "model_cited": False, "abstained": None, "error": "x"}]
     assert evaluate.citation_rate(rows) == 0.5 and evaluate.citation_rate([]) is None
+
+
+def test_overview_questions_are_scored_by_coverage_and_source_recall(tmp_path, monkeypatch):
+    from app.evaluate import summarize
+
+    path = tmp_path / "q.json"
+    path.write_text('[{"query": "製品を一覧で", "expected_keywords": ["ミナト勤怠", "ミナトBI"], '
+                    '"expected_sources": ["products.csv", "faq.csv"]}]', encoding="utf-8")
+    question = evaluate.load_questions(path)[0]
+
+    class Context:
+        count_tokens = None
+
+    def fake_run(query, context, graph):
+        return {"answer": "ミナト勤怠があります。", "sources": ["products.csv:r3"], "mode": "global",
+                "timings": {"route": 0.0, "global": 1.0}}
+
+    import app.graph
+
+    monkeypatch.setattr(app.graph, "run_rag", fake_run)
+    result = evaluate.evaluate_single(question, Context())
+    assert result["overview"] and not result["answerable"] and result["mode"] == "global"
+    assert result["coverage"] == 0.5 and result["source_recall"] == 0.5
+    summary = summarize([result])
+    assert summary["overview"] == 1 and summary["coverage"] == 0.5 and summary["source_recall"] == 0.5
+    assert summary["unanswerable"] == 0 and summary["answerable"] == 0  # neither retrieval nor abstention
+    assert summary["modes"] == {"global": 1} and "global" in summary["stages"]
+
+
+def test_load_questions_rejects_bad_expected_sources(tmp_path):
+    path = tmp_path / "q.json"
+    path.write_text('[{"query": "q", "expected_keywords": [], "expected_sources": "faq.csv"}]', encoding="utf-8")
+    with pytest.raises(DataSourceError, match="expected_sources must be a list of file names"):
+        evaluate.load_questions(path)

@@ -8,7 +8,7 @@ from app.graphrag.global_search import (NO_DATA_ANSWER, GlobalSearch, MapParseEr
                                         batch_reports, key_points, parse_json_object, ranked_points, report_row,
                                         traceability)
 from app.graphrag.local_search import (LocalContextBuilder, fill, map_query_to_entities, order_reports,
-                                       order_text_units, rrf, select_relationships)
+                                       order_text_units, select_relationships)
 from app.graphrag.models import CommunityReport, Entity, KeyPoint, MapResult, Relationship, TextUnit
 
 chars = len  # the test tokenizer: one token per character
@@ -26,15 +26,18 @@ def report(rid: str, rank: float, entity_ids=(), summary="要約", findings=()) 
 # --- local -----------------------------------------------------------------------------
 
 
-def test_rrf_fuses_and_breaks_ties_by_first_appearance():
-    assert rrf([["a", "b"], ["b", "c"]], k=0) == ["b", "a", "c"]  # b: 1/2 + 1, a: 1, c: 1/2
-    assert rrf([["x"], ["y"]]) == ["x", "y"]
-
-
-def test_map_query_to_entities_puts_named_and_near_entities_together():
-    named, similar = [entity("e1", "VPN")], [entity("e2", "認証"), entity("e1", "VPN")]
-    assert [e.id for e in map_query_to_entities(named, similar, top_k=5)] == ["e1", "e2"]
+def test_map_query_to_entities_named_first_then_nearest():
+    named, similar = [entity("e1", "VPN"), entity("e3", "ミナトVPN")], [entity("e2", "認証"), entity("e1", "VPN")]
+    assert [e.id for e in map_query_to_entities(named, similar, top_k=5)] == ["e1", "e3", "e2"]
     assert [e.id for e in map_query_to_entities(named, similar, top_k=1)] == ["e1"]
+    assert [e.id for e in map_query_to_entities([], similar, top_k=5)] == ["e2", "e1"]
+
+
+def test_local_context_keeps_at_most_max_text_units():
+    units = [TextUnit(f"k{i}", "あ" * 10, ["e1"]) for i in range(5)]
+    result = LocalContextBuilder(chars, max_text_units=2).build_context("q", [entity("e1", "VPN")], [], units,
+                                                                        max_tokens=1000)
+    assert [u.id for u in result.text_units_used] == ["k0", "k1"]
 
 
 def test_select_relationships_inside_first_then_most_linked_outside():

@@ -126,7 +126,7 @@ class FakeStore:
     def search_function(self, mode):
         return ("search", mode)
 
-    def sync(self, data_dir):
+    def sync(self, data_dir, graph=True):
         return None, SimpleNamespace(summary=lambda: f"synced {data_dir}", failures=["x: bad"])
 
     def list_documents(self):

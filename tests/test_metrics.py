@@ -95,3 +95,18 @@ def test_percentile(values, q, expected):
 
 def test_mean():
     assert mean([1.0, 2.0, 6.0]) == 3.0 and mean([]) == 0.0
+
+
+def test_coverage_is_the_share_of_expected_keywords():
+    from app.metrics import coverage
+
+    assert coverage("ミナト勤怠とミナトBIがあります", ["ミナト勤怠", "ミナトBI", "ミナト給与", "ミナト請求書"]) == 0.5
+    assert coverage("", []) == 1.0
+
+
+def test_source_recall_matches_files_of_row_page_and_section_sources():
+    from app.metrics import source_recall
+
+    sources = ["products.csv:r3", "it_helpdesk.md#vpn接続", "company_overview.pdf:p2"]
+    assert source_recall(sources, ["products.csv", "it_helpdesk.md", "work_rules.pdf"]) == 2 / 3
+    assert source_recall([], ["faq.csv"]) == 0.0 and source_recall(sources, []) == 1.0

@@ -162,7 +162,7 @@ class GraphSearch:
             reports = graph_store.reports_by_id(conn, collection, sorted(community_ids))
         t_read = clock()
         builder = LocalContextBuilder(self.tokens, self.settings.graph_community_prop,
-                                      self.settings.graph_text_unit_prop)
+                                      self.settings.graph_text_unit_prop, max_text_units=self.settings.rerank_top_k)
         context = builder.build_context(query, entities, relationships, units,
                                         max_tokens=self.budget(self.settings.llm_max_tokens), reports=reports)
         documents = [text_unit_document(u, metadata[u.id]) for u in context.text_units_used]

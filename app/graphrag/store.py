@@ -78,9 +78,19 @@ SQL_INSERT_PAIR = (
 )
 SQL_DELETE_CHUNK_MENTIONS = f"DELETE FROM {MENTION} WHERE chunk_id = ANY(CAST(:ids AS varchar[]))"
 SQL_DELETE_CHUNK_PAIRS = f"DELETE FROM {PAIR} WHERE chunk_id = ANY(CAST(:ids AS varchar[]))"
-SQL_MARK_DIRTY = (
-    f"INSERT INTO {STATE} (collection_id, extractor, dirty) VALUES (:collection, '', true) "
-    "ON CONFLICT (collection_id) DO UPDATE SET dirty = true"
+# Chunks written: the graph is out of date. The state remembers which extractor wrote the links; when
+# links from another one (or none: GRAPH_EXTRACTOR=off, '') join them, it is '' and the next build
+# extracts every chunk again.
+SQL_MARK_WRITTEN = (
+    f"INSERT INTO {STATE} (collection_id, extractor, dirty) VALUES (:collection, :extractor, true) "
+    f"ON CONFLICT (collection_id) DO UPDATE SET dirty = true, "
+    f"extractor = CASE WHEN {STATE}.extractor = EXCLUDED.extractor THEN {STATE}.extractor ELSE '' END"
+)
+SQL_MARK_DIRTY = f"UPDATE {STATE} SET dirty = true WHERE collection_id = :collection"
+# Upgrading a store made before the graph existed: its chunks have no links yet.
+SQL_MARK_UNEXTRACTED = (
+    f"INSERT INTO {STATE} (collection_id, extractor, dirty) SELECT uuid, '', true FROM {COLLECTIONS} "
+    "ON CONFLICT (collection_id) DO NOTHING"
 )
 # chunk text for a full re-extraction (make graph), in pages of PAGE_SIZE
 SQL_CHUNK_PAGE = (
@@ -225,9 +235,20 @@ def clear_chunk_graphs(conn, collection) -> None:
     conn.execute(_text(SQL_DELETE_ALL_PAIRS), {"collection": collection})
 
 
+def mark_written(conn, collection, extractor: str) -> None:
+    """Record that chunks were written with links from ``extractor`` ('' for none) since the graph
+    was built (same transaction as the chunks)."""
+    conn.execute(_text(SQL_MARK_WRITTEN), {"collection": collection, "extractor": extractor})
+
+
 def mark_dirty(conn, collection) -> None:
-    """Record that chunks changed since the graph was built (same transaction as the change)."""
+    """Record that chunks were deleted since the graph was built (same transaction as the deletion)."""
     conn.execute(_text(SQL_MARK_DIRTY), {"collection": collection})
+
+
+def mark_unextracted(conn) -> None:
+    """Schema upgrade from before the graph: every existing collection's chunks need extracting."""
+    conn.execute(_text(SQL_MARK_UNEXTRACTED))
 
 
 def chunk_pages(engine, collection, page_size: int = 500):

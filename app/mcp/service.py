@@ -255,11 +255,17 @@ class RagService:
         """The stored documents."""
         return documents_for_json(self.store.list_documents())
 
-    def sync(self, data_dir: Path | None = None):
+    def sync(self, data_dir: Path | None = None, graph: bool = True):
         """Re-ingest the data dir now (changed files only), one sync at a time: ``(plan, report)``
-        (the signature of ``RagStore.sync``, so the file watcher can drive it)."""
+        (the signature of ``RagStore.sync``, so the file watcher can drive it); ``graph``: rebuild the
+        graph at the end when anything changed."""
         with self._sync_lock:
-            return self.store.sync(data_dir or self.data_dir or self.settings.data_dir)
+            return self.store.sync(data_dir or self.data_dir or self.settings.data_dir, graph=graph)
+
+    def update_graph(self):
+        """Rebuild the graph if it is out of date (the file watcher calls this once the folder is quiet)."""
+        with self._sync_lock:
+            return self.store.update_graph()
 
     def sync_summary(self) -> SyncResult:
         """The ``sync`` tool: the report as a dict."""
