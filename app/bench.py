@@ -12,7 +12,9 @@ database (``DB_NAME`` + ``_bench``), never the user's data. Sections:
   and the effect of ``n_threads``;
 * end to end: ``python -m app.ask --timings`` as a user runs it: per-node seconds, peak RSS,
   process start to first token;
-* serve: the MCP server at 50,000 chunks against the Dialogoi targets (app.mcp.bench).
+* serve: the MCP server at 50,000 chunks against the Dialogoi targets (app.mcp.bench);
+* graph: graph build cost per 100 pages on the sample and real corpora, local and global search
+  latency split into retrieval, context and LLM time (app.graphrag.bench).
 """
 from __future__ import annotations
 
@@ -327,6 +329,10 @@ def format_table(results: dict) -> str:
         from app.scale.bench import format_llm_server
 
         lines += format_llm_server(results["llm_server"])
+    if results.get("graph"):
+        from app.graphrag.bench import format_graph
+
+        lines += format_graph(results["graph"])
     return "\n".join(lines)
 
 
@@ -370,7 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", default="1,2,4", help="concurrent search clients to measure")
     parser.add_argument("--skip", default="",
                         help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve,"
-                             "concurrency,llm-server")
+                             "concurrency,llm-server,graph")
+    parser.add_argument("--graph-large", action="store_true",
+                        help="graph section: also build the ~1,000-page corpus of `scripts/real_corpus.py --large` "
+                             "(~20 min more on 2 cores)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
@@ -400,9 +409,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                                            for n in args.sizes.split(",") if n.strip()])
         section("rerank", "rerank", lambda: bench_rerank(settings))
         section("generation", "generation", lambda: bench_generation(settings))
-        if "e2e" not in skip:
+        if "e2e" not in skip or "graph" not in skip:  # the sample corpus (and its graph) in the main collection
             RagStore(settings, embeddings=embeddings, engine=engine).sync(ROOT / "data")
         section("e2e", "end_to_end", lambda: bench_end_to_end(settings, settings.db_name))
+
+        def graph() -> dict:  # before serve and concurrency, which empty the bench tables
+            from app.graphrag.bench import bench_graph
+
+            corpora = {"sample": ROOT / "data", "real": ROOT / ".cache" / "real-corpus"}
+            if args.graph_large:
+                corpora["real-large"] = ROOT / ".cache" / "real-corpus-large"
+            return bench_graph(settings, engine, embeddings, corpora)
+
+        section("graph", "graph", graph)
 
         def serve() -> dict:
             from app.mcp.bench import bench_serve

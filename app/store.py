@@ -247,21 +247,27 @@ class RagStore:
     def search(self, query: str, search_mode: str | None = None, top_k: int | None = None,
                k_vector: int | None = None, k_keyword: int | None = None,
                vector_filter: dict | None = None) -> list[Document]:
-        """Search (hybrid/vector/keyword); Documents carry ``metadata['relevance_score']``.
+        """Search; Documents carry ``metadata['relevance_score']``.
 
+        Modes: ``hybrid``, ``vector``, ``keyword`` (chunks); ``local`` (the chunks naming the
+        question's entities, in the graph's order; score 1/rank); ``global`` (community reports,
+        best rank first; score: the report's rank 0-10); ``auto`` (one of them, by app.graphrag.router).
         ``k_vector`` / ``k_keyword`` set each search's candidates (default ``top_k``);
         ``vector_filter`` is a PGVector metadata filter applied to the vector search.
         """
         from functools import partial
 
-        from app.retrieval import SEARCH_MODES, hybrid_search, keyword_search, vector_search
+        from app.config import ASK_MODES
+        from app.retrieval import hybrid_search, keyword_search, vector_search
 
         mode = search_mode or self.settings.search_mode
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+        if mode not in ASK_MODES:
+            raise ValueError(f"search mode must be one of {', '.join(ASK_MODES)}, got {mode!r}")
         top_k = top_k or self.settings.search_k
         if not query or not query.strip():
             return []
+        if mode in ("local", "global", "auto"):
+            return self._graph_search(query, mode, top_k)
         keyword = partial(keyword_search, self.engine, self.settings.collection_name)
         if mode == "vector":
             return vector_search(self.vectorstore, query, k_vector or top_k, filter=vector_filter)[:top_k]
@@ -285,6 +291,28 @@ class RagStore:
                               query, max(top_k, k_vector or 0, k_keyword or 0), rrf_k=self.settings.rrf_k,
                               weights=self.settings.hybrid_weights)
         return fused[:top_k]
+
+    def graph_search(self, llm: Any = None, count_tokens: Any = None):
+        """Local and global search over this store's graph (app.graphrag.search.GraphSearch)."""
+        from app.graphrag.search import GraphSearch
+
+        return GraphSearch(self.settings, self.engine, embeddings=self.embeddings, llm=llm, count_tokens=count_tokens)
+
+    def _graph_search(self, query: str, mode: str, top_k: int) -> list[Document]:
+        """:meth:`search` for ``local``, ``global`` and ``auto`` (which may answer with a chunk search)."""
+        from app.graphrag.router import route
+        from app.graphrag.search import report_document
+        from app.retrieval import SCORE_KEY
+
+        graph = self.graph_search()
+        chosen = route(mode, query, graph_ready=graph.is_ready() if mode == "auto" else True).mode
+        if chosen == "local":
+            docs = graph.local(query, max_text_units=top_k).documents
+            return [Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, SCORE_KEY: round(1 / rank, 6)})
+                    for rank, d in enumerate(docs, start=1)]
+        if chosen == "global":
+            return [report_document(r) for r in graph.reports()][:top_k]
+        return self.search(query, search_mode=chosen, top_k=top_k)
 
     def _pool(self):
         """A small thread pool for the vector half of hybrid searches (made on first use)."""

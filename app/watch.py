@@ -4,9 +4,10 @@ Runs one sync at start, then one per burst of file changes: a burst ends after
 ``--debounce-ms`` without changes, so saving a file five times in a row gives one sync.
 Each sync skips unchanged files, so it costs little more than the changed files.
 
-The graph (app.graphrag) is rebuilt at start when needed, and after a sync that changed
-something only once the folder has been quiet for ``--graph-quiet-s`` seconds: a rebuild reads
-every entity link, so doing it per saved file would make each sync cost the whole corpus.
+The graph (app.graphrag) is rebuilt, when it is out of date, only once the folder has been quiet
+for ``--graph-quiet-s`` seconds (at start too): a rebuild reads every entity link, so doing it per
+saved file would make each sync cost the whole corpus, and doing it before watching would leave
+changes made meanwhile unseen.
 """
 from __future__ import annotations
 
@@ -44,19 +45,17 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
     something (``on_graph`` gets the BuildReport)."""
     from watchfiles import watch
 
-    pending, last = [False], [clock()]
+    pending, last = [True], [clock()]  # at start: build the graph if it is out of date
 
-    def do_sync(reason: str, graph: bool = False) -> None:
+    def do_sync(reason: str) -> None:
         try:
-            _, report = store.sync(data_dir, graph=graph)
+            _, report = store.sync(data_dir, graph=False)
         except RagError as exc:  # the data dir vanished, the database is down or full: keep watching
             log.warning("sync failed (%s): %s; watching on", reason, exc)
             return
-        pending[0], last[0] = pending[0] or (changed(report) and not graph), clock()
+        pending[0], last[0] = pending[0] or changed(report), clock()
         if on_sync is not None:
             on_sync(reason, report)
-        if graph and report.graph is not None and on_graph is not None:
-            on_graph(report.graph)
 
     def rebuild_graph() -> None:
         pending[0] = False
@@ -68,7 +67,7 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
         if built is not None and on_graph is not None:
             on_graph(built)
 
-    do_sync("start", graph=True)
+    do_sync("start")
     # step: the quiet time that ends a burst; debounce: the longest a burst may be grouped. Empty
     # yields every half second let the graph wait for a quiet folder.
     for changes in watch(data_dir, step=debounce_ms, debounce=max(10 * debounce_ms, 5000), stop_event=stop,

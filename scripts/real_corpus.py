@@ -9,6 +9,12 @@ Documents come from Debian's package archive (`apt-get download` + `dpkg-deb -x`
 * ``csv/countries.csv`` — ISO 3166-1 countries with their Japanese names (iso-codes: JSON + ja .mo)
 * ``csv/currencies.csv`` — ISO 4217 currencies with their Japanese names (iso-codes)
 
+``--large`` (into ``.cache/real-corpus-large``) adds, for measuring at about 1,000 pages (graph build):
+
+* ``pdf/debian-reference.pdf`` — the Debian Reference, Japanese: the real PDF the package ships (272 pages)
+* ``pdf/developers-reference.pdf`` — the Debian Developer's Reference, Japanese (its shipped PDF's
+  text layer is unreadable, so it is laid out from the HTML like the others)
+
 The packages ship HTML, not PDF: each chapter's text (headings, paragraphs, lists, tables,
 code) is laid out on A4 pages with reportlab's Japanese CID font, one chapter per new page.
 The held-out evaluation set (debian-edu-doc-*, distro-info-data) is never used here.
@@ -31,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("maint-guide-ja", "debian-faq-ja", "aptitude-doc-ja", "iso-codes")
+LARGE_PACKAGES = ("debian-reference-ja", "developers-reference-ja")
 FORBIDDEN = ("debian-edu-doc", "distro-info-data")  # the held-out evaluation: never here
 FONT = "HeiseiKakuGo-W5"
 
@@ -174,10 +181,10 @@ def write_csv(target: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def build(out: Path) -> None:
+def build(out: Path, large: bool = False) -> None:
     cache = out.parent / f"{out.name}-src"
     tree = cache / "tree"
-    download(PACKAGES, cache / "debs", tree)
+    download(PACKAGES + (LARGE_PACKAGES if large else ()), cache / "debs", tree)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         staging = Path(tmp)
         (staging / "pdf").mkdir()
@@ -197,6 +204,14 @@ def build(out: Path) -> None:
             "aptitude.pdf": ("aptitude ユーザマニュアル", chapters(apt, sorted(
                 p.name for p in apt.glob("ch0[12]*.html")))),
         }
+        if large:
+            dev = tree / "usr/share/developers-reference/ja"
+            docs["developers-reference.pdf"] = ("Debian 開発者リファレンス", chapters(dev, [
+                "scope.html", "new-maintainer.html", "developer-duties.html", "resources.html", "pkgs.html",
+                "best-pkging-practices.html", "beyond-pkging.html", "l10n.html", "tools.html"]))
+            shutil.copy(tree / "usr/share/debian-reference/debian-reference.ja.pdf",
+                        staging / "pdf" / "debian-reference.pdf")
+            print("pdf/debian-reference.pdf: the package's own PDF", file=sys.stderr)
         for name, (title, parts) in docs.items():
             pages = write_pdf(staging / "pdf" / name, title, parts)
             print(f"pdf/{name}: {pages} pages", file=sys.stderr)
@@ -212,14 +227,18 @@ def build(out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / ".cache" / "real-corpus")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default: .cache/real-corpus (.cache/real-corpus-large with --large)")
+    parser.add_argument("--large", action="store_true",
+                        help="add the Debian Reference and Developer's Reference (about 1,000 pages and rows in all)")
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
     args = parser.parse_args(argv)
+    args.out = args.out or ROOT / ".cache" / ("real-corpus-large" if args.large else "real-corpus")
     if (args.out / "pdf").is_dir() and not args.force:
         print(f"real corpus already in {args.out} (--force rebuilds it)", file=sys.stderr)
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    build(args.out)
+    build(args.out, large=args.large)
     return 0
 
 

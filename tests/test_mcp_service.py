@@ -132,6 +132,9 @@ class FakeStore:
     def list_documents(self):
         return [{"doc_id": "csv/faq.csv", "chunks": 22}]
 
+    def graph_search(self, llm=None, count_tokens=None):
+        return ("graph", llm, count_tokens)
+
 
 def test_service_search_validates_and_shapes_hits():
     store = FakeStore()
@@ -154,6 +157,10 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
     @dataclasses.dataclass
     class Ctx:
         search: object = None
+        mode: str = "hybrid"
+        graph: object = None
+        llm: object = "llm"
+        count_tokens: object = None
 
     def factory():
         loads.append(1)
@@ -163,8 +170,11 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
 
     def fake_run(question, ctx):
         seen.append((question, ctx.search))
+        modes.append((ctx.mode, ctx.graph))
         return {"answer": "平日9時から18時です。[1]", "sources": ["faq.csv:r9", "faq.csv:r2"],
                 "cited_sources": ["faq.csv:r2"], "timings": {"generate": 1.23456}}
+
+    modes = []
 
     monkeypatch.setattr(graph, "run_rag", fake_run)
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=factory)
@@ -179,6 +189,8 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
     assert result == {"answer": "平日9時から18時です。[1]", "mode": "hybrid",
                       "sources": ["faq.csv:r2", "faq.csv:r9"], "cited_sources": ["faq.csv:r2"],
                       "abstained": None, "keyword_only": None, "timings": {"generate": 1.235}}
+    svc.ask("VPNと認証アプリの関係は？", "auto")  # a graph mode: the graph search gets the context's LLM
+    assert modes[-1] == ("auto", ("graph", "llm", None)) and modes[0] == ("vector", None)
 
 
 def test_service_context_load_failure_is_raised_and_retried():
@@ -205,5 +217,5 @@ def test_ask_validates_its_question_before_loading_anything():
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: pytest.fail("loaded"))
     with pytest.raises(ValueError, match="^question must be a non-empty string$"):
         svc.ask("  ")
-    with pytest.raises(ValueError, match="^mode must be one of hybrid, vector, keyword, got 'local'$"):
-        svc.ask("受付時間は？", "local")
+    with pytest.raises(ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"):
+        svc.ask("受付時間は？", "drift")

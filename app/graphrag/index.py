@@ -5,8 +5,8 @@ The per-chunk links (entity ↔ chunk, entity pairs per sentence) are written wi
 
 1. when the stored links come from another extractor (GRAPH_EXTRACTOR changed, or a store made
    before the graph existed), every stored chunk is extracted again first;
-2. entities: one per normalized name, described by the first sentences that name it (in document
-   order); those named in at least GRAPH_MIN_CHUNKS chunks are embedded (name + the start of the
+2. entities: one per normalized name, described by the first sentences that name it (in the order
+   of their chunks' text hashes, so a renamed file changes no description); those named in at least GRAPH_MIN_CHUNKS chunks are embedded (name + the start of the
    description; a text embedded before is reused), the others are found by name;
 3. relationships: entity pairs named in one sentence, weighted by how many sentences;
 4. communities: hierarchical Louvain on the pruned graph (app.graphrag.communities);
@@ -87,7 +87,7 @@ def normalize(text: str) -> str:
 
 
 def describe(sentences: Sequence[str]) -> str:
-    """An entity's description: its first distinct sentences, at most DESCRIPTION_CHARS characters."""
+    """An entity's description: its first distinct sentences (as given), at most DESCRIPTION_CHARS characters."""
     chosen, used = [], 0
     for sentence in dict.fromkeys(s for s in sentences if s):
         if len(chosen) >= DESCRIPTION_SENTENCES or (chosen and used + len(sentence) > DESCRIPTION_CHARS):

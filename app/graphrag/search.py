@@ -135,9 +135,10 @@ class GraphSearch:
             similar = [entity_from_row(r) for r in graph_store.entities_by_vector(conn, collection, vector, 2 * k)]
         return map_query_to_entities(named, similar, k)
 
-    def local(self, query: str) -> LocalResult:
-        """Entities, relationships, text units and reports for ``query`` within the token budget.
-        No entity found: an empty context (the workflow answers that none is relevant)."""
+    def local(self, query: str, max_text_units: int | None = None) -> LocalResult:
+        """Entities, relationships, text units (at most ``max_text_units``, default RERANK_TOP_K) and
+        reports for ``query`` within the token budget. No entity found: an empty context (the
+        workflow answers that none is relevant)."""
         clock = time.perf_counter
         start = clock()
         collection = self.collection()
@@ -161,8 +162,8 @@ class GraphSearch:
             community_ids = {e.attributes["communities"][-1] for e in entities if e.attributes["communities"]}
             reports = graph_store.reports_by_id(conn, collection, sorted(community_ids))
         t_read = clock()
-        builder = LocalContextBuilder(self.tokens, self.settings.graph_community_prop,
-                                      self.settings.graph_text_unit_prop, max_text_units=self.settings.rerank_top_k)
+        builder = LocalContextBuilder(self.tokens, self.settings.graph_community_prop, self.settings.graph_text_unit_prop,
+                                      max_text_units=max_text_units or self.settings.rerank_top_k)
         context = builder.build_context(query, entities, relationships, units,
                                         max_tokens=self.budget(self.settings.llm_max_tokens), reports=reports)
         documents = [text_unit_document(u, metadata[u.id]) for u in context.text_units_used]

@@ -101,6 +101,8 @@ SQL_DELETE_ALL_MENTIONS = f"DELETE FROM {MENTION} WHERE collection_id = :collect
 SQL_DELETE_ALL_PAIRS = f"DELETE FROM {PAIR} WHERE collection_id = :collection"
 
 # --- reading the per-chunk tables for a build --------------------------------------------
+# An entity's sentences in the order of their chunks' text hashes: a renamed or moved file keeps its
+# entities' descriptions (and their embeddings) as they were.
 SQL_ENTITY_FACTS = (
     "SELECT m.entity, min(m.title) AS title, mode() WITHIN GROUP (ORDER BY m.kind) AS kind, sum(m.n) AS mentions, "
     f"count(*) AS chunks FROM {MENTION} m WHERE m.collection_id = :collection GROUP BY m.entity"
@@ -108,7 +110,7 @@ SQL_ENTITY_FACTS = (
 SQL_ENTITY_SENTENCES = (
     f"SELECT m.entity, m.sentence, m.chunk_id, e.cmetadata->>'doc_id' AS doc_id, e.cmetadata->>'source' AS source "
     f"FROM {MENTION} m JOIN {CHUNKS} e ON e.id = m.chunk_id WHERE m.collection_id = :collection "
-    "ORDER BY m.entity, e.cmetadata->>'doc_id', (e.cmetadata->>'chunk_index')::int, m.chunk_id"
+    "ORDER BY m.entity, e.cmetadata->>'content_hash', m.chunk_id"
 )
 SQL_PAIR_WEIGHTS = (
     f"SELECT source, target, sum(n) AS weight, count(*) AS chunks FROM {PAIR} WHERE collection_id = :collection "
@@ -191,6 +193,14 @@ SQL_REPORTS_AT_LEVEL = (
     "WHERE collection_id = :collection AND level = :level AND rank >= :min_rank ORDER BY rank DESC, id"
 )
 SQL_LEVELS = f"SELECT level, count(*) FROM {REPORT} WHERE collection_id = :collection GROUP BY level ORDER BY level"
+SQL_CORPUS_SIZE = (
+    f"SELECT count(DISTINCT cmetadata->>'source') AS pages, count(*) AS chunks FROM {CHUNKS} "
+    "WHERE collection_id = :collection"
+)
+# bytes of a collection's rows in each graph table (row data, not indexes: tables hold several collections)
+SQL_TABLE_BYTES = " UNION ALL ".join(
+    f"SELECT '{table}' AS name, coalesce(sum(pg_column_size(t.*)), 0) AS bytes FROM {table} t "
+    "WHERE t.collection_id = :collection" for table in (MENTION, PAIR, ENTITY, RELATIONSHIP, COMMUNITY, REPORT))
 SQL_DOCUMENT_OF_CHUNKS = (
     f"SELECT id, cmetadata->>'doc_id', cmetadata->>'source' FROM {CHUNKS} WHERE id = ANY(CAST(:ids AS varchar[]))"
 )
@@ -372,6 +382,16 @@ def reports_at_level(conn, collection, level: int, min_rank: float) -> list[Comm
 def report_levels(conn, collection) -> dict[int, int]:
     """Level -> number of reports."""
     return {int(level): int(n) for level, n in conn.execute(_text(SQL_LEVELS), {"collection": collection})}
+
+
+def corpus_size(conn, collection) -> dict[str, int]:
+    """Pages (distinct source IDs: PDF pages, CSV rows, Markdown sections) and chunks of a collection."""
+    return {k: int(v) for k, v in conn.execute(_text(SQL_CORPUS_SIZE), {"collection": collection}).mappings().one().items()}
+
+
+def table_bytes(conn, collection) -> dict[str, int]:
+    """Bytes of the collection's rows in each graph table."""
+    return {name: int(n) for name, n in conn.execute(_text(SQL_TABLE_BYTES), {"collection": collection})}
 
 
 def chunk_documents(conn, ids: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -76,8 +76,10 @@ def build_server(get_service: Callable[[], RagService]) -> MCPServer:
 
     @server.tool()
     async def ask(question: str, mode: str = "hybrid") -> AskResult:
-        """Answer a question from the documents with the local LLM. Returns answer, sources (cited ones
-        first), cited_sources, abstained (why it said 資料に記載がありません, or null) and timings."""
+        """Answer a question from the documents with the local LLM. mode: hybrid (default), vector,
+        keyword, local or global (graph search), or auto (chosen per question; the answer's mode says
+        which). Returns answer, mode, sources (cited ones first), cited_sources, abstained (why it
+        said 資料に記載がありません, or null) and timings."""
         return await _call(service().ask, question, mode)
 
     @server.tool()

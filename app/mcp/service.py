@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 
 from langchain_core.documents import Document
 
-from app.config import SEARCH_MODES, Settings
+from app.config import ASK_MODES, SEARCH_MODES, Settings
 from app.keywords import normalize_text, query_tokens
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,13 @@ def validate_mode(mode: Any) -> str:
     """One of the search modes."""
     if mode not in SEARCH_MODES:
         raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+    return mode
+
+
+def validate_ask_mode(mode: Any) -> str:
+    """One of the modes ``ask`` takes: the search modes, local, global or auto."""
+    if mode not in ASK_MODES:
+        raise ValueError(f"mode must be one of {', '.join(ASK_MODES)}, got {mode!r}")
     return mode
 
 
@@ -238,13 +245,18 @@ class RagService:
         """Answer with the LangGraph workflow: answer, sources (cited first), abstention, timings."""
         from app.graph import run_rag
 
-        question, mode = validate_text(question, "question"), validate_mode(mode)
-        ctx = replace(self.context(), search=self.store.search_function(mode))
+        question, mode = validate_text(question, "question"), validate_ask_mode(mode)
+        ctx = self.context()
+        if mode in SEARCH_MODES:
+            ctx = replace(ctx, search=self.store.search_function(mode), mode=mode)
+        else:  # local, global, auto: the graph search with the context's LLM and its tokenizer
+            ctx = replace(ctx, search=self.store.search_function("hybrid"), mode=mode,
+                          graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens))
         with self._llm_lock:
             state = run_rag(question, ctx)
         cited = list(state.get("cited_sources") or [])
         return {
-            "answer": state["answer"], "mode": mode,
+            "answer": state["answer"], "mode": state.get("mode") or mode,
             "sources": cited + [s for s in state["sources"] if s not in cited],
             "cited_sources": cited, "abstained": state.get("abstained") or None,
             "keyword_only": self.store.vector_unavailable,

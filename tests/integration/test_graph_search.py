@@ -213,7 +213,7 @@ def test_watch_rebuilds_the_graph_once_the_folder_is_quiet(hash_store, tmp_path,
         deadline = time.time() + 60
         while not builds and time.time() < deadline:
             time.sleep(0.1)
-        assert len(builds) == 1  # the start sync built it
+        assert len(builds) == 1 and syncs[0].graph is None  # built once the folder was quiet, not by the sync
         (data / "docs" / "b.md").write_text("認証アプリはスマートフォンに入れます。", encoding="utf-8")
         deadline = time.time() + 30
         while len(syncs) < 2 and time.time() < deadline:
@@ -227,3 +227,15 @@ def test_watch_rebuilds_the_graph_once_the_folder_is_quiet(hash_store, tmp_path,
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+def test_python_api_searches_the_graph(rag_store, ingested):
+    local = rag_store.search("ミナトVPNに接続するには？", search_mode="local", top_k=2)
+    assert [d.metadata["source"] for d in local][:1] == ["it_helpdesk.md#vpn接続"]
+    assert [d.metadata["relevance_score"] for d in local] == [1.0, 0.5][:len(local)]
+    reports = rag_store.search("全体の傾向は？", search_mode="global", top_k=3)
+    assert reports and all(d.metadata["source"].startswith("community:c") for d in reports)
+    assert [d.metadata["rank"] for d in reports] == sorted((d.metadata["rank"] for d in reports), reverse=True)
+    assert rag_store.search("製品の一覧を見せて", search_mode="auto", top_k=3)[0].metadata["source"].startswith("community:")
+    assert rag_store.search("受付時間は何時から？", search_mode="auto", top_k=3)[0].metadata.get("vector_rank") is not None \
+        or rag_store.search("受付時間は何時から？", search_mode="auto", top_k=3)[0].metadata.get("keyword_rank") is not None

@@ -139,10 +139,11 @@ def test_ingest_cli_skips_corrupt_pdf_and_reads_cp932_csv(integration_env, tmp_p
     result = run_cli("app.ingest", "--data-dir", str(data), env=env)
     assert result.returncode == 0, result.stderr
     assert "broken.pdf: unreadable PDF" in result.stderr and "Traceback" not in result.stderr
-    assert result.stdout.strip().endswith(
-        "Ingest: 8 added, 0 updated, 0 unchanged, 0 removed, 1 failed; embedded 51 chunks, reused 0")
+    lines = result.stdout.strip().splitlines()
+    assert lines[-2] == "Ingest: 8 added, 0 updated, 0 unchanged, 0 removed, 1 failed; embedded 51 chunks, reused 0"
+    assert lines[-1].startswith("Graph: ") and " entities, " in lines[-1]  # the graph was built with the chunks
     second = run_cli("app.ingest", "--data-dir", str(data), env=env)
-    assert second.returncode == 0 and second.stdout.strip().endswith(
+    assert second.returncode == 0 and second.stdout.strip().endswith(  # nothing changed: no graph rebuild
         "Ingest: 0 added, 0 updated, 8 unchanged, 0 removed, 1 failed; embedded 0 chunks, reused 0")
     status = run_cli("app.db", "status", env=env)
     assert "51 chunks" in status.stdout
