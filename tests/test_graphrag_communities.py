@@ -88,3 +88,12 @@ def test_extractive_report_is_written_from_the_community_sentences():
     assert report.document_ids == ["docs/guide.md", "csv/faq.csv"]
     assert report.entity_ids == ["e2", "e1", "e3"]
     assert report.content().startswith("# ワンタイムパスワード・VPN・認証アプリ\n")
+
+
+def test_communities_do_not_depend_on_the_order_edges_arrive_in():
+    edges = [(a, b, 3.0) for group in ("abcd", "wxyz") for i, a in enumerate(group) for b in group[i + 1:]]
+    edges += [("d", "w", 1.0), ("a", "x", 1.0)]
+    chunks = {n: 2 for n in "abcdwxyz"}
+    forward = detect_communities(build_graph(chunks, edges, edge_percentile=0))
+    backward = detect_communities(build_graph(chunks, [(b, a, w) for a, b, w in reversed(edges)], edge_percentile=0))
+    assert forward == backward

@@ -65,8 +65,8 @@ def build_graph(entity_chunks: Mapping[str, int], edges: Iterable[tuple[str, str
     kept = {e for e, n in entity_chunks.items() if n >= min_chunks}
     candidates = [(a, b, float(w)) for a, b, w in edges if a in kept and b in kept and a != b]
     floor = percentile([w for _, _, w in candidates], edge_percentile)
-    graph = nx.Graph()
-    graph.add_weighted_edges_from((a, b, w) for a, b, w in candidates if w >= floor)
+    graph = nx.Graph()  # edges in sorted order: Louvain's result depends on the order nodes were added
+    graph.add_weighted_edges_from(sorted((min(a, b), max(a, b), w) for a, b, w in candidates if w >= floor))
     return graph
 
 

@@ -105,7 +105,7 @@ SQL_DELETE_ALL_PAIRS = f"DELETE FROM {PAIR} WHERE collection_id = :collection"
 # entities' descriptions (and their embeddings) as they were.
 SQL_ENTITY_FACTS = (
     "SELECT m.entity, min(m.title) AS title, mode() WITHIN GROUP (ORDER BY m.kind) AS kind, sum(m.n) AS mentions, "
-    f"count(*) AS chunks FROM {MENTION} m WHERE m.collection_id = :collection GROUP BY m.entity"
+    f"count(*) AS chunks FROM {MENTION} m WHERE m.collection_id = :collection GROUP BY m.entity ORDER BY m.entity"
 )
 SQL_ENTITY_SENTENCES = (
     f"SELECT m.entity, m.sentence, m.chunk_id, e.cmetadata->>'doc_id' AS doc_id, e.cmetadata->>'source' AS source "
@@ -114,7 +114,7 @@ SQL_ENTITY_SENTENCES = (
 )
 SQL_PAIR_WEIGHTS = (
     f"SELECT source, target, sum(n) AS weight, count(*) AS chunks FROM {PAIR} WHERE collection_id = :collection "
-    "GROUP BY source, target"
+    "GROUP BY source, target ORDER BY source, target"
 )
 SQL_STATE = f"SELECT extractor, built_at, dirty, stats FROM {STATE} WHERE collection_id = :collection"
 SQL_STORED_EMBEDDINGS = (
