@@ -149,13 +149,16 @@ def abstain(docs: Sequence[Document], reason: str, conf: float | None, on_token,
             "abstained": reason, "confidence": conf, "timings": {"generate": time.perf_counter() - start}}
 
 
-def pre_llm_abstention(ctx: RAGContext, query: str, docs: Sequence[Document], conf: float | None) -> str | None:
-    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``low_coverage``), or None."""
+def pre_llm_abstention(ctx: RAGContext, query: str, docs: Sequence[Document], conf: float | None,
+                       preamble: str = "") -> str | None:
+    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``low_coverage``), or None.
+    The coverage counts the question's tokens in the chunks and in ``preamble`` (local search's
+    graph tables, which the LLM reads too)."""
     if not docs:
         return "no_context"
     if conf is not None and conf < ctx.min_confidence:
         return "low_confidence"
-    if question_coverage(query, [d.page_content for d in docs]) < ctx.min_coverage:
+    if question_coverage(query, [d.page_content for d in docs] + ([preamble] if preamble else [])) < ctx.min_coverage:
         return "low_coverage"
     return None
 
@@ -217,8 +220,8 @@ def generate_node(state: RAGState, runtime) -> dict:
     if ctx.llm is None:  # retrieval only (evaluate --no-generate)
         return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
                 "cited_sources": [], "abstained": None, "confidence": conf, "timings": {"generate": 0.0}}
-    reason = pre_llm_abstention(ctx, query, docs, conf)
     preamble = state.get("graph_context") or ""
+    reason = pre_llm_abstention(ctx, query, docs, conf, preamble)
     system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble) if reason is None else (None, "", [])
     if reason or not contexts:
         return abstain(docs, reason or "no_context", conf, ctx.on_token, start)

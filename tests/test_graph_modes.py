@@ -127,3 +127,12 @@ def test_graph_mode_without_a_graph_search_is_a_clear_error(llm, mock_documents)
 def test_default_context_rejects_an_unknown_mode(clean_env):
     with pytest.raises(ValueError, match="valid modes: hybrid, vector, keyword, local, global, auto"):
         graph.default_context(mode="drift", search=lambda q, k: [], reranker=None, generate=False)
+
+
+def test_coverage_check_counts_the_graph_tables_too():
+    from app.graph import pre_llm_abstention
+
+    ctx = RAGContext(search=None, llm=None, min_coverage=0.5)
+    docs = [Document(page_content="VPNで接続します。")]
+    assert pre_llm_abstention(ctx, "認証アプリの役割", docs, None) == "low_coverage"
+    assert pre_llm_abstention(ctx, "認証アプリの役割", docs, None, preamble="e1|認証アプリ|役割を持つ|2") is None
