@@ -46,11 +46,13 @@ SHUFFLE_SEED = 7
 MAX_POINTS = 5
 MAP_SYSTEM = (
     "あなたは資料の要約（レポート）を読んで質問に答える分析者です。"
-    f"レポートに書かれた事実だけを使い、質問への答えになる要点を{MAX_POINTS}つまで JSON で返してください。"
-    "形式: {\"points\": [{\"description\": \"要点: レポートの内容を具体的に述べる日本語の1文\", "
-    "\"score\": 質問への答えとしての重要度（0から100の整数）, \"reports\": [\"根拠のレポートID\"]}]}。"
-    "レポートの見出しを書き写すだけの要点は書かないでください。"
-    "関係する要点がなければ {\"points\": []} を返してください。JSON 以外は書かないでください。"
+    f"質問に関係する事実をレポートの文から探し、要点を{MAX_POINTS}つまで JSON だけで返してください。"
+    "形式: {\"points\": [{\"description\": \"要点\", \"score\": 重要度, \"reports\": [\"レポートID\"]}]}。"
+    "description にはレポートに書かれた具体的な事実（名称・数値・条件）を日本語の1文で書きます。"
+    "質問文を書き写してはいけません。score は質問への答えとしての重要度（0から100の整数）です。"
+    "関係する事実がなければ {\"points\": []} を返します。"
+    "例: 質問「駐車場の利用ルールをまとめて」なら {\"points\": [{\"description\": \"来客用の駐車場は事前予約制で、"
+    "1日2台までです。\", \"score\": 85, \"reports\": [\"c1-2\"]}]}"
 )
 MAP_TEMPLATE = "レポート:\n{reports}\n\n質問: {query}"
 REDUCE_SYSTEM = (
@@ -171,12 +173,22 @@ def _score(value: Any) -> int | None:
     return max(0, min(100, score))
 
 
-def key_points(value: Any, batch_ids: Sequence[str]) -> list[KeyPoint]:
+def echoes(description: str, query: str) -> bool:
+    """True when a point says nothing the question did not (a small model copies the question):
+    every keyword token of the description occurs in the question."""
+    from app.keywords import tokenize
+
+    said = set(tokenize(description))
+    return bool(query) and said <= set(tokenize(query))
+
+
+def key_points(value: Any, batch_ids: Sequence[str], query: str = "") -> list[KeyPoint]:
     """Key points from a parsed map answer (``{"points": […]}`` or a bare list).
 
-    A point needs a non-empty description and a score; score 0 is dropped. Its reports are those
-    it names that are in the batch (``reports`` or GraphRAG's ``[Data: Reports (…)]``), else the
-    whole batch. MapParseError when the shape is not a point list.
+    A point needs a non-empty description and a score; score 0 and a point that only repeats
+    ``query`` (:func:`echoes`) are dropped. Its reports are those it names that are in the batch
+    (``reports`` or GraphRAG's ``[Data: Reports (…)]``), else the whole batch. MapParseError when
+    the shape is not a point list.
     """
     points = value.get("points", value.get("key_points")) if isinstance(value, dict) else value
     if isinstance(value, dict) and points is None and not value:
@@ -196,6 +208,8 @@ def key_points(value: Any, batch_ids: Sequence[str]) -> list[KeyPoint]:
         for match in _DATA_REPORTS.finditer(description):
             named += [r.strip() for r in match.group(1).split(",") if r.strip() in known]
         description = _DATA_REPORTS.sub("", description).strip()
+        if echoes(description, query):
+            continue
         out.append(KeyPoint(description=description, score=score, report_ids=list(dict.fromkeys(named)) or known))
     return out
 
@@ -216,9 +230,9 @@ class MapProcessor:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.perf_counter
 
-    def extract_key_points(self, response: str, batch_ids: Sequence[str]) -> list[KeyPoint]:
+    def extract_key_points(self, response: str, batch_ids: Sequence[str], query: str = "") -> list[KeyPoint]:
         """The key points of one map answer (MapParseError if unreadable)."""
-        return key_points(parse_json_object(response), batch_ids)
+        return key_points(parse_json_object(response), batch_ids, query)
 
     def process_batch(self, batch_id: int, batch: Sequence[CommunityReport], query: str) -> MapResult:
         """Map one batch; retried up to ``max_retries`` times, then a MapResult with ``error``."""
@@ -229,7 +243,7 @@ class MapProcessor:
         error = ""
         for attempt in range(self.max_retries + 1):
             try:
-                points = self.extract_key_points(self.call(MAP_SYSTEM, prompt, attempt), ids)
+                points = self.extract_key_points(self.call(MAP_SYSTEM, prompt, attempt), ids, query)
             except MapParseError as exc:  # the model wrote no readable JSON: ask again, a little warmer
                 error = f"unreadable answer ({exc})"
             except Exception as exc:  # noqa: BLE001 - the call failed (server down, timeout): back off
