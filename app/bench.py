@@ -377,13 +377,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip", default="",
                         help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve,"
                              "concurrency,llm-server,graph")
-    parser.add_argument("--graph-large", action="store_true",
-                        help="graph section: also build the ~1,000-page corpus of `scripts/real_corpus.py --large` "
-                             "(~20 min more on 2 cores)")
+    parser.add_argument("--graph-corpora", default="sample,real",
+                        help="graph section: corpora to build (sample: data/; real, real-large: `make real-corpus`, "
+                             "`scripts/real_corpus.py --large`, ~20 min more on 2 cores); a missing one is skipped")
+    parser.add_argument("--graph-questions", type=int, default=0,
+                        help="graph section: at most this many local and this many global questions (0: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    known = {"sample": ROOT / "data", "real": ROOT / ".cache" / "real-corpus",
+             "real-large": ROOT / ".cache" / "real-corpus-large"}
+    wanted = [c.strip() for c in args.graph_corpora.split(",") if c.strip()]
+    unknown = sorted(set(wanted) - set(known))
+    if unknown:
+        parser.error(f"--graph-corpora: unknown {', '.join(unknown)} (valid: {', '.join(known)})")
+    corpora = {name: known[name] for name in wanted}
 
     def body() -> int:
         from app.embeddings import get_embeddings
@@ -402,7 +411,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if name in skip:
                 return
             print(f"[bench] {name} …", file=sys.stderr, flush=True)
+            start = time.perf_counter()
             results[key] = fn()
+            print(f"[bench] {name} done in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
 
         section("ingest", "ingest", lambda: bench_ingest(settings, engine, embeddings, args.ingest_files, 25))
         section("scale", "scale", lambda: [bench_scale(settings, engine, embeddings, int(n), args.queries)
@@ -416,10 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def graph() -> dict:  # before serve and concurrency, which empty the bench tables
             from app.graphrag.bench import bench_graph
 
-            corpora = {"sample": ROOT / "data", "real": ROOT / ".cache" / "real-corpus"}
-            if args.graph_large:
-                corpora["real-large"] = ROOT / ".cache" / "real-corpus-large"
-            return bench_graph(settings, engine, embeddings, corpora)
+            return bench_graph(settings, engine, embeddings, corpora, questions=args.graph_questions or None)
 
         section("graph", "graph", graph)
 

@@ -75,20 +75,21 @@ def median_of(samples: Sequence[dict], *keys: str) -> float:
     return round(statistics.median(sum(s.get(k, 0.0) for k in keys) for s in samples), 3)
 
 
-def bench_queries(settings: Settings, llm: Any = None) -> dict:
-    """Local and global questions on the stored sample corpus through the workflow (the LLM in process)."""
+def bench_queries(settings: Settings, llm: Any = None, questions: int | None = None) -> dict:
+    """Local and global questions (at most ``questions`` of each) on the stored sample corpus through
+    the workflow (the LLM in process)."""
     from app.graph import default_context, run_rag
 
     out: dict = {}
     local_ctx = default_context(settings, mode="local", llm=llm, reranker=None)
-    local = [run_rag(q, local_ctx)["timings"] for q in LOCAL_QUESTIONS]
+    local = [run_rag(q, local_ctx)["timings"] for q in LOCAL_QUESTIONS[:questions]]
     out["local"] = {"questions": len(local),
                     "retrieval_s": median_of(local, "local_entities", "local_graph_read"),
                     "context_s": median_of(local, "local_context"),
                     "llm_s": median_of(local, "generate"), "first_token_s": median_of(local, "first_token"),
                     "total_s": median_of(local, "local", "generate")}
     global_ctx = default_context(settings, mode="global", llm=llm, reranker=None)
-    runs = [run_rag(q, global_ctx) for q in GLOBAL_QUESTIONS]
+    runs = [run_rag(q, global_ctx) for q in GLOBAL_QUESTIONS[:questions]]
     timings = [r["timings"] for r in runs]
     out["global"] = {"questions": len(runs), "retrieval_s": median_of(timings, "global_read_reports"),
                      "context_s": median_of(timings, "global_context"),
@@ -99,12 +100,13 @@ def bench_queries(settings: Settings, llm: Any = None) -> dict:
     return out
 
 
-def bench_graph(settings: Settings, engine: Any, embeddings: Any, corpora: dict[str, Path], llm: Any = None) -> dict:
+def bench_graph(settings: Settings, engine: Any, embeddings: Any, corpora: dict[str, Path], llm: Any = None,
+                questions: int | None = None) -> dict:
     """Build costs for each corpus, then query latency on the sample corpus (already stored in the
-    bench database's main collection)."""
+    bench database's main collection), at most ``questions`` local and global questions."""
     builds = [bench_build(settings, engine, embeddings, path, label) for label, path in corpora.items()
               if (path / "pdf").is_dir() or (path / "csv").is_dir()]
-    return {"builds": builds, "queries": bench_queries(settings, llm)}
+    return {"builds": builds, "queries": bench_queries(settings, llm, questions)}
 
 
 def format_graph(result: dict) -> list[str]:

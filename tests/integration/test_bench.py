@@ -11,7 +11,9 @@ pytestmark = pytest.mark.integration
 
 def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     result = run_cli("app.bench", "--sizes", "600", "--queries", "3", "--ingest-files", "2", "--serve-size", "600",
-                     "--concurrency-size", "600", "--clients", "1,2", "--skip", "generation,e2e", "--out", str(tmp_path))
+                     "--concurrency-size", "600", "--clients", "1,2", "--skip", "generation,e2e", "--graph-corpora", "sample",
+                     "--graph-questions", "1",
+                     "--out", str(tmp_path), env={"GRAPH_MAP_MAX_BATCHES": "1"}, timeout=600)
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     scale = data["scale"][0]
@@ -34,6 +36,13 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert [(r["mode"], r["clients"]) for r in conc["search"]] == [
         (m, n) for m in ("keyword", "vector", "hybrid") for n in (1, 2)]
     assert all(r["searches_per_s"] > 0 and r["p95_ms"] >= r["p50_ms"] > 0 for r in conc["search"])
+    graph = data["graph"]
+    [sample] = graph["builds"]
+    assert sample["pages"] > 0 and sample["entities"] > 0 and sample["communities"] > 0
+    assert sample["entities_embedded"] > 0 and sample["cold"]["embed"] > 0
+    assert graph["queries"]["local"]["questions"] == 1 and graph["queries"]["global"]["questions"] == 1
+    assert graph["queries"]["global"]["batches"] == 1
+    assert "Graph (make graph" in result.stdout
     llm = data["llm_server"]
     assert llm["in_process"]["tokens_per_s"] > 0 and llm["server"]["tokens_per_s"] > 0
     assert [b["requests"] for b in llm["server_concurrent"]] == [1, 2]
