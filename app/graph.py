@@ -415,8 +415,8 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
     store = RagStore(s)
     if search is None:
         search = store.warm_up_search(search_mode).search_function(search_mode)
-    if reranker == "load":
-        reranker = load_reranker(s)
+    if reranker == "load":  # local and global read the graph, not re-ranked chunks: no cross-encoder, no warning
+        reranker = load_reranker(s) if mode in ("auto", *SEARCH_MODES) else None
     if generate:
         llm = llm if llm is not None else get_llm(s)
     graph = None

@@ -147,6 +147,7 @@ def test_make_ask_local_answers_from_the_graph_with_sources(qwen_env, integratio
     assert answer and "ワンタイムパスワード" in answer, result.stdout
     sources = [line for line in result.stdout.split("=== Sources")[1].splitlines() if line.startswith("- ")]
     assert any("it_helpdesk.md#vpn接続" in line for line in sources), result.stdout
+    assert "reranking is off" not in result.stderr  # local search re-ranks nothing: no cross-encoder is loaded
 
 
 def test_ask_global_json_has_traceability_and_map_results(qwen_env, ingested, settings, engine):
