@@ -142,8 +142,9 @@ def generation_speed(results: Sequence[dict]) -> dict:
 def summarize(results: Sequence[dict]) -> dict:
     """Aggregate per-question results into rates (0–1) and latency statistics (seconds).
 
-    Retrieval, faithfulness and exact match are over the answerable questions;
-    abstention precision/recall over all of them.
+    Retrieval, faithfulness and exact match are over the answerable questions (None for faithfulness and
+    exact match when there are none, e.g. a set of overview questions); abstention precision/recall over
+    all of them.
     """
     answerable = [r for r in results if r.get("answerable", True)]
     overview = [r for r in results if r.get("overview")]
@@ -165,8 +166,8 @@ def summarize(results: Sequence[dict]) -> dict:
         "failed": len(results) - len(ok),
         "retrieval_at_top_k": rate("retrieval_hit"),
         "retrieval_at_search_k": rate("retrieval_hit_search_k"),
-        "faithfulness": mean([r["faithfulness"] for r in answerable]),
-        "exact_match": rate("exact_match"),
+        "faithfulness": mean([r["faithfulness"] for r in answerable]) if n else None,  # None: no such question
+        "exact_match": rate("exact_match") if n else None,
         "context_chunks_mean": mean([r.get("context_chunks", 0) for r in ok]),
         **abstention_scores(results),
         "citation_rate": citation_rate(results),

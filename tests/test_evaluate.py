@@ -229,6 +229,9 @@ def test_overview_questions_are_scored_by_coverage_and_source_recall(tmp_path, m
     summary = summarize([result])
     assert summary["overview"] == 1 and summary["coverage"] == 0.5 and summary["source_recall"] == 0.5
     assert summary["unanswerable"] == 0 and summary["answerable"] == 0  # neither retrieval nor abstention
+    assert summary["faithfulness"] is None and summary["exact_match"] is None  # no question they apply to
+    report = evaluate.format_report(summary, Settings(), {"mode": "global", "llm": "q.gguf"}, False)
+    assert "Faithfulness: -\nExact Match: -" in report and "Coverage: 50.0%" in report
     assert summary["modes"] == {"global": 1} and "global" in summary["stages"]
 
 
