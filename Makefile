@@ -86,7 +86,7 @@ tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (re
 real-corpus: $(DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO tables) into .cache/real-corpus
 	$(PY) scripts/real_corpus.py
 
-bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~11 min on 2 cores, every section)
+bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~18 min on 2 cores, every section, the real corpus fetched)
 	HF_HUB_OFFLINE=1 $(PY) -m app.bench
 
 test: $(DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
