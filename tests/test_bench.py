@@ -1,5 +1,6 @@
 """bench.py's pure parts; tests/integration/test_bench.py runs a small benchmark for real."""
 import numpy as np
+import pytest
 
 from app import bench, benchkit
 
@@ -68,3 +69,11 @@ def test_format_serve_puts_each_figure_next_to_its_target():
         "  ask: first 8.4 s (loads qwen.gguf), then two new questions 8.9 s, 4.8 s; RSS after ask 2012.4 MB",
         "  ask, time to first token (retrieve + rerank + prompt evaluation): 5.15 s, 4.04 s, 0.00 s",
     ]
+
+
+def test_unknown_graph_corpus_is_one_line_before_any_work(capsys):
+    with pytest.raises(SystemExit) as exit_info:  # parser.error: nothing connected, nothing built
+        bench.main(["--graph-corpora", "sample,huge"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "error: --graph-corpora: unknown huge (valid: sample, real, real-large)")
