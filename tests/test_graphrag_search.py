@@ -134,10 +134,6 @@ def test_key_points_scores_reports_and_drops():
     assert [(p.description, p.score, p.report_ids) for p in points] == [
         ("料金は月額制", 85, ["c2"]), ("上限を超える", 100, ["c1"])]
     assert key_points({}, ["c1"]) == [] and key_points([], ["c1"]) == []
-    echo = [{"description": "情報セキュリティのルールを全体としてまとめてください。", "score": 80},
-            {"description": "二要素認証を必須にできる。", "score": 70}]
-    assert [p.description for p in key_points(echo, ["c1"], query="情報セキュリティのルールを全体としてまとめてください。")] \
-        == ["二要素認証を必須にできる。"]
     assert key_points([{"description": "A", "score": 10}], ["c1"])[0].report_ids == ["c1"]  # none named: the batch
     with pytest.raises(MapParseError):
         key_points({"answer": "文章だけ"}, ["c1"])

@@ -171,22 +171,12 @@ def _score(value: Any) -> int | None:
     return max(0, min(100, score))
 
 
-def echoes(description: str, query: str) -> bool:
-    """True when a point says nothing the question did not (a small model copies the question):
-    every keyword token of the description occurs in the question."""
-    from app.keywords import tokenize
-
-    said = set(tokenize(description))
-    return bool(query) and said <= set(tokenize(query))
-
-
-def key_points(value: Any, batch_ids: Sequence[str], query: str = "") -> list[KeyPoint]:
+def key_points(value: Any, batch_ids: Sequence[str]) -> list[KeyPoint]:
     """Key points from a parsed map answer (``{"points": […]}`` or a bare list).
 
-    A point needs a non-empty description and a score; score 0 and a point that only repeats
-    ``query`` (:func:`echoes`) are dropped. Its reports are those it names that are in the batch
-    (``reports`` or GraphRAG's ``[Data: Reports (…)]``), else the whole batch. MapParseError when
-    the shape is not a point list.
+    A point needs a non-empty description and a score; score 0 is dropped. Its reports are those
+    it names that are in the batch (``reports`` or GraphRAG's ``[Data: Reports (…)]``), else the
+    whole batch. MapParseError when the shape is not a point list.
     """
     points = value.get("points", value.get("key_points")) if isinstance(value, dict) else value
     if isinstance(value, dict) and points is None and not value:
@@ -206,8 +196,6 @@ def key_points(value: Any, batch_ids: Sequence[str], query: str = "") -> list[Ke
         for match in _DATA_REPORTS.finditer(description):
             named += [r.strip() for r in match.group(1).split(",") if r.strip() in known]
         description = _DATA_REPORTS.sub("", description).strip()
-        if echoes(description, query):
-            continue
         out.append(KeyPoint(description=description, score=score, report_ids=list(dict.fromkeys(named)) or known))
     return out
 
@@ -228,9 +216,9 @@ class MapProcessor:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.perf_counter
 
-    def extract_key_points(self, response: str, batch_ids: Sequence[str], query: str = "") -> list[KeyPoint]:
+    def extract_key_points(self, response: str, batch_ids: Sequence[str]) -> list[KeyPoint]:
         """The key points of one map answer (MapParseError if unreadable)."""
-        return key_points(parse_json_object(response), batch_ids, query)
+        return key_points(parse_json_object(response), batch_ids)
 
     def process_batch(self, batch_id: int, batch: Sequence[CommunityReport], query: str) -> MapResult:
         """Map one batch; retried up to ``max_retries`` times, then a MapResult with ``error``."""
@@ -241,7 +229,7 @@ class MapProcessor:
         error = ""
         for attempt in range(self.max_retries + 1):
             try:
-                points = self.extract_key_points(self.call(MAP_SYSTEM, prompt, attempt), ids, query)
+                points = self.extract_key_points(self.call(MAP_SYSTEM, prompt, attempt), ids)
             except MapParseError as exc:  # the model wrote no readable JSON: ask again, a little warmer
                 error = f"unreadable answer ({exc})"
             except Exception as exc:  # noqa: BLE001 - the call failed (server down, timeout): back off
