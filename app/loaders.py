@@ -1,6 +1,7 @@
 """Reading one source file into text units (pure file I/O: no database, no model).
 
-* a PDF becomes one unit per page with text, source ``file.pdf:p1``;
+* a PDF becomes one unit per section part of a page (cut before each heading found by font
+  size), source ``file.pdf:p1``, with its heading path;
 * a CSV becomes one unit per data row (``column:value`` lines), source ``file.csv:r1``;
 * a Markdown file becomes one unit per section (split at headings by LangChain's
   ``MarkdownHeaderTextSplitter``), source ``file.md#section-slug``, with its heading path;
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import codecs
 import io
+import math
 import re
 import unicodedata
+from collections import Counter
 from pathlib import Path
 
 from app.errors import DataSourceError
@@ -82,6 +85,15 @@ def read_pdf(path: Path) -> tuple[str, list[str]]:
     """Return the PDF's title (its metadata title, else the file stem) and the text of each page.
 
     DataSourceError if it cannot be read.
+    """
+    title, pages = read_pdf_layout(path)
+    return title, [text for text, _ in pages]
+
+
+def read_pdf_layout(path: Path) -> tuple[str, list[tuple[str, list[float]]]]:
+    """Like :func:`read_pdf`, with the font size of each line of a page's text beside the text.
+
+    DataSourceError if it cannot be read.
 
     pypdf raises many kinds of exceptions on damaged files (NotImplementedError,
     LimitReachedError, RecursionError, ...), while parsing and while extracting;
@@ -93,7 +105,7 @@ def read_pdf(path: Path) -> tuple[str, list[str]]:
         reader = PdfReader(path)
         if reader.is_encrypted:
             raise DataSourceError(f"{path.name}: encrypted PDF (decrypt it first)")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages = [_page_layout(page) for page in reader.pages]
         title = strip_nul(str((reader.metadata or {}).get("/Title") or "")).strip()
         return (title if title.lower() not in ("", "untitled") else path.stem), pages
     except DataSourceError:
@@ -102,6 +114,32 @@ def read_pdf(path: Path) -> tuple[str, list[str]]:
         raise DataSourceError(f"{path.name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
     except Exception as exc:  # a damaged PDF: any parser error is this file's failure only
         raise DataSourceError(f"{path.name}: unreadable PDF ({exc.__class__.__name__}: {exc})") from exc
+
+
+def _page_layout(page) -> tuple[str, list[float]]:
+    """A pypdf page's extracted text and the rendered font size of each of its lines
+    (``text.split("\\n")``): the size (font size times the text and graphics scaling) most of
+    the line's characters are drawn in, 0.0 for a blank line.
+
+    pypdf hands its visitor exactly the pieces its text is made of, so the pieces' sizes fall on
+    the text's lines without any guessing.
+    """
+    pieces: list[tuple[str, float]] = []
+
+    def visit(text, cm, tm, font, size):
+        scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])
+        pieces.append((text, round(float(size) * scale, 1)))
+
+    text = page.extract_text(visitor_text=visit) or ""
+    if "".join(piece for piece, _ in pieces) != text:  # not pypdf's contract: no sizes, no headings
+        return text, [0.0] * len(text.split("\n"))
+    lines: list[Counter] = [Counter()]
+    for piece, size in pieces:
+        for i, part in enumerate(piece.split("\n")):
+            if i:
+                lines.append(Counter())
+            lines[-1][size] += len(part.strip())
+    return text, [sizes.most_common(1)[0][0] if sum(sizes.values()) else 0.0 for sizes in lines]
 
 
 def read_pdf_pages(path: Path) -> list[str]:
@@ -131,28 +169,115 @@ def page_heading(text: str) -> str:
     return first if plain else ""
 
 
+HEADING_SCALE = 1.15  # a line drawn this much larger than the body text is a heading
+HEADING_MAX_CHARS = 80
+RUNNING_HEADER_PAGES = 3  # the same large line on more pages than this is a running header
+
+
+def _compact(text: str) -> str:
+    """``text`` without whitespace (pypdf's text and its drawn lines differ in spacing only)."""
+    return re.sub(r"\s+", "", text)
+
+
+def heading_levels(pages: list[tuple[str, list[float]]]) -> list[list[int | None]]:
+    """Each page line's heading level by font size (0 = largest), None for body text.
+
+    ``pages`` are ``(text, size of each line)`` (:func:`read_pdf_layout`). The body size is the
+    size most characters of the document have; a line at least HEADING_SCALE times larger, of at
+    most HEADING_MAX_CHARS characters with a letter or digit, is a heading, unless the same text is
+    that large on more than RUNNING_HEADER_PAGES pages (a running header). A document drawn in one
+    size has no headings.
+    """
+    weights: Counter = Counter()
+    for text, sizes in pages:
+        for line, size in zip(text.split("\n"), sizes):
+            weights[size] += len(line.strip())
+    if not weights:
+        return [[None] * len(sizes) for _, sizes in pages]
+    body = weights.most_common(1)[0][0]
+
+    def large(line: str, size: float) -> bool:
+        return size >= body * HEADING_SCALE and 0 < len(_compact(line)) <= HEADING_MAX_CHARS and bool(
+            re.search(r"\w", line))
+
+    spread = Counter(text for page_text, sizes in pages
+                     for text in {_compact(line) for line, size in zip(page_text.split("\n"), sizes)
+                                  if large(line, size)})
+    marks = [[size if large(line, size) and spread[_compact(line)] <= RUNNING_HEADER_PAGES else None
+              for line, size in zip(text.split("\n"), sizes)] for text, sizes in pages]
+    ranks = {size: level for level, size in enumerate(
+        sorted({size for page in marks for size in page if size is not None}, reverse=True))}
+    return [[None if size is None else ranks[size] for size in page] for page in marks]
+
+
+def split_at_headings(text: str, levels: list[int | None]) -> list[tuple[int | None, str, str]]:
+    """Cut a page's text before each heading line: ``[(level, heading, section text), ...]``.
+
+    ``levels`` holds each line's heading level (None: body text). The part before the first
+    heading has level None and heading ''; it is left out when blank. A heading drawn over
+    several lines (consecutive lines of one level) is one heading; its lines stay in the text.
+    """
+    parts: list[tuple[int | None, list[str], list[str]]] = [(None, [], [])]  # level, heading lines, text lines
+    body = False  # the current part has text under its heading
+    for line, level in zip(text.split("\n"), levels):
+        current, heading, lines = parts[-1]
+        if level is None:
+            lines.append(line)
+            body = body or bool(line.strip())
+        elif current == level and not body:
+            heading.append(line.strip())
+            lines.append(line)
+        else:
+            parts.append((level, [line.strip()], [line]))
+            body = False
+    return [(level, " ".join(heading), "\n".join(lines)) for level, heading, lines in parts
+            if level is not None or "".join(lines).strip()]
+
+
 def pdf_document(path: Path) -> tuple[str, list[tuple[str, str, str]]]:
-    """One PDF as ``(title, [(text, "file.pdf:p1", heading), ...])`` (pages without text left out);
-    a page without a heading of its own keeps the last one seen.
+    """One PDF as ``(title, [(text, "file.pdf:p1", heading path), ...])`` (no unit without text).
+
+    Headings are found by font size (:func:`heading_levels`): a page is cut before each heading,
+    and each part carries the path of headings above it (``4章 > 4.2. copyright``), kept across
+    pages until the next heading. A PDF drawn in one font size falls back to
+    :func:`page_heading`: one unit per page, under the last page-top heading seen. A heading with no
+    text under it on its page is carried to the next part only (its text is in that part's path).
 
     DataSourceError if the file is corrupt or encrypted, or has no extractable text
     at all (a scanned, image-only PDF needs OCR first).
     """
-    title, pages = read_pdf(path)
-    units, heading = [], ""
-    for number, raw in enumerate(pages, start=1):
-        text = clean_pdf_text(raw)
-        if text:
-            heading = page_heading(text) or heading
-            units.append((text, f"{path.name}:p{number}", heading))
+    title, pages = read_pdf_layout(path)
+    levels = heading_levels(pages)
+    units: list[tuple[str, str, str]] = []
+    stack: list[tuple[int, str]] = []
+    fallback = ""
+    by_size = any(level is not None for page in levels for level in page)
+    for number, ((raw, _), headings) in enumerate(zip(pages, levels), start=1):
+        source = f"{path.name}:p{number}"
+        if not by_size:
+            text = clean_pdf_text(raw)
+            if text:
+                fallback = page_heading(text) or fallback
+                units.append((text, source, fallback))
+            continue
+        for level, heading, part in split_at_headings(raw, headings):
+            if level is not None:
+                stack = [(lv, h) for lv, h in stack if lv < level] + [(level, heading)]
+            text = clean_pdf_text(part)
+            if text and _compact(text) != _compact(heading):
+                units.append((text, source, " > ".join(h for _, h in stack)))
     if not units:
         raise DataSourceError(f"{path.name}: no extractable text (an image-only or scanned PDF? run OCR first)")
     return title, units
 
 
 def pdf_units(path: Path) -> list[tuple[str, str]]:
-    """One PDF's pages as ``[(text, "file.pdf:p1"), ...]`` (pages without text left out)."""
-    return [(text, source) for text, source, _ in pdf_document(path)[1]]
+    """One PDF's pages as ``[(text, "file.pdf:p1"), ...]`` (pages without text left out; a page's
+    sections joined by blank lines)."""
+    pages: dict[str, list[str]] = {}
+    for text, source, _ in pdf_document(path)[1]:
+        pages.setdefault(source, []).append(text)
+    return [("\n\n".join(parts), source) for source, parts in pages.items()]
 
 
 def looks_like_wide_text(raw: bytes) -> bool:

@@ -42,7 +42,8 @@ ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
 # A sync that writes at least this many chunks analyzes the BM25 statistics tables at its end (a
 # one-file sync stays fast; autovacuum handles small changes within a minute).
 ANALYZE_AFTER_CHUNKS = 1000
-CHUNKER_VERSION = "2"  # bump when chunking changes, so every document is re-chunked once (2: chunk context)
+CHUNKER_VERSION = "3"  # bump when chunking changes, so every document is re-chunked once
+# (2: chunk context; 3: PDF pages cut at headings found by font size, heading paths)
 # folder -> file suffixes; docs/ is searched recursively (Dialogoi's **/*.md and **/*.txt)
 SUPPORTED = {"pdf": (".pdf",), "csv": (".csv",), "docs": (".md", ".txt")}
 RECURSIVE = {"docs"}
@@ -230,7 +231,7 @@ def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     """Read and chunk one file into Documents with full metadata; DataSourceError if unreadable.
 
     Each chunk carries a ``context`` for both indexes (its text shown to users is
-    unchanged): a PDF's title and the page's heading, a CSV's file stem and header line, a
+    unchanged): a PDF's title and the heading path above the chunk, a CSV's file stem and header line, a
     Markdown section's file stem and heading path (also its ``title``).
     The context is weighted above the body in the keyword index and embedded with it.
     """
@@ -255,8 +256,10 @@ def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
         units = [(text, source_id, context) for text, source_id in rows]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     docs: list[Document] = []
+    per_source: dict[str, int] = {}  # a PDF page cut at headings is several units of one source
     for text, source_id, context in units:
-        for index, piece in enumerate(split(text)):
+        for piece in split(text):
+            index = per_source[source_id] = per_source.get(source_id, -1) + 1
             digest = text_hash(embedding_text(piece, context))
             docs.append(Document(
                 id=chunk_id(settings.collection_name, source.doc_id, len(docs), digest),

@@ -119,3 +119,69 @@ def test_empty_markdown_is_a_clear_error(tmp_path, content):
     path.write_bytes(content)
     with pytest.raises(DataSourceError, match=r"^empty.md: no text \(an empty file\)$"):
         text_document(path)
+
+
+def test_heading_levels_by_font_size_without_running_headers():
+    body = "本文の行です。" * 3
+    pages = [(f"手引き\n第1章 導入\n{body}\n1.1 目的\n{body}", [13.0, 18.0, 10.0, 13.0, 10.0]),
+             (f"手引き\n{body}\n1.2 範囲\n\n{body}", [13.0, 10.0, 13.0, 0.0, 10.0]),
+             (f"手引き\n{body}", [13.0, 10.0]),
+             (f"手引き\n{body}\n{'長い' * 41}", [13.0, 10.0, 13.0])]  # 82 characters: no heading
+    assert loaders.heading_levels(pages) == [[None, 0, None, 1, None], [None, None, 1, None, None],
+                                             [None, None], [None, None, None]]  # 手引き: large on 4 pages
+
+
+def test_heading_levels_of_a_one_size_document_are_none():
+    assert loaders.heading_levels([("一行目\n二行目", [10.0, 10.0])]) == [[None, None]]
+    assert loaders.heading_levels([]) == []
+
+
+def test_split_at_headings_cuts_before_each_and_joins_a_heading_over_two_lines():
+    text = "前ページの続き。\n4.2. copyright\n本文。\n4.3. とても長い\n見出し\n本文二。\n4.4. rules"
+    assert loaders.split_at_headings(text, [None, 1, None, 1, 1, None, 1]) == [
+        (None, "", "前ページの続き。"),
+        (1, "4.2. copyright", "4.2. copyright\n本文。"),
+        (1, "4.3. とても長い 見出し", "4.3. とても長い\n見出し\n本文二。"),
+        (1, "4.4. rules", "4.4. rules"),
+    ]
+    assert loaders.split_at_headings("\n見出し\n本文", [None, 0, None]) == [(0, "見出し", "見出し\n本文")]
+
+
+def make_sized_pdf(path, pages, title=""):
+    """A PDF of ``pages``, each a list of ``(font size, line)`` drawn top down."""
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("HeiseiKakuGo-W5"))
+    c = canvas.Canvas(str(path))
+    if title:
+        c.setTitle(title)
+    for lines in pages:
+        y = 800
+        for size, line in lines:
+            c.setFont("HeiseiKakuGo-W5", size)
+            c.drawString(50, y, line)
+            y -= size + 8
+        c.showPage()
+    c.save()
+    return path
+
+
+def test_pdf_sections_by_font_size_carry_heading_paths_across_pages(tmp_path):
+    path = make_sized_pdf(tmp_path / "manual.pdf", [
+        [(16, "第1章 導入"), (10, "目次"), (10, "1.1 目的"), (10, "この章は導入です。"), (13, "1.1 目的"),
+         (10, "目的を述べます。"), (13, "1.2 範囲")],
+        [(10, "範囲は社内です。"), (10, "対象は全社員です。"), (13, "1.3 用語"), (10, "用語を定義します。")],
+        [(16, "第2章 運用"), (10, "運用は毎日です。")]], title="運用マニュアル")
+    title, units = loaders.pdf_document(path)
+    assert title == "運用マニュアル"
+    assert units == [
+        ("第1章 導入\n目次\n1.1 目的\nこの章は導入です。", "manual.pdf:p1", "第1章 導入"),  # the contents line is body size
+        ("1.1 目的\n目的を述べます。", "manual.pdf:p1", "第1章 導入 > 1.1 目的"),
+        ("範囲は社内です。\n対象は全社員です。", "manual.pdf:p2", "第1章 導入 > 1.2 範囲"),  # 1.2 had no text on p1
+        ("1.3 用語\n用語を定義します。", "manual.pdf:p2", "第1章 導入 > 1.3 用語"),
+        ("第2章 運用\n運用は毎日です。", "manual.pdf:p3", "第2章 運用"),
+    ]
+    assert loaders.pdf_units(path)[1] == ("範囲は社内です。\n対象は全社員です。\n\n1.3 用語\n用語を定義します。",
+                                          "manual.pdf:p2")

@@ -49,7 +49,8 @@ def test_every_expected_keyword_is_in_its_source():
 
     texts = {}
     for path in (CORPUS / "pdf").glob("*.pdf"):
-        texts.update({source: text for text, source, _ in pdf_document(path)[1]})
+        for text, source, _ in pdf_document(path)[1]:
+            texts[source] = texts.get(source, "") + "\n" + text
     for path in (CORPUS / "csv").glob("*.csv"):
         texts.update({source: text for text, source in csv_units(path)})
     corpus = norm("\n".join(texts.values()))

@@ -175,6 +175,19 @@ def test_chunk_file_pdf_pages(data_dir):
     assert chunks[0].metadata["context"] == "guide — 会社概要"  # no PDF title: the file stem; the page's heading
 
 
+def test_chunk_file_pdf_sections_number_chunks_per_page_and_carry_heading_paths(data_dir):
+    from tests.test_loaders import make_sized_pdf
+
+    make_sized_pdf(data_dir / "pdf" / "rules.pdf", [
+        [(16, "第1章 総則"), (10, "この規則は全社員に適用します。"), (13, "1.1 目的"), (10, "秩序を保つためです。")]])
+    chunks = sync.chunk_file(sync.resolve_file(data_dir / "pdf" / "rules.pdf", data_dir), Settings())
+    assert [(c.metadata["source"], c.metadata["chunk_index"], c.metadata["context"], c.page_content) for c in chunks] == [
+        ("rules.pdf:p1", 0, "rules — 第1章 総則", "第1章 総則\nこの規則は全社員に適用します。"),
+        ("rules.pdf:p1", 1, "rules — 第1章 総則 > 1.1 目的", "1.1 目的\n秩序を保つためです。"),
+    ]
+    assert len({c.id for c in chunks}) == 2
+
+
 def test_chunk_file_empty_csv_is_an_error(data_dir):
     (data_dir / "csv" / "empty.csv").write_text("質問,回答\n", encoding="utf-8")
     with pytest.raises(DataSourceError, match="empty.csv: empty CSV"):
