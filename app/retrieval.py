@@ -6,6 +6,11 @@ mutated) with ``metadata['relevance_score']``:
 * vector: ``1 - cosine distance``, also as ``vector_score`` (hybrid keeps it: the abstention signal);
 * keyword: BM25 (computed in PostgreSQL) over the Japanese-aware tokens of app.keywords;
 * hybrid: the RRF score, with ``vector_rank`` / ``keyword_rank`` (1-based, None if absent).
+
+A source (a PDF page, a CSV row, a Markdown section) appears once in a result list, by its best
+chunk: each search fetches COLLAPSE_DEPTH times ``k`` chunks and keeps the first chunk of each
+source (:func:`best_per_source`), so ``k`` results are ``k`` different places to cite and the
+three chunks the LLM gets are never two overlapping pieces of one page.
 """
 from __future__ import annotations
 
@@ -16,10 +21,26 @@ from langchain_core.retrievers import BaseRetriever
 
 from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
 
-__all__ = ["SEARCH_MODES", "SCORE_KEY", "reciprocal_rank_fusion", "vector_search", "keyword_search",
-           "hybrid_search", "SearchRetriever"]
+__all__ = ["SEARCH_MODES", "SCORE_KEY", "reciprocal_rank_fusion", "best_per_source", "vector_search",
+           "keyword_search", "hybrid_search", "SearchRetriever"]
 
 SCORE_KEY = "relevance_score"
+COLLAPSE_DEPTH = 3
+
+
+def best_per_source(docs: Sequence[Document], k: int) -> list[Document]:
+    """The first ``k`` documents whose ``metadata['source']`` was not seen before, in order
+    (a document without a source counts as its own)."""
+    seen: set = set()
+    kept: list[Document] = []
+    for doc in docs:
+        source = doc.metadata.get("source") or ("id", doc.id)
+        if source not in seen:
+            seen.add(source)
+            kept.append(doc)
+            if len(kept) == k:
+                break
+    return kept
 
 
 def reciprocal_rank_fusion(
@@ -48,38 +69,46 @@ def _copy(doc: Document, **extra: Any) -> Document:
 
 
 def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = None) -> list[Document]:
-    """Top ``k`` chunks by cosine distance (through the HNSW index), best first."""
+    """Top ``k`` chunks by cosine distance (through the HNSW index), one per source, best first."""
     if not query or not query.strip():
         return []
-    hits = vectorstore.similarity_search_with_score(query, k=k, **({"filter": filter} if filter else {}))
-    return [_copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
-            for doc, distance in hits]
+    hits = vectorstore.similarity_search_with_score(query, k=k * COLLAPSE_DEPTH, **({"filter": filter} if filter else {}))
+    return best_per_source(
+        [_copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
+         for doc, distance in hits], k)
 
 
 def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
-    """Top ``k`` chunks by BM25 over Japanese-aware tokens (candidates from the GIN index), best first."""
+    """Top ``k`` chunks by BM25 over Japanese-aware tokens (candidates from the GIN index), one per
+    source, best first."""
     from app import db
     from app.keywords import query_tokens
 
-    rows = db.keyword_search(engine, collection_name, query_tokens(query), k)
-    return [Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
-            for id_, document, metadata, rank in rows]
+    rows = db.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH)
+    return best_per_source(
+        [Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
+         for id_, document, metadata, rank in rows], k)
 
 
 def hybrid_search(
     vector: Callable[[str, int], list[Document]], keyword: Callable[[str, int], list[Document]],
     query: str, k: int, rrf_k: int = DEFAULT_RRF_K, weights: Sequence[float] = DEFAULT_HYBRID_WEIGHTS,
 ) -> list[Document]:
-    """``k`` candidates from each search, fused with RRF; the best ``k`` are returned."""
+    """``k`` candidates from each search, fused with RRF by source; the best ``k`` are returned.
+
+    A source found by both searches (even through different chunks) sums both ranks and is
+    shown by the vector search's chunk (it carries the ``vector_score``).
+    """
     by_vector, by_keyword = vector(query, k), keyword(query, k)
-    docs = {d.id: d for d in [*by_keyword, *by_vector]}  # a chunk found by both keeps its vector_score
-    vector_ids, keyword_ids = [d.id for d in by_vector], [d.id for d in by_keyword]
-    fused = reciprocal_rank_fusion([vector_ids, keyword_ids], k=rrf_k, weights=weights)
+    key = lambda d: d.metadata.get("source") or d.id  # noqa: E731
+    docs = {key(d): d for d in [*by_keyword, *by_vector]}
+    vector_keys, keyword_keys = [key(d) for d in by_vector], [key(d) for d in by_keyword]
+    fused = reciprocal_rank_fusion([vector_keys, keyword_keys], k=rrf_k, weights=weights)
     return [
-        _copy(docs[key], **{SCORE_KEY: round(score, 6),
-                            "vector_rank": vector_ids.index(key) + 1 if key in vector_ids else None,
-                            "keyword_rank": keyword_ids.index(key) + 1 if key in keyword_ids else None})
-        for key, score in fused[:k]
+        _copy(docs[name], **{SCORE_KEY: round(score, 6),
+                             "vector_rank": vector_keys.index(name) + 1 if name in vector_keys else None,
+                             "keyword_rank": keyword_keys.index(name) + 1 if name in keyword_keys else None})
+        for name, score in fused[:k]
     ]
 
 

@@ -40,19 +40,19 @@ def test_search_hybrid_mode_has_fused_scores(store):
 def test_search_default_mode_and_top_k_from_settings(store, mock_vectorstore):
     store.settings = Settings(search_k=2, search_mode="vector")
     assert len(store.search("受付")) == 2
-    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 2}
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 6}  # 3 × k chunks: k distinct sources
 
 
 def test_search_k_vector_sets_candidates(store, mock_vectorstore):
     store.search("受付", search_mode="vector", top_k=1, k_vector=3)
-    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 3}
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 9}
 
 
 def test_search_vector_filter_is_passed_to_pgvector(store, mock_vectorstore):
     mock_vectorstore.similarity_search_with_score.side_effect = None
     mock_vectorstore.similarity_search_with_score.return_value = []
     store.search("受付", search_mode="vector", vector_filter={"file": "faq.csv"})
-    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 4, "filter": {"file": "faq.csv"}}
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 12, "filter": {"file": "faq.csv"}}
 
 
 def test_search_rejects_unknown_mode(store):
