@@ -192,9 +192,9 @@ def heading_levels(pages: list[tuple[str, list[float]]]) -> list[list[int | None
     for text, sizes in pages:
         for line, size in zip(text.split("\n"), sizes):
             weights[size] += len(line.strip())
-    if not weights:
+    body = weights.most_common(1)[0][0] if weights else 0.0
+    if body <= 0:  # no text, or sizes pypdf could not tell: no headings
         return [[None] * len(sizes) for _, sizes in pages]
-    body = weights.most_common(1)[0][0]
 
     def large(line: str, size: float) -> bool:
         return size >= body * HEADING_SCALE and 0 < len(_compact(line)) <= HEADING_MAX_CHARS and bool(

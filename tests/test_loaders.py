@@ -134,6 +134,7 @@ def test_heading_levels_by_font_size_without_running_headers():
 def test_heading_levels_of_a_one_size_document_are_none():
     assert loaders.heading_levels([("一行目\n二行目", [10.0, 10.0])]) == [[None, None]]
     assert loaders.heading_levels([]) == []
+    assert loaders.heading_levels([("本文\n見出し", [0.0, 12.0]), ("本文の続き", [0.0])]) == [[None, None], [None]]
 
 
 def test_split_at_headings_cuts_before_each_and_joins_a_heading_over_two_lines():
