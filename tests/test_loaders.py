@@ -186,3 +186,25 @@ def test_pdf_sections_by_font_size_carry_heading_paths_across_pages(tmp_path):
     ]
     assert loaders.pdf_units(path)[1] == ("範囲は社内です。\n対象は全社員です。\n\n1.3 用語\n用語を定義します。",
                                           "manual.pdf:p2")
+
+
+class FakePage:
+    """A pypdf page double: its visitor gets ``pieces`` ``(text, font size, vertical scale)``."""
+
+    def __init__(self, pieces, text=None):
+        self.pieces, self.text = pieces, text
+
+    def extract_text(self, visitor_text):
+        for piece, size, scale in self.pieces:
+            visitor_text(piece, [1, 0, 0, 1, 0, 0], [scale, 0, 0, scale, 0, 0], {}, size)
+        return self.text if self.text is not None else "".join(p for p, _, _ in self.pieces)
+
+
+def test_page_layout_sizes_each_line_by_most_of_its_characters():
+    page = FakePage([("1.2 範囲", 1.0, 13.0), ("\n", 0.0, 1.0), ("本文は", 10.0, 1.0), ("x", 20.0, 1.0),
+                     ("\n\n", 0.0, 1.0), ("次", 10.0, 1.0)])
+    assert loaders._page_layout(page) == ("1.2 範囲\n本文はx\n\n次", [13.0, 10.0, 0.0, 10.0])
+
+
+def test_page_layout_without_matching_pieces_has_no_sizes():
+    assert loaders._page_layout(FakePage([("見出し", 13.0, 1.0)], text="見出し\n本文")) == ("見出し\n本文", [0.0, 0.0])
