@@ -28,13 +28,17 @@ SCORE_KEY = "relevance_score"
 COLLAPSE_DEPTH = 3
 
 
+def source_key(doc: Document) -> str:
+    """What a result stands for: its ``metadata['source']``, else (no source) the chunk itself."""
+    return doc.metadata.get("source") or f"id:{doc.id}"
+
+
 def best_per_source(docs: Sequence[Document], k: int) -> list[Document]:
-    """The first ``k`` documents whose ``metadata['source']`` was not seen before, in order
-    (a document without a source counts as its own)."""
+    """The first ``k`` documents whose :func:`source_key` was not seen before, in order."""
     seen: set = set()
     kept: list[Document] = []
     for doc in docs:
-        source = doc.metadata.get("source") or ("id", doc.id)
+        source = source_key(doc)
         if source not in seen:
             seen.add(source)
             kept.append(doc)
@@ -100,9 +104,8 @@ def hybrid_search(
     shown by the vector search's chunk (it carries the ``vector_score``).
     """
     by_vector, by_keyword = vector(query, k), keyword(query, k)
-    key = lambda d: d.metadata.get("source") or d.id  # noqa: E731
-    docs = {key(d): d for d in [*by_keyword, *by_vector]}
-    vector_keys, keyword_keys = [key(d) for d in by_vector], [key(d) for d in by_keyword]
+    docs = {source_key(d): d for d in [*by_keyword, *by_vector]}
+    vector_keys, keyword_keys = [source_key(d) for d in by_vector], [source_key(d) for d in by_keyword]
     fused = reciprocal_rank_fusion([vector_keys, keyword_keys], k=rrf_k, weights=weights)
     return [
         _copy(docs[name], **{SCORE_KEY: round(score, 6),
