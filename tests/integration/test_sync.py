@@ -355,3 +355,27 @@ def test_a_large_sync_analyzes_the_bm25_statistics_tables(own_store, engine, tmp
     monkeypatch.setattr(sync_module, "ANALYZE_AFTER_CHUNKS", 40)
     _, second = own_store.sync(data)
     assert second.chunks_written == 40 and analyzed() == before + 1
+
+
+def test_a_page_cut_at_headings_is_one_search_result_in_every_mode(own_store, engine, tmp_path):
+    """Real PDF (sizes drawn by reportlab), real pypdf, real e5 and PostgreSQL: the page's two sections
+    are two stored chunks with their heading paths, and each search mode returns the page once."""
+    from tests.test_loaders import make_sized_pdf
+
+    (tmp_path / "pdf").mkdir()
+    make_sized_pdf(tmp_path / "pdf" / "keihi.pdf", [
+        [(16, "第3章 経費精算"), (10, "経費精算は月末までに申請します。"),
+         (13, "3.1 経費精算の承認"), (10, "経費精算の承認は部長が行います。")],
+        [(10, "出張旅費は別の規程で定めます。")]])
+    own_store.sync(tmp_path)
+    cid = db.collection_id(engine, own_store.settings.collection_name)
+    with engine.connect() as conn:
+        stored = conn.execute(text(
+            "SELECT cmetadata->>'source', cmetadata->>'context' FROM langchain_pg_embedding "
+            "WHERE collection_id = :c ORDER BY cmetadata->>'source', (cmetadata->>'chunk_index')::int"), {"c": cid}).all()
+    assert [tuple(r) for r in stored] == [("keihi.pdf:p1", "keihi — 第3章 経費精算"),
+                                          ("keihi.pdf:p1", "keihi — 第3章 経費精算 > 3.1 経費精算の承認"),
+                                          ("keihi.pdf:p2", "keihi — 第3章 経費精算 > 3.1 経費精算の承認")]
+    for mode in ("vector", "keyword", "hybrid"):
+        sources = [d.metadata["source"] for d in own_store.search("経費精算の承認", search_mode=mode, top_k=5)]
+        assert sources[0] == "keihi.pdf:p1" and len(sources) == len(set(sources)), (mode, sources)
