@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Mapping
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
 # with a Hugging Face hub id or a local path.
@@ -44,6 +44,14 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "GRAPH_LEVEL": (0, 0),  # global search: community level (0: the coarsest)
     "GRAPH_MAP_MAX_BATCHES": (4, 1),  # global search: report batches mapped through the LLM, best ranks first
     "GRAPH_MAP_CONCURRENCY": (4, 1),  # global search over LLM_BASE_URL: map calls at once (in process: 1)
+    # Limits on what one file may make a sync do (README, "Limits"); a file past one fails with one line.
+    "MAX_PDF_MB": (500, 1),  # largest PDF read
+    "MAX_CSV_MB": (200, 1),  # largest CSV read
+    "MAX_TEXT_MB": (50, 1),  # largest Markdown / text file read
+    "MAX_ROWS": (1000000, 1),  # most data rows of one CSV
+    "MAX_CELL_CHARS": (100000, 1),  # most characters in one CSV cell
+    "PARSE_TIMEOUT_S": (300, 1),  # wall-clock budget for reading one file (a PDF stops at the page past it)
+    "INGEST_BATCH_CHUNKS": (256, 1),  # chunks embedded and staged per batch (memory stays flat)
 }
 _INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 SEARCH_MODES = ("hybrid", "vector", "keyword")
@@ -140,6 +148,21 @@ def _abstain_default(env: Mapping[str, str]) -> float:
     return ABSTAIN_MIN_SIMILARITY_DEFAULT if model == EMBED_MODEL_DEFAULT else 0.0
 
 
+def _read_flag(env: Mapping[str, str], name: str) -> bool:
+    """A yes/no variable: 1/true/yes/on or 0/false/no/off (unset: no); ValueError otherwise."""
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}")
+
+
+def _read_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A comma-separated list (blank items dropped)."""
+    return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
+
+
 def _read_choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """A variable that takes one of ``choices`` (the first is the default); ValueError otherwise."""
     raw = env.get(name, "").strip().lower() or choices[0]
@@ -181,15 +204,56 @@ def _read_password(env: Mapping[str, str], host: str | None) -> str:
     return ""
 
 
-def _read_base_url(env: Mapping[str, str], name: str) -> str | None:
-    """An http(s) base URL such as ``http://127.0.0.1:8080/v1`` (trailing slash dropped), or None."""
+SECRET_QUERY_WORDS = ("key", "token", "secret", "pass", "auth", "sig", "credential")
+
+
+def mask_url(url: str) -> str:
+    """``url`` as it may be shown: a user:password becomes ``***@``, and the values of query parameters
+    whose names look secret (key, token, secret, password, auth, signature) become ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = "&".join(
+        f"{name}=***" if sep and any(word in name.lower() for word in SECRET_QUERY_WORDS) else f"{name}{sep}{value}"
+        for name, sep, value in (item.partition("=") for item in parts.query.split("&") if item))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def split_userinfo(url: str) -> tuple[str, str]:
+    """``(url without user:password, "user:password")`` (percent-decoded; ``""`` when there is none):
+    the secret travels in an Authorization header, never inside a URL that a log or error may show."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, ""
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"{unquote(user)}:{unquote(password)}"
+
+
+def _read_base_url(env: Mapping[str, str], name: str, key_name: str) -> tuple[str | None, str]:
+    """An http(s) base URL such as ``http://127.0.0.1:8080/v1`` (trailing slash dropped) and the
+    ``user:password`` it carried (sent as HTTP Basic auth), or ``(None, "")``. A user:password
+    together with ``key_name`` (an API key, sent as a Bearer token) is refused: a request carries one
+    Authorization header, and silently dropping one of them hid the mistake."""
     raw = env.get(name, "").strip()
     if not raw:
-        return None
+        return None, ""
     parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{name} must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got {raw!r}")
-    return raw.rstrip("/")
+    try:
+        hostname = parts.hostname
+        parts.port  # noqa: B018 (validates the port)
+    except ValueError:
+        hostname = None
+    if parts.scheme not in ("http", "https") or not hostname:
+        raise ValueError(f"{name} must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, "
+                         f"got {mask_url(raw)!r}")
+    url, userinfo = split_userinfo(raw.rstrip("/"))
+    if userinfo and env.get(key_name, ""):
+        raise ValueError(f"{name} carries a user:password and {key_name} is set too; a request sends one "
+                         f"Authorization header: keep the password in the URL (HTTP Basic) or {key_name} "
+                         "(Bearer), not both")
+    return url, userinfo
 
 
 DATABASE_URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
@@ -251,12 +315,14 @@ class Settings:
     db_statement_timeout_ms: int = _int_default("DB_STATEMENT_TIMEOUT_MS")
     llm_base_url: str | None = None  # LLM_BASE_URL: an OpenAI-compatible server instead of the GGUF in process
     llm_api_key: str = ""
+    llm_url_auth: str = ""  # the user:password LLM_BASE_URL carried (sent as HTTP Basic auth, never shown)
     llm_model: str = ""  # the model name sent to the server (default: the GGUF file name)
     llm_timeout_s: int = _int_default("LLM_TIMEOUT_S")
     llm_max_retries: int = _int_default("LLM_MAX_RETRIES")
     ingest_workers: int = _int_default("INGEST_WORKERS")
     embed_base_url: str | None = None  # EMBED_BASE_URL: an OpenAI-compatible /v1/embeddings server
     embed_api_key: str = ""
+    embed_url_auth: str = ""  # the user:password EMBED_BASE_URL carried
     embed_server_prefixes: str = EMBED_SERVER_PREFIXES[0]  # E5 prefixes: in the text, or input_type
     graph_extractor: str = GRAPH_EXTRACTORS[0]
     graph_reports: str = GRAPH_REPORT_KINDS[0]
@@ -269,6 +335,28 @@ class Settings:
     graph_level: int = _int_default("GRAPH_LEVEL")
     graph_map_max_batches: int = _int_default("GRAPH_MAP_MAX_BATCHES")
     graph_map_concurrency: int = _int_default("GRAPH_MAP_CONCURRENCY")
+    # Network surfaces (README, "Security"): the MCP server over HTTP needs a bearer token.
+    mcp_token: str = ""  # MCP_TOKEN; empty: generated once into mcp_token_file
+    mcp_token_file: Path = Path(".secrets/mcp_token")  # MCP_TOKEN_FILE (0600)
+    allowed_hosts: tuple[str, ...] = ()  # ALLOWED_HOSTS: Host names accepted besides the bound address
+    allowed_origins: tuple[str, ...] = ()  # ALLOWED_ORIGINS: browser Origins accepted (none by default)
+    # Links in the data dir that point outside it (README, "Links").
+    follow_external_links: bool = False  # FOLLOW_EXTERNAL_LINKS: follow links to regular files outside
+    # Limits (README, "Limits")
+    max_pdf_mb: int = _int_default("MAX_PDF_MB")
+    max_csv_mb: int = _int_default("MAX_CSV_MB")
+    max_text_mb: int = _int_default("MAX_TEXT_MB")
+    max_rows: int = _int_default("MAX_ROWS")
+    max_cell_chars: int = _int_default("MAX_CELL_CHARS")
+    parse_timeout_s: int = _int_default("PARSE_TIMEOUT_S")
+    ingest_batch_chunks: int = _int_default("INGEST_BATCH_CHUNKS")
+
+    def __repr__(self) -> str:
+        """Settings as they may be shown: passwords, keys and tokens masked."""
+        hidden = {"db_password", "llm_api_key", "embed_api_key", "llm_url_auth", "embed_url_auth", "mcp_token"}
+        shown = ", ".join(f"{f.name}={'***' if f.name in hidden and getattr(self, f.name) else getattr(self, f.name)!r}"
+                          for f in fields(self) if f.name != "database_url")
+        return f"Settings({shown})"
 
     def _checked(self) -> "Settings":
         """Checks across variables (ValueError naming them)."""
@@ -294,6 +382,8 @@ class Settings:
         host = env.get("DB_HOST", "").strip() or None
         database_url = _read_database_url(env, host)
         llm_path = env.get("LLM_MODEL_PATH", "").strip()
+        llm_url = _read_base_url(env, "LLM_BASE_URL", "LLM_API_KEY")
+        embed_url = _read_base_url(env, "EMBED_BASE_URL", "EMBED_API_KEY")
         return cls(
             db_host=host,
             db_port=_read_int(env, "DB_PORT"),
@@ -325,13 +415,15 @@ class Settings:
             database_url=database_url,
             db_pool_size=_read_int(env, "DB_POOL_SIZE"),
             db_statement_timeout_ms=_read_int(env, "DB_STATEMENT_TIMEOUT_MS"),
-            llm_base_url=_read_base_url(env, "LLM_BASE_URL"),
+            llm_base_url=llm_url[0],
+            llm_url_auth=llm_url[1],
             llm_api_key=env.get("LLM_API_KEY", ""),
             llm_model=env.get("LLM_MODEL", "").strip(),
             llm_timeout_s=_read_int(env, "LLM_TIMEOUT_S"),
             llm_max_retries=_read_int(env, "LLM_MAX_RETRIES"),
             ingest_workers=_read_int(env, "INGEST_WORKERS"),
-            embed_base_url=_read_base_url(env, "EMBED_BASE_URL"),
+            embed_base_url=embed_url[0],
+            embed_url_auth=embed_url[1],
             embed_api_key=env.get("EMBED_API_KEY", ""),
             embed_server_prefixes=_read_choice(env, "EMBED_SERVER_PREFIXES", EMBED_SERVER_PREFIXES),
             graph_extractor=_read_choice(env, "GRAPH_EXTRACTOR", GRAPH_EXTRACTORS),
@@ -345,6 +437,18 @@ class Settings:
             graph_level=_read_int(env, "GRAPH_LEVEL"),
             graph_map_max_batches=_read_int(env, "GRAPH_MAP_MAX_BATCHES"),
             graph_map_concurrency=_read_int(env, "GRAPH_MAP_CONCURRENCY"),
+            mcp_token=env.get("MCP_TOKEN", "").strip(),
+            mcp_token_file=Path(env.get("MCP_TOKEN_FILE") or ".secrets/mcp_token"),
+            allowed_hosts=_read_list(env, "ALLOWED_HOSTS"),
+            allowed_origins=_read_list(env, "ALLOWED_ORIGINS"),
+            follow_external_links=_read_flag(env, "FOLLOW_EXTERNAL_LINKS"),
+            max_pdf_mb=_read_int(env, "MAX_PDF_MB"),
+            max_csv_mb=_read_int(env, "MAX_CSV_MB"),
+            max_text_mb=_read_int(env, "MAX_TEXT_MB"),
+            max_rows=_read_int(env, "MAX_ROWS"),
+            max_cell_chars=_read_int(env, "MAX_CELL_CHARS"),
+            parse_timeout_s=_read_int(env, "PARSE_TIMEOUT_S"),
+            ingest_batch_chunks=_read_int(env, "INGEST_BATCH_CHUNKS"),
         )._checked()
 
 

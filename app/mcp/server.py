@@ -5,6 +5,10 @@ official MCP Python SDK's ``MCPServer``.
     python -m app.mcp --http 127.0.0.1:8765 # streamable HTTP at http://127.0.0.1:8765/mcp
     python -m app.mcp --watch               # and keep data/ in sync while serving (make serve)
 
+Over HTTP every request needs ``Authorization: Bearer <token>`` (MCP_TOKEN, or the token file
+MCP_TOKEN_FILE, made on first start) and a Host/Origin of this server (``app.mcp.auth``); stdio
+needs nothing, as the client starts the process as its own user.
+
 The lifespan loads the models and opens the database pool once per process; every tool call
 uses them. Blocking work runs in worker threads, so a long ``ask`` does not stall searches.
 """
@@ -25,6 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from app.config import Settings, get_settings
 from app.errors import RagError
+from app.mcp.auth import Token, guard, host_port, is_loopback, resolve_token, server_hosts
 from app.mcp.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
 
 log = logging.getLogger(__name__)
@@ -137,13 +142,46 @@ def make_service_factory(settings: Settings, data_dir: Path, watch: bool, deboun
     return factory
 
 
+def http_app(server: MCPServer, settings: Settings, host: str, port: int, token: Token):
+    """The SDK's streamable-HTTP Starlette app behind ``app.mcp.auth``'s Host/Origin/token guard.
+
+    The SDK's own Host/Origin check is turned off: on loopback it would accept any
+    ``http://localhost:<port>`` origin and refuse ALLOWED_HOSTS names; the guard checks both,
+    on every binding. The guard passes the lifespan through, so the service still loads once."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    inner = server.streamable_http_app(
+        host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    return guard(inner, token.value, host, port, settings.allowed_hosts, settings.allowed_origins)
+
+
+def serve_http(app: Any, host: str, port: int, log_level: str) -> None:
+    """Serve the ASGI ``app`` (:func:`http_app`) with uvicorn on ``host:port`` until Ctrl-C."""
+    import uvicorn
+
+    anyio.run(uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level.lower())).serve)
+
+
+def start_lines(host: str, port: int, token: Token) -> list[str]:
+    """What the HTTP server says at start: the URL, where the token is (never the token) and how a
+    client sends it, and a warning when it listens beyond loopback."""
+    lines = [f"MCP server on http://{host_port(host, port)}/mcp (Ctrl-C to stop)",
+             f"token: {token.describe()}; clients send the header Authorization: Bearer <token>"]
+    if not is_loopback(host):
+        lines.append(f"warning: listening on {host}: every request needs the token; the traffic is not "
+                     f"encrypted (use an SSH tunnel or a TLS proxy); Host names accepted: "
+                     f"{', '.join(server_hosts(host, port)) or 'none'} (add more with ALLOWED_HOSTS)")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point: serve until the client disconnects (stdio) or Ctrl-C (HTTP)."""
     from app.cli import run
 
     parser = argparse.ArgumentParser(prog="python -m app.mcp", description=__doc__.split("\n")[0])
     parser.add_argument("--http", metavar="HOST:PORT", default=None,
-                        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1)")
+                        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1); "
+                             "every request needs Authorization: Bearer <token> (MCP_TOKEN or MCP_TOKEN_FILE)")
     parser.add_argument("--watch", action="store_true", help="sync data/ while serving (debounced)")
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--debounce-ms", type=int, default=1000)
@@ -155,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = get_settings()
         data_dir = args.data_dir or settings.data_dir
         http = parse_http(args.http) if args.http else None
+        token = resolve_token(settings.mcp_token, settings.mcp_token_file) if http else None
         if args.watch:
             from app.sync import scan
 
@@ -164,8 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if http is None:
             server.run("stdio")
         else:
-            print(f"MCP server on http://{http[0]}:{http[1]}/mcp (Ctrl-C to stop)", file=sys.stderr, flush=True)
-            server.run("streamable-http", host=http[0], port=http[1])
+            app = http_app(server, settings, *http, token)  # a bad ALLOWED_HOSTS/ORIGINS entry fails here
+            for line in start_lines(*http, token):
+                print(line, file=sys.stderr, flush=True)
+            serve_http(app, *http, server.settings.log_level)
         return 0
 
     return run(body, debug=args.debug)

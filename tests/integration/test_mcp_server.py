@@ -118,10 +118,11 @@ def test_stdio_session_lists_and_calls_every_tool_and_follows_file_changes(integ
 
 
 def test_http_session_on_localhost(integration_env, ingested):
-    from mcp import Client
+    from tests.integration.test_mcp_auth import mcp_client, server_env
 
     port = free_port()
-    env = _server_env(integration_env)
+    token = f"t-{uuid.uuid4().hex}"
+    env = server_env(integration_env, MCP_TOKEN=token)
     proc = subprocess.Popen([sys.executable, "-m", "app.mcp", "--http", str(port), "--no-preload"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -135,7 +136,7 @@ def test_http_session_on_localhost(integration_env, ingested):
             time.sleep(0.2)
 
         async def session():
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            async with mcp_client(f"http://127.0.0.1:{port}/mcp", token) as client:
                 assert {t.name for t in (await client.list_tools()).tools} == TOOLS
                 hits = _hits(await client.call_tool("search_rag", {"query": "E3010 タイムアウト", "k": 5}))
                 assert hits[0]["payload"]["source"] == "technical_guide.pdf:p3"
