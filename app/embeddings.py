@@ -72,11 +72,16 @@ class ServerEmbeddings(Embeddings):
     """
 
     def __init__(self, base_url: str, model: str, api_key: str = "", prefixes: str | None = "text",
-                 dim: int = EMBED_DIM, batch_size: int = BATCH_SIZE, timeout: float = 60, max_retries: int = 2):
+                 dim: int = EMBED_DIM, batch_size: int = BATCH_SIZE, timeout: float = 60, max_retries: int = 2,
+                 url_auth: str = ""):
         from langchain_openai import OpenAIEmbeddings
 
-        self.base_url, self.model, self.prefixes, self.dim = base_url, model, prefixes, dim
+        from app.config import mask_url
+        from app.servers import basic_auth_headers
+
+        self.base_url, self.model, self.prefixes, self.dim = mask_url(base_url), model, prefixes, dim
         self._server = OpenAIEmbeddings(
+            default_headers=basic_auth_headers(url_auth) or None,  # a user:password from EMBED_BASE_URL
             base_url=base_url, model=model, api_key=api_key or "no-key", chunk_size=batch_size,
             check_embedding_ctx_length=False,  # send text, not tiktoken ids (and load no tiktoken files)
             model_kwargs={"encoding_format": "float"}, timeout=timeout, max_retries=max_retries)
@@ -131,7 +136,7 @@ def get_embeddings(settings: Settings | None = None) -> Embeddings:
 
     s = settings or get_settings()
     if s.embed_base_url:
-        key = (s.embed_model, s.embed_base_url, s.embed_api_key, s.embed_server_prefixes)
+        key = (s.embed_model, s.embed_base_url, s.embed_api_key, s.embed_url_auth, s.embed_server_prefixes)
         return cached("embeddings", key, lambda: _server_embeddings(s))
     return cached("embeddings", (s.embed_model, str(s.models_dir)), lambda: _load_embeddings(s))
 
@@ -140,7 +145,7 @@ def _server_embeddings(s: Settings) -> ServerEmbeddings:
     """The EMBED_BASE_URL client for ``s`` (E5 prefixes only for E5 models)."""
     prefixes = s.embed_server_prefixes if uses_e5_prefixes(s.embed_model) else None
     return ServerEmbeddings(s.embed_base_url or "", s.embed_model, s.embed_api_key, prefixes,
-                            timeout=s.llm_timeout_s, max_retries=s.llm_max_retries)
+                            timeout=s.llm_timeout_s, max_retries=s.llm_max_retries, url_auth=s.embed_url_auth)
 
 
 def _load_embeddings(s: Settings) -> Embeddings:

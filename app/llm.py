@@ -31,7 +31,7 @@ def get_llm(settings: Settings | None = None):
 
     s = settings or get_settings()
     if s.llm_base_url:
-        key = (s.llm_base_url, s.llm_api_key, s.llm_server_model, s.llm_max_tokens, s.llm_temperature,
+        key = (s.llm_base_url, s.llm_api_key, s.llm_url_auth, s.llm_server_model, s.llm_max_tokens, s.llm_temperature,
                s.llm_timeout_s, s.llm_max_retries)
         return cached("llm", key, lambda: _server_llm(s))
     key = (s.llm_model_path, str(s.models_dir), s.llm_n_ctx, s.llm_max_tokens, s.llm_n_threads, s.llm_temperature)
@@ -63,7 +63,10 @@ def _server_llm(s: Settings):
     client's own. Nothing is contacted until the first question."""
     from langchain_openai import ChatOpenAI
 
+    from app.servers import basic_auth_headers
+
     return ChatOpenAI(
+        default_headers=basic_auth_headers(s.llm_url_auth) or None,  # a user:password from LLM_BASE_URL
         base_url=s.llm_base_url,
         api_key=s.llm_api_key or "no-key",  # local servers want none; the client wants a non-empty one
         model=s.llm_server_model,
@@ -103,7 +106,9 @@ def model_name(llm: object) -> str:
     if path:
         return str(path).rsplit("/", 1)[-1]
     if is_chat_model(llm) and getattr(llm, "model_name", None):
-        return f"{llm.model_name} at {getattr(llm, 'openai_api_base', '?')}"
+        from app.config import mask_url
+
+        return f"{llm.model_name} at {mask_url(str(getattr(llm, 'openai_api_base', '?')))}"
     return type(llm).__name__
 
 

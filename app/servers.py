@@ -2,7 +2,17 @@
 error for a server that is down, slow, refusing or breaking off."""
 from __future__ import annotations
 
+import base64
+
+from app.config import mask_url
 from app.errors import RagError
+
+
+def basic_auth_headers(userinfo: str) -> dict[str, str]:
+    """The ``Authorization: Basic …`` header for a ``user:password`` (none for ``""``)."""
+    if not userinfo:
+        return {}
+    return {"Authorization": "Basic " + base64.b64encode(userinfo.encode("utf-8")).decode("ascii")}
 
 
 def _cause(exc: BaseException) -> str:
@@ -10,7 +20,14 @@ def _cause(exc: BaseException) -> str:
     while exc.__cause__ is not None:
         exc = exc.__cause__
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    return mask_urls(lines[0]) if lines else type(exc).__name__
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with every http(s) URL in it masked (:func:`app.config.mask_url`)."""
+    import re
+
+    return re.sub(r"https?://[^\s'\"<>]+", lambda m: mask_url(m.group(0)), text)
 
 
 def server_error(exc: BaseException, what: str, url: str, variable: str, error: type[RagError],
@@ -21,6 +38,7 @@ def server_error(exc: BaseException, what: str, url: str, variable: str, error: 
     import httpx
     import openai
 
+    url = mask_url(url)
     if streaming and isinstance(exc, (openai.APIError, httpx.HTTPError)):
         return error(f"the {what} server at {url} broke off the answer ({_cause(exc)})")
     if isinstance(exc, openai.APITimeoutError):
