@@ -139,8 +139,8 @@ def timing_report(state: dict, first_token_at: float | None) -> str:
                        "process_start_to_first_token_s": first_token_at}, ensure_ascii=False)
 
 
-JSON_KEYS = ("answer", "sources", "cited_sources", "mode", "route_reason", "abstained", "confidence", "graph",
-             "traceability", "map_results", "timings")
+JSON_KEYS = ("answer", "sources", "cited_sources", "warnings", "mode", "route_reason", "abstained", "confidence",
+             "graph", "traceability", "map_results", "timings")
 
 
 def json_report(state: dict, seconds: float | None = None) -> str:
@@ -222,6 +222,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
             if state.get("abstained") == "unsupported":  # the streamed text is withdrawn, visibly
                 out.write("\n\n" + unsupported_note(state.get("unsupported", []), state["answer"]))
             out.write("\n\n" + format_sources(state["sources"], cited, abstained) + "\n")
+        for warning in state.get("warnings") or []:
+            out.write(f"注意: {warning}\n")
         out.flush()
         if args.timings:
             print(timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)

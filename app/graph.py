@@ -24,6 +24,7 @@ from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, best_mat
                          without_citations)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
+from app.guard import answer_warnings
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class RAGState(TypedDict, total=False):
     # "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
     model_answer: str  # with "unsupported": what the model wrote instead
     unsupported: list[str]  # with "unsupported": the numbers no context states
+    warnings: list[str]  # links the answer carries from a document, a copied instruction to an AI (app.guard)
     confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
     reranked: bool
     mode: str  # the mode that answered (``auto`` resolved)
@@ -240,8 +242,9 @@ def generate_node(state: RAGState, runtime) -> dict:
         if ctx.on_token:
             ctx.on_token(f"[{matched}]")
     ordered = ordered_sources(unique_sources_per_doc(docs)[: len(contexts)], cited or ([matched] if matched else []))
+    warnings = answer_warnings(answer, query, contexts, unique_sources_per_doc(docs)[: len(contexts)])
     return {**base, "answer": answer, "model_cited": bool(cited), "sources": [src for src, _ in ordered],
-            "cited_sources": [src for src, c in ordered if c]}
+            "cited_sources": [src for src, c in ordered if c], "warnings": warnings}
 
 
 def timings_of(start: float, first: list[float]) -> dict[str, float]:

@@ -62,6 +62,7 @@ class AskResult(TypedDict):
     sources: list[str]
     cited_sources: list[str]
     abstained: str | None
+    warnings: list[str]
     keyword_only: str | None
     timings: dict[str, float]
 
@@ -259,6 +260,7 @@ class RagService:
             "answer": state["answer"], "mode": state.get("mode") or mode,
             "sources": cited + [s for s in state["sources"] if s not in cited],
             "cited_sources": cited, "abstained": state.get("abstained") or None,
+            "warnings": list(state.get("warnings") or []),
             "keyword_only": self.store.vector_unavailable,
             "timings": {k: round(v, 3) for k, v in (state.get("timings") or {}).items()},
         }
