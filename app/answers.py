@@ -144,23 +144,30 @@ def says_not_in_documents(answer: str) -> bool:
     return bool(_ABSTAIN.search(unicodedata.normalize("NFKC", answer or "")))
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -> list[str]:
-    """Numbers in ``answer`` (citations aside) found in no context and not in the question.
+    """Numbers in ``answer`` (citations aside) found in no context and not in the question, as the
+    answer writes them (``2027年6月31日``, ``2``), in answer order, each once.
 
     A small model that does not find the answer tends to invent one with a
     number in it (``駐車場は2台分あります``); a number the documents never state
-    is the cheapest mechanical sign of that. Text is NFKC-normalized and
-    thousands separators are ignored (``1,200`` = ``1200``).
+    is the cheapest mechanical sign of that. Numbers are compared by their
+    keys (app.normalize): ``1,200`` = ``1200``, ``９時`` = ``9時``, ``06`` = ``6``,
+    ``2002年7月19日`` = ``平成14年7月19日`` = ``2002-07-19``, and a part of a stated
+    date is stated (``6月30日``, ``6月`` and ``2027年`` by ``2027-06-30``), and so is a
+    date whose year and month-day are stated apart (``2027年度`` … ``6月30日``); a
+    different date is not (``2027年6月31日``), nor a number inside another (``12``
+    in ``2012``).
     """
-    def numbers(text: str) -> set[str]:
-        return {n.replace(",", "") for n in _NUMBER.findall(unicodedata.normalize("NFKC", text))}
+    from app.normalize import is_stated, mentions, numbers
 
-    stated = numbers(query) | set().union(*(numbers(c) for c in contexts)) if contexts else numbers(query)
-    body = _CITATION.sub(" ", unicodedata.normalize("NFKC", answer or ""))
-    return sorted(numbers(body) - stated, key=body.find)
+    stated = numbers(query).union(*(numbers(c) for c in contexts))
+    unsupported: list[str] = []
+    for mention in mentions(_CITATION.sub(" ", answer or "")):
+        if not is_stated(mention, stated) and mention.surface not in unsupported:
+            unsupported.append(mention.surface)
+    return unsupported
 
 
 def question_coverage(query: str, contexts: Sequence[str]) -> float:

@@ -71,6 +71,22 @@ def test_found_keywords_ignores_blank_keywords():
     assert found_keywords("abc", ["a", "", "  ", "z"]) == ["a"]
 
 
+@pytest.mark.parametrize("answer,keywords,expected", [
+    ("設立は2002年7月19日です。", ["2002-07-19"], ["2002-07-19"]),
+    ("設立は2002-07-19です。", ["2002年7月19日", "平成14年7月19日", "2002/7/19", "7月19日"],
+     ["2002年7月19日", "平成14年7月19日", "2002/7/19", "7月19日"]),
+    ("期限は2027年６月３０日です。", ["2027-06-30", "6月30日"], ["2027-06-30", "6月30日"]),
+    ("料金は1,200円です。", ["1200円"], ["1200円"]),
+    ("受付は9時から18時です。", ["9時〜18時"], ["9時〜18時"]),
+    ("返信は3営業日以内です。", ["三営業日"], ["三営業日"]),
+    ("設立は2002-07-19です。", ["2002年7月19日", "2002-07-20", "7月1日"], ["2002年7月19日"]),
+    ("有効期限は24時間です。", ["4時間"], []),
+    ("2012年設立", ["12"], []),
+])
+def test_found_keywords_across_number_and_date_forms(answer, keywords, expected):
+    assert found_keywords(answer, keywords) == expected
+
+
 def test_measure_latency_returns_result_and_seconds():
     result, seconds = measure_latency(lambda x, y=1: x + y, 2, y=3)
     assert result == 5 and 0 <= seconds < 1
