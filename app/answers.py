@@ -144,8 +144,6 @@ def says_not_in_documents(answer: str) -> bool:
     return bool(_ABSTAIN.search(unicodedata.normalize("NFKC", answer or "")))
 
 
-
-
 def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -> list[str]:
     """Numbers in ``answer`` (citations aside) found in no context and not in the question, as the
     answer writes them (``2027年6月31日``, ``2``), in answer order, each once.
