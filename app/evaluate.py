@@ -88,6 +88,7 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "retrieval_hit_search_k": expected is not None and retrieval_at_k(state.get("documents", []), expected),
         "faithfulness": faithfulness(answer, keywords),
         "exact_match": exact_match(answer, keywords),
+        "context_keywords": faithfulness("\n".join(state.get("contexts") or []), keywords),
         "abstained": state.get("abstained"),
         "confidence": state.get("confidence"),
         "answer_tokens": count(answer) - count("") if count and answer else 0,
@@ -122,6 +123,18 @@ def abstention_scores(results: Sequence[dict]) -> dict:
             "abstention_recall": len(right) / len(unanswerable) if unanswerable else None}
 
 
+def answer_outcomes(results: Sequence[dict]) -> dict:
+    """What the user sees, apart: the share of answerable questions refused (false abstentions), and the
+    share of questions the documents do not answer that got an answer anyway (invented answers);
+    None where there is no such question."""
+    answerable = [r for r in results if r.get("answerable", True) and not r.get("overview")]
+    unanswerable = [r for r in results if not r.get("answerable", True) and not r.get("overview")]
+    refused = sum(bool(r.get("abstained")) for r in answerable)
+    invented = sum(not r.get("abstained") and not r.get("error") for r in unanswerable)
+    return {"false_abstention_rate": refused / len(answerable) if answerable else None,
+            "invented_rate": invented / len(unanswerable) if unanswerable else None}
+
+
 def citation_rate(results: Sequence[dict]) -> float | None:
     """Share of the answers given (not abstained, no error) in which the model cited a context itself."""
     answered = [r for r in results if not r.get("error") and not r.get("abstained") and r.get("answer")]
@@ -135,7 +148,8 @@ def generation_speed(results: Sequence[dict]) -> dict:
     prompt_s = [r["timings"]["first_token"] for r in gen]
     decode_s = [r["timings"]["generate"] - r["timings"]["first_token"] for r in gen]
     tokens = sum(max(r.get("answer_tokens", 0) - 1, 0) for r in gen)  # the first token came with the prompt
-    return {"llm_calls": len(gen), "prompt_eval_mean": mean(prompt_s), "generation_mean": mean(decode_s),
+    return {"llm_calls": len(gen), "prompt_eval_mean": mean(prompt_s), "first_token_median": percentile(prompt_s, 50),
+            "generation_mean": mean(decode_s),
             "tokens_per_s": tokens / sum(decode_s) if sum(decode_s) > 0 else None}
 
 
@@ -168,8 +182,10 @@ def summarize(results: Sequence[dict]) -> dict:
         "retrieval_at_search_k": rate("retrieval_hit_search_k"),
         "faithfulness": mean([r["faithfulness"] for r in answerable]) if n else None,  # None: no such question
         "exact_match": rate("exact_match") if n else None,
+        "context_keywords": mean([r.get("context_keywords", 0.0) for r in answerable]) if n else None,
         "context_chunks_mean": mean([r.get("context_chunks", 0) for r in ok]),
         **abstention_scores(results),
+        **answer_outcomes(results),
         "citation_rate": citation_rate(results),
         **generation_speed(results),
         "latency_mean": mean(latency),
@@ -201,7 +217,8 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
         lines.append(f"  {stage:<9} mean {st['mean']:.2f}s  p95 {st['p95']:.2f}s")
     if summary.get("llm_calls"):
         tps = summary["tokens_per_s"]
-        lines.append(f"  LLM: prompt evaluation (to the first token) mean {summary['prompt_eval_mean']:.2f}s, "
+        lines.append(f"  LLM: prompt evaluation (to the first token) mean {summary['prompt_eval_mean']:.2f}s "
+                     f"(median {summary['first_token_median']:.2f}s), "
                      f"generation mean {summary['generation_mean']:.2f}s"
                      + (f", {tps:.1f} tokens/s" if tps else "") + f" ({summary['llm_calls']} calls)")
     unanswerable = summary.get("unanswerable", 0)
@@ -242,11 +259,15 @@ def generation_lines(summary: dict, settings: Settings) -> list[str]:
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
     return [
         f"Faithfulness: {pct(summary['faithfulness'])}", f"Exact Match: {pct(summary['exact_match'])}",
+        f"Keywords in the context given to the LLM: {pct(summary.get('context_keywords'))}  (in the answer: the "
+        "faithfulness; dates and numbers compared in one form)",
         f"Citations: {pct(summary.get('citation_rate'))} of the answers given cite a context themselves",
         f"Abstention: precision {pct(summary.get('abstention_precision'))}, recall "
         f"{pct(summary.get('abstention_recall'))}  ({summary.get('abstained', 0)} abstained; "
         f"{summary.get('unanswerable', 0)} questions not answered by the documents; "
         f"ABSTAIN_MIN_SIMILARITY={settings.abstain_min_similarity:g}, PROMPT_STYLE={settings.prompt_style})",
+        f"Refused although answerable: {pct(summary.get('false_abstention_rate'))}; answered although the documents "
+        f"do not say: {pct(summary.get('invented_rate'))}",
     ]
 
 

@@ -174,7 +174,8 @@ def test_generation_speed_splits_prompt_evaluation_and_generation():
             {"timings": {"first_token": 3.0, "generate": 5.0}, "answer_tokens": 21},
             {"timings": {"generate": 0.0}, "answer_tokens": 0}]  # abstained without the LLM
     s = evaluate.generation_speed(rows)
-    assert s == {"llm_calls": 2, "prompt_eval_mean": 2.0, "generation_mean": 2.0, "tokens_per_s": 7.5}
+    assert s == {"llm_calls": 2, "prompt_eval_mean": 2.0, "first_token_median": 2.0, "generation_mean": 2.0,
+                 "tokens_per_s": 7.5}
 
 
 def test_format_table_shows_the_answer_preview_and_unanswerable_rows():
@@ -240,3 +241,29 @@ def test_load_questions_rejects_bad_expected_sources(tmp_path):
     path.write_text('[{"query": "q", "expected_keywords": [], "expected_sources": "faq.csv"}]', encoding="utf-8")
     with pytest.raises(DataSourceError, match="expected_sources must be a list of file names"):
         evaluate.load_questions(path)
+
+
+def test_answer_outcomes_separate_refusals_and_invented_answers():
+    from app.evaluate import answer_outcomes
+
+    results = [{"answerable": True, "abstained": None}, {"answerable": True, "abstained": "model"},
+               {"answerable": True, "abstained": None}, {"answerable": True, "abstained": "low_coverage"},
+               {"answerable": False, "abstained": None}, {"answerable": False, "abstained": "low_coverage"},
+               {"answerable": False, "abstained": None, "error": "boom"},
+               {"answerable": False, "overview": True, "abstained": None}]
+    assert answer_outcomes(results) == {"false_abstention_rate": 0.5, "invented_rate": 1 / 3}
+    assert answer_outcomes([]) == {"false_abstention_rate": None, "invented_rate": None}
+
+
+def test_evaluate_single_scores_the_keywords_in_the_context_given_to_the_llm():
+    from langchain_core.documents import Document
+    from langchain_core.language_models.fake import FakeListLLM
+
+    from app.evaluate import evaluate_single
+    from app.graph import RAGContext
+
+    docs = [Document(page_content="締め切りは2027-06-30です。", metadata={"source": "a.md"})]
+    ctx = RAGContext(search=lambda q, k: docs, llm=FakeListLLM(responses=["わかりません"]))
+    result = evaluate_single({"query": "締め切りは？", "expected_source": "a.md",
+                              "expected_keywords": ["2027年6月30日", "提出"]}, ctx)
+    assert result["context_keywords"] == 0.5 and result["faithfulness"] == 0.0
