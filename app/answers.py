@@ -168,6 +168,32 @@ def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -
     return unsupported
 
 
+# A code or version the question names: letters with digits (E3010, s390, ISO27001) or a dotted number (3.0, 22.04).
+_CODE = re.compile(r"[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*|\d+(?:\.\d+)+")
+
+
+def absent_values(query: str, texts: Sequence[str]) -> list[str]:
+    """The values the question names that no text holds: codes and versions (``E3010``, ``s390``,
+    ``3.0``) and numbers of two or more digits or with a date (``2027年``, ``26.04``), compared as the
+    number check compares them (app.normalize). A question about Debian 15 when the documents stop at
+    12 names a value no candidate holds: answering it from a neighbour's row invents the answer.
+
+    Single digits are left out (``3文字のコード``, ``2つ``: counts the question asks for, not values
+    it names).
+    """
+    from app.normalize import contains, is_stated, mentions, numbers
+
+    body = unicodedata.normalize("NFKC", query or "")
+    stated = set().union(*(numbers(t) for t in texts)) if texts else set()
+    joined = "\n".join(texts)
+    absent = [code for code in dict.fromkeys(_CODE.findall(body)) if not contains(joined, code)]
+    for mention in mentions(body):
+        significant = len(re.sub(r"\D", "", mention.surface)) >= 2 or "-" in mention.key
+        if significant and not is_stated(mention, stated) and not any(mention.surface in a for a in absent):
+            absent.append(mention.surface)
+    return absent
+
+
 def question_coverage(query: str, contexts: Sequence[str]) -> float:
     """Share of the question's keyword tokens (app.keywords bigrams) that occur in at least one context.
 

@@ -18,9 +18,9 @@ from typing import Annotated, Any, Callable, Sequence, TypedDict
 
 from langchain_core.documents import Document
 
-from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, best_matching_context, build_prompt,
-                         cited_numbers, clean_citations, focus_context, ordered_sources, says_not_in_documents,
-                         question_coverage, strip_echo, system_prompt, unsupported_numbers,
+from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, absent_values, best_matching_context,
+                         build_prompt, cited_numbers, clean_citations, focus_context, ordered_sources,
+                         question_coverage, says_not_in_documents, strip_echo, system_prompt, unsupported_numbers,
                          without_citations)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
@@ -151,16 +151,28 @@ def abstain(docs: Sequence[Document], reason: str, conf: float | None, on_token,
             "abstained": reason, "confidence": conf, "timings": {"generate": time.perf_counter() - start}}
 
 
+def with_context_line(doc: Document) -> str:
+    """A chunk's text after its context line (file, heading path, a table's header): what the
+    abstention checks read, so a row whose columns are named in English still covers a question."""
+    context = str(doc.metadata.get("context") or "")
+    return f"{context}\n{doc.page_content}" if context else doc.page_content
+
+
 def pre_llm_abstention(ctx: RAGContext, query: str, docs: Sequence[Document], conf: float | None,
-                       preamble: str = "") -> str | None:
-    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``low_coverage``), or None.
-    The coverage counts the question's tokens in the chunks and in ``preamble`` (local search's
-    graph tables, which the LLM reads too)."""
+                       preamble: str = "", candidates: Sequence[Document] = ()) -> str | None:
+    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``absent_value``,
+    ``low_coverage``), or None. The coverage counts the question's tokens in the chunks (with their
+    context lines) and in ``preamble`` (local search's graph tables, which the LLM reads too);
+    ``absent_value``: the question names a code, version or number that none of ``candidates`` (all
+    SEARCH_K of them; default ``docs``) holds."""
     if not docs:
         return "no_context"
     if conf is not None and conf < ctx.min_confidence:
         return "low_confidence"
-    if question_coverage(query, [d.page_content for d in docs] + ([preamble] if preamble else [])) < ctx.min_coverage:
+    extra = [preamble] if preamble else []
+    if absent_values(query, [with_context_line(d) for d in (candidates or docs)] + extra):
+        return "absent_value"
+    if question_coverage(query, [with_context_line(d) for d in docs] + extra) < ctx.min_coverage:
         return "low_coverage"
     return None
 
@@ -223,7 +235,7 @@ def generate_node(state: RAGState, runtime) -> dict:
         return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
                 "cited_sources": [], "abstained": None, "confidence": conf, "timings": {"generate": 0.0}}
     preamble = state.get("graph_context") or ""
-    reason = pre_llm_abstention(ctx, query, docs, conf, preamble)
+    reason = pre_llm_abstention(ctx, query, docs, conf, preamble, state.get("documents") or docs)
     system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble) if reason is None else (None, "", [])
     if reason or not contexts:
         return abstain(docs, reason or "no_context", conf, ctx.on_token, start)

@@ -171,3 +171,21 @@ def test_citation_filter_holds_trailing_whitespace_until_more_text():
     assert shown.feed("9時です。\n\n") == "9時です。"
     assert shown.feed("土日は休み") == "\n\n土日は休み"
     assert shown.feed("。 \n") == "。" and shown.flush() == ""
+
+
+@pytest.mark.parametrize("query, texts, absent", [
+    ("Debian 3.0 のコードネームは？", ["Debian 3.0 (woody)"], []),
+    ("Debian 3.1 のコードネームは？", ["Debian 3.0 (woody)"], ["3.1"]),
+    ("Ubuntu 26.04 のコードネームは？", ["version:25.10, codename:questing", "version:24.04 LTS"], ["26.04"]),
+    ("エラーコードE3010は何を意味しますか？", ["E3010: 接続エラー"], []),
+    ("エラーコードE3011は何を意味しますか？", ["E3010: 接続エラー"], ["E3011"]),
+    ("2030年の元日は何曜日？", ["2026-01-01 元日"], ["2030"]),
+    ("平成14年7月19日に何がありましたか？", ["2002-07-19 設立"], []),
+    ("日本の3文字の国コードは？", ["alpha_3:JPN"], []),  # a count the question asks for, not a value
+    ("稼働率が99.9%を下回ったら？", ["月間稼働率 99.9% を保証"], []),
+    ("32ビットの s390 移植版は？", ["s390 (32 ビット) の移植版"], []),
+])
+def test_absent_values(query, texts, absent):
+    from app.answers import absent_values
+
+    assert absent_values(query, texts) == absent
