@@ -70,9 +70,11 @@ def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, a
 
 
 def format_output(answer: str, sources: Sequence[str], cited: Sequence[str] | None = None,
-                  abstained: bool = False) -> str:
-    """The §4.8 output: an Answer section, then one ``- source`` line per source."""
-    return f"=== Answer ===\n{answer.strip()}\n\n{format_sources(sources, cited, abstained)}"
+                  abstained: bool = False, quote: str | None = None) -> str:
+    """The §4.8 output: an Answer section (the answer, then the ``根拠: 「…」[n]`` line quoting the context
+    it was taken from, when found), then one ``- source`` line per source."""
+    body = answer.strip() + (f"\n{quote}" if quote else "")
+    return f"=== Answer ===\n{body}\n\n{format_sources(sources, cited, abstained)}"
 
 
 def unsupported_note(numbers: Sequence[str], answer: str) -> str:
@@ -139,7 +141,7 @@ def timing_report(state: dict, first_token_at: float | None) -> str:
                        "process_start_to_first_token_s": first_token_at}, ensure_ascii=False)
 
 
-JSON_KEYS = ("answer", "sources", "cited_sources", "warnings", "mode", "route_reason", "abstained", "confidence",
+JSON_KEYS = ("answer", "quote", "sources", "cited_sources", "warnings", "mode", "route_reason", "abstained", "confidence",
              "graph", "traceability", "map_results", "timings")
 
 
@@ -216,11 +218,14 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         state = run_rag(query, ctx)
         cited = state.get("cited_sources") or None  # none cited or matched: the plain list
         abstained = bool(state.get("abstained"))
+        quote = (state.get("quote") or {}).get("line")
         if args.no_stream or not first_token_at:
-            out.write(format_output(state["answer"], state["sources"], cited, abstained) + "\n")
+            out.write(format_output(state["answer"], state["sources"], cited, abstained, quote) + "\n")
         else:
             if state.get("abstained") == "unsupported":  # the streamed text is withdrawn, visibly
                 out.write("\n\n" + unsupported_note(state.get("unsupported", []), state["answer"]))
+            if quote:
+                out.write("\n" + quote)
             out.write("\n\n" + format_sources(state["sources"], cited, abstained) + "\n")
         for warning in state.get("warnings") or []:
             out.write(f"注意: {warning}\n")

@@ -89,6 +89,8 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "faithfulness": faithfulness(answer, keywords),
         "exact_match": exact_match(answer, keywords),
         "context_keywords": faithfulness("\n".join(state.get("contexts") or []), keywords),
+        "quote": (state.get("quote") or {}).get("text"),
+        "evidence_keywords": faithfulness((state.get("quote") or {}).get("text") or "", keywords),
         "abstained": state.get("abstained"),
         "confidence": state.get("confidence"),
         "answer_tokens": count(answer) - count("") if count and answer else 0,
@@ -133,6 +135,16 @@ def answer_outcomes(results: Sequence[dict]) -> dict:
     invented = sum(not r.get("abstained") and not r.get("error") for r in unanswerable)
     return {"false_abstention_rate": refused / len(answerable) if answerable else None,
             "invented_rate": invented / len(unanswerable) if unanswerable else None}
+
+
+def evidence_hits(answerable: Sequence[dict]) -> dict:
+    """Of the answerable questions whose source is among the SEARCH_K candidates: the share whose quote
+    (``根拠: 「…」``) holds every expected keyword, and the share that got a quote at all."""
+    found = [r for r in answerable if r.get("retrieval_hit_search_k")]
+    if not found:
+        return {"evidence_hit": None, "quoted": None}
+    return {"evidence_hit": sum(r.get("evidence_keywords", 0.0) == 1.0 and bool(r.get("quote")) for r in found)
+            / len(found), "quoted": sum(bool(r.get("quote")) for r in found) / len(found)}
 
 
 def citation_rate(results: Sequence[dict]) -> float | None:
@@ -183,6 +195,7 @@ def summarize(results: Sequence[dict]) -> dict:
         "faithfulness": mean([r["faithfulness"] for r in answerable]) if n else None,  # None: no such question
         "exact_match": rate("exact_match") if n else None,
         "context_keywords": mean([r.get("context_keywords", 0.0) for r in answerable]) if n else None,
+        **evidence_hits(answerable),
         "context_chunks_mean": mean([r.get("context_chunks", 0) for r in ok]),
         **abstention_scores(results),
         **answer_outcomes(results),
@@ -261,6 +274,8 @@ def generation_lines(summary: dict, settings: Settings) -> list[str]:
         f"Faithfulness: {pct(summary['faithfulness'])}", f"Exact Match: {pct(summary['exact_match'])}",
         f"Keywords in the context given to the LLM: {pct(summary.get('context_keywords'))}  (in the answer: the "
         "faithfulness; dates and numbers compared in one form)",
+        f"Evidence hit: {pct(summary.get('evidence_hit'))} of the questions whose source was found have a quote "
+        f"holding every expected keyword ({pct(summary.get('quoted'))} have a quote)",
         f"Citations: {pct(summary.get('citation_rate'))} of the answers given cite a context themselves",
         f"Abstention: precision {pct(summary.get('abstention_precision'))}, recall "
         f"{pct(summary.get('abstention_recall'))}  ({summary.get('abstained', 0)} abstained; "
@@ -296,6 +311,8 @@ def format_table(results: Sequence[dict]) -> str:
         if preview:
             why = f"  (abstained: {r['abstained']})" if r.get("abstained") else ""
             rows.append(f"{'':>17}→ {preview}{why}")
+        if r.get("quote"):
+            rows.append(f"{'':>17}根拠: 「{' '.join(str(r['quote']).split())[:ANSWER_PREVIEW]}」")
     return "\n".join(rows)
 
 

@@ -24,6 +24,7 @@ from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, absent_v
                          without_citations)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
+from app.evidence import find_quote
 from app.guard import answer_warnings
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class RAGState(TypedDict, total=False):
     model_answer: str  # with "unsupported": what the model wrote instead
     unsupported: list[str]  # with "unsupported": the numbers no context states
     warnings: list[str]  # links the answer carries from a document, a copied instruction to an AI (app.guard)
+    quote: dict | None  # the context sentence the answer was taken from: number, text, source, line (app.evidence)
     confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
     reranked: bool
     mode: str  # the mode that answered (``auto`` resolved)
@@ -253,10 +255,25 @@ def generate_node(state: RAGState, runtime) -> dict:
         answer += f"[{matched}]"
         if ctx.on_token:
             ctx.on_token(f"[{matched}]")
-    ordered = ordered_sources(unique_sources_per_doc(docs)[: len(contexts)], cited or ([matched] if matched else []))
-    warnings = answer_warnings(answer, query, contexts, unique_sources_per_doc(docs)[: len(contexts)])
+    per_context = unique_sources_per_doc(docs)[: len(contexts)]
+    ordered = ordered_sources(per_context, cited or ([matched] if matched else []))
+    warnings = answer_warnings(answer, query, contexts, per_context)
     return {**base, "answer": answer, "model_cited": bool(cited), "sources": [src for src, _ in ordered],
-            "cited_sources": [src for src, c in ordered if c], "warnings": warnings}
+            "cited_sources": [src for src, c in ordered if c], "warnings": warnings,
+            "quote": quote_of(answer, contexts, per_context, query, cited or ([matched] if matched else []))}
+
+
+def quote_of(answer: str, contexts: Sequence[str], sources: Sequence[str], query: str,
+             cited: Sequence[int]) -> dict | None:
+    """The sentence of a context the answer was taken from (app.evidence), with its number and source;
+    None for an abstention or when no sentence holds most of the answer."""
+    if not answer or answer == ABSTAIN_ANSWER:
+        return None
+    quote = find_quote(answer, contexts, query, cited)
+    if quote is None:
+        return None
+    return {"number": quote.number, "text": quote.text, "source": sources[quote.number - 1]
+            if quote.number <= len(sources) else "unknown", "line": quote.line()}
 
 
 def timings_of(start: float, first: list[float]) -> dict[str, float]:

@@ -88,8 +88,8 @@ def test_main_lists_cited_sources_first_and_marks_the_others(context, capsys):
     context.llm = FakeListLLM(responses=["18時までです[2][5]。"])
     assert ask.main(["--no-stream", "受付時間は？"], context=context) == 0
     assert capsys.readouterr().out == (
-        "=== Answer ===\n18時までです[2]。\n\n=== Sources ===\n- technical_guide.pdf:p4\n"
-        "- faq.csv:r2 (not cited)\n")
+        "=== Answer ===\n18時までです[2]。\n根拠: 「サポート窓口の受付時間は平日9時から18時までです。」[1]\n\n"
+        "=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n")  # the quote shows where it came from
 
 
 def test_main_after_abstaining_says_the_sources_are_only_the_closest(context, capsys):
@@ -159,8 +159,8 @@ def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
     assert ask.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
     assert ask.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
     assert streamed.getvalue() == whole.getvalue() == (
-        "=== Answer ===\n平日9時から18時です。[1]\n\n=== Sources ===\n- faq.csv:r2\n"
-        "- technical_guide.pdf:p4 (not cited)\n")
+        "=== Answer ===\n平日9時から18時です。[1]\n根拠: 「サポート窓口の受付時間は平日9時から18時までです。」[1]\n\n"
+        "=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4 (not cited)\n")
 
 
 def test_main_timings_prints_json_on_stderr(streaming_context, capsys):

@@ -267,3 +267,15 @@ def test_evaluate_single_scores_the_keywords_in_the_context_given_to_the_llm():
     result = evaluate_single({"query": "締め切りは？", "expected_source": "a.md",
                               "expected_keywords": ["2027年6月30日", "提出"]}, ctx)
     assert result["context_keywords"] == 0.5 and result["faithfulness"] == 0.0
+
+
+def test_evidence_hits_count_quotes_holding_every_keyword_among_found_sources():
+    from app.evaluate import evidence_hits
+
+    rows = [{"retrieval_hit_search_k": True, "quote": "締め切りは毎月25日です。", "evidence_keywords": 1.0},
+            {"retrieval_hit_search_k": True, "quote": "締め切りは月末です。", "evidence_keywords": 0.5},
+            {"retrieval_hit_search_k": True, "quote": None, "evidence_keywords": 1.0},  # no quote, no hit
+            {"retrieval_hit_search_k": True, "quote": "x", "evidence_keywords": 1.0},
+            {"retrieval_hit_search_k": False, "quote": "y", "evidence_keywords": 1.0}]  # source not found: left out
+    assert evidence_hits(rows) == {"evidence_hit": 0.5, "quoted": 0.75}
+    assert evidence_hits([]) == {"evidence_hit": None, "quoted": None}

@@ -186,7 +186,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
     result = svc.ask("受付時間は？")
     assert loads == [1]
     assert seen[-1] == ("受付時間は？", ("search", "hybrid")) and seen[0][1] == ("search", "vector")
-    assert result == {"answer": "平日9時から18時です。[1]", "mode": "hybrid",
+    assert result == {"answer": "平日9時から18時です。[1]", "quote": None, "mode": "hybrid",
                       "sources": ["faq.csv:r2", "faq.csv:r9"], "cited_sources": ["faq.csv:r2"],
                       "abstained": None, "warnings": [], "keyword_only": None, "timings": {"generate": 1.235}}
     svc.ask("VPNと認証アプリの関係は？", "auto")  # a graph mode: the graph search gets the context's LLM

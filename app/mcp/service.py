@@ -58,6 +58,7 @@ class AskResult(TypedDict):
     """The ``ask`` tool's answer."""
 
     answer: str
+    quote: str | None
     mode: str
     sources: list[str]
     cited_sources: list[str]
@@ -257,7 +258,8 @@ class RagService:
             state = run_rag(question, ctx)
         cited = list(state.get("cited_sources") or [])
         return {
-            "answer": state["answer"], "mode": state.get("mode") or mode,
+            "answer": state["answer"], "quote": (state.get("quote") or {}).get("line"),
+            "mode": state.get("mode") or mode,
             "sources": cited + [s for s in state["sources"] if s not in cited],
             "cited_sources": cited, "abstained": state.get("abstained") or None,
             "warnings": list(state.get("warnings") or []),

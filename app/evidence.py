@@ -1,0 +1,87 @@
+"""The quote that lets a person check an answer: the sentence of a context it was taken from.
+
+The model writes the answer; the quote is found mechanically, never written by the model, so it is
+always verbatim: among the sentences (a CSV row's ``column:value`` lines count as sentences) of the
+contexts given to the LLM, the one holding the largest share of the answer's terms
+(app.keywords tokens), the question's terms breaking ties, and every number of the answer stated in
+it or its context (app.normalize). A cited context is searched first. No sentence holding at least
+half of the answer's terms: no quote (the answer is then shown without one). Shown as
+``根拠: 「…」[n]`` under the answer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+MIN_SHARE = 0.5  # the quote holds at least this share of the answer's distinct terms
+QUESTION_WEIGHT = 0.3  # the question's terms break ties between sentences holding the answer
+MAX_QUOTE_CHARS = 200  # a longer sentence is cut (marked with …) around its best part
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A sentence of context ``number`` (1-based) that supports the answer, and how much of it."""
+
+    number: int
+    text: str
+    share: float
+
+    def line(self) -> str:
+        """How it is shown under the answer."""
+        return f"根拠: 「{self.text}」[{self.number}]"
+
+
+def _terms(text: str) -> set[str]:
+    """The keyword tokens of ``text`` (citations aside), its numbers and dates in one form first."""
+    from app.answers import without_citations
+    from app.keywords import tokenize
+    from app.normalize import canonical
+
+    return set(tokenize(canonical(without_citations(text or ""))))
+
+
+def _numbers_stated(answer: str, sentence: str, context: str) -> bool:
+    """Whether every number of ``answer`` is stated in ``sentence`` (or its whole context)."""
+    from app.answers import unsupported_numbers
+
+    return not unsupported_numbers(answer, [sentence]) or not unsupported_numbers(answer, [context])
+
+
+def _cut(sentence: str, wanted: set[str]) -> str:
+    """``sentence``, or its MAX_QUOTE_CHARS-long part with the most of ``wanted``, marked with …"""
+    if len(sentence) <= MAX_QUOTE_CHARS:
+        return sentence
+    from app.keywords import tokenize
+
+    step = MAX_QUOTE_CHARS // 4
+    starts = range(0, len(sentence) - MAX_QUOTE_CHARS + step, step)
+    best = max(starts, key=lambda i: (len(wanted & set(tokenize(sentence[i:i + MAX_QUOTE_CHARS]))), -i))
+    part = sentence[best:best + MAX_QUOTE_CHARS]
+    return ("…" if best else "") + part + ("…" if best + MAX_QUOTE_CHARS < len(sentence) else "")
+
+
+def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Sequence[int] = ()) -> Quote | None:
+    """The sentence of ``contexts`` that best supports ``answer`` (see the module docstring), or None."""
+    from app.answers import sentences
+
+    wanted, asked = _terms(answer), _terms(query)
+    if not wanted:
+        return None
+    order = [n for n in dict.fromkeys(cited) if 1 <= n <= len(contexts)]
+    order += [n for n in range(1, len(contexts) + 1) if n not in order]
+    best: tuple[float, float, int, str] | None = None
+    for rank, number in enumerate(order):
+        context = contexts[number - 1]
+        for sentence in sentences(context):
+            terms = _terms(sentence)
+            share = len(wanted & terms) / len(wanted)
+            if share < MIN_SHARE or not _numbers_stated(answer, sentence, context):
+                continue
+            score = share + QUESTION_WEIGHT * (len(asked & terms) / len(asked) if asked else 0.0)
+            key = (score, -rank, number, sentence)
+            if best is None or key[:2] > best[:2]:
+                best = key
+    if best is None:
+        return None
+    share = len(wanted & _terms(best[3])) / len(wanted)
+    return Quote(best[2], _cut(best[3], wanted), round(share, 3))

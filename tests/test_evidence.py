@@ -1,0 +1,39 @@
+"""app.evidence: the verbatim sentence an answer was taken from (exact values)."""
+from __future__ import annotations
+
+import pytest
+
+from app.evidence import MAX_QUOTE_CHARS, Quote, find_quote
+
+CONTEXTS = [
+    "出張の申請は出発の3営業日前までに上長の承認を得てください。旅費は翌月精算です。",
+    "経費精算の締め切りは毎月25日です。領収書の原本を経理部に提出してください。",
+    "version:22.04 LTS\ncodename:Jammy Jellyfish\nrelease:2022-04-21",
+]
+
+
+@pytest.mark.parametrize("answer, query, cited, expected", [
+    # 毎月 25 日で: all three terms of the answer
+    ("毎月25日です。[2]", "経費精算の締め切りは？", [2], Quote(2, "経費精算の締め切りは毎月25日です。", 1.0)),
+    # 25 of {25, 日}: half; cited [1] wrongly, the quote says where it is
+    ("25日[1]", "経費精算の締め切りは？", [1], Quote(2, "経費精算の締め切りは毎月25日です。", 0.5)),
+    # 7 of 8 terms (not でで)
+    ("出発の3営業日前までです。", "出張の申請はいつまで？", [],
+     Quote(1, "出張の申請は出発の3営業日前までに上長の承認を得てください。", 0.875)),
+    ("Jammy Jellyfish です[3]", "22.04 のコードネームは？", [3], Quote(3, "codename:Jammy Jellyfish", 1.0)),
+    # the date in another form: 5 of 6 terms (not 日で)
+    ("2022年4月21日です。", "22.04 の公開日は？", [], Quote(3, "release:2022-04-21", 0.833)),
+    ("毎月20日です。", "経費精算の締め切りは？", [], None),  # a number no sentence states
+    ("社員食堂は3階です。", "社員食堂は？", [], None),  # nothing like it
+    ("", "質問", [], None),
+])
+def test_find_quote(answer, query, cited, expected):
+    assert find_quote(answer, CONTEXTS, query, cited) == expected
+
+
+def test_quote_line_and_a_long_sentence_cut_around_the_answer():
+    long = "前置き" * 80 + "返品は購入から30日以内に受け付けます" + "後書き" * 80 + "。"
+    quote = find_quote("購入から30日以内です。", [long], "返品の期限は？")
+    assert quote is not None and quote.text.startswith("…") and quote.text.endswith("…")
+    assert "購入から30日以内" in quote.text and len(quote.text) == MAX_QUOTE_CHARS + 2
+    assert Quote(2, "締め切りは毎月25日です。", 1.0).line() == "根拠: 「締め切りは毎月25日です。」[2]"
