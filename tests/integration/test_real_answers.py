@@ -58,6 +58,6 @@ def test_evaluate_reports_abstention_and_generation_speed(qwen_env, tmp_path):
     assert "llm=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" in out
     assert "Questions evaluated: 2 (1 answerable, 1 not answered by the documents)" in out
     assert re.search(r"Abstention: precision (\d+\.\d%|-), recall (\d+\.\d%|-)", out)
-    assert re.search(r"LLM: prompt evaluation \(to the first token\) mean \d+\.\d\ds, generation mean "
-                     r"\d+\.\d\ds, \d+\.\d tokens/s \(\d calls\)", out), out
+    assert re.search(r"LLM: prompt evaluation \(to the first token\) mean \d+\.\d\ds \(median \d+\.\d\ds\), "
+                     r"generation mean \d+\.\d\ds, \d+\.\d tokens/s \(\d calls\)", out), out
     assert "→ " in out  # the answer preview line
