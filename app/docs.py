@@ -5,17 +5,18 @@ import argparse
 from typing import Sequence
 
 from app.config import get_settings
+from app.datadir import escape
 
 
 def format_documents(docs: Sequence[dict]) -> str:
     """A table: document ID, file, chunks, when ingested."""
     if not docs:
         return "No documents (run `make ingest`)."
-    width = max(len("document"), *(len(d["doc_id"]) for d in docs))
+    width = max(len("document"), *(len(escape(d["doc_id"])) for d in docs))
     lines = [f"{'document':<{width}}  {'chunks':>6}  ingested at"]
     for d in docs:
         when = d["ingested_at"].astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        lines.append(f"{d['doc_id']:<{width}}  {d['chunks']:>6}  {when}")
+        lines.append(f"{escape(d['doc_id']):<{width}}  {d['chunks']:>6}  {when}")
     lines.append(f"{len(docs)} documents, {sum(d['chunks'] for d in docs)} chunks")
     return "\n".join(lines)
 
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(format_graph(GraphSearch(store.settings, store.engine).counts()))
         else:
             removed = store.remove_document(args.doc, wait=not args.no_wait)
-            print(f"Removed {args.doc} ({removed} chunks)")
+            print(f"Removed {escape(args.doc)} ({removed} chunks)")
         return 0
 
     return run(body, debug=args.debug)

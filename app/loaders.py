@@ -18,10 +18,13 @@ import codecs
 import io
 import math
 import re
+import time
 import unicodedata
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
+from app.datadir import escape
 from app.errors import DataSourceError
 
 # Byte-order marks, longest first (a UTF-32-LE BOM starts with the UTF-16-LE one).
@@ -42,6 +45,41 @@ def file_hash(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one file may make a reader do (README, "Limits"); past one the file fails with one line."""
+
+    max_rows: int = 1_000_000  # MAX_ROWS: data rows of one CSV
+    max_cell_chars: int = 100_000  # MAX_CELL_CHARS: characters in one CSV cell
+    parse_timeout_s: float = 300.0  # PARSE_TIMEOUT_S: wall-clock seconds to read one file
+
+    @classmethod
+    def from_settings(cls, settings) -> "Limits":
+        """The limits a :class:`app.config.Settings` sets."""
+        return cls(settings.max_rows, settings.max_cell_chars, float(settings.parse_timeout_s))
+
+
+class Deadline:
+    """The wall-clock budget for reading one file: :meth:`check` raises DataSourceError once it is
+    spent, naming where the reader was (``page 7``), so a hostile file cannot hold a sync for long."""
+
+    def __init__(self, name: str, seconds: float, clock=time.monotonic) -> None:
+        self.name, self.seconds, self.clock = name, seconds, clock
+        self.end = clock() + seconds
+
+    def check(self, where: str = "") -> None:
+        """Raise DataSourceError if the budget is spent."""
+        if self.clock() > self.end:
+            at = f" (stopped at {where})" if where else ""
+            raise DataSourceError(f"{self.name}: reading took longer than PARSE_TIMEOUT_S={self.seconds:g} s{at}; "
+                                  "skipped (raise PARSE_TIMEOUT_S to read it)")
+
+
+def display_name(path: Path) -> str:
+    """A file's name as sources and messages show it (control characters escaped)."""
+    return escape(path.name)
 
 
 def strip_nul(text: str) -> str:
@@ -90,10 +128,11 @@ def read_pdf(path: Path) -> tuple[str, list[str]]:
     return title, [text for text, _ in pages]
 
 
-def read_pdf_layout(path: Path) -> tuple[str, list[tuple[str, list[float]]]]:
+def read_pdf_layout(path: Path, limits: Limits = Limits()) -> tuple[str, list[tuple[str, list[float]]]]:
     """Like :func:`read_pdf`, with the font size of each line of a page's text beside the text.
 
-    DataSourceError if it cannot be read.
+    DataSourceError if it cannot be read, or reading takes longer than ``limits.parse_timeout_s``
+    (checked at every content-stream operation, so one slow page cannot hold it long).
 
     pypdf raises many kinds of exceptions on damaged files (NotImplementedError,
     LimitReachedError, RecursionError, ...), while parsing and while extracting;
@@ -102,27 +141,30 @@ def read_pdf_layout(path: Path) -> tuple[str, list[tuple[str, list[float]]]]:
     from pypdf import PdfReader
 
     try:
+        deadline = Deadline(display_name(path), limits.parse_timeout_s)
         reader = PdfReader(path)
         if reader.is_encrypted:
-            raise DataSourceError(f"{path.name}: encrypted PDF (decrypt it first)")
-        pages = [_page_layout(page) for page in reader.pages]
+            raise DataSourceError(f"{display_name(path)}: encrypted PDF (decrypt it first)")
+        pages = [_page_layout(page, lambda n=number: deadline.check(f"page {n}"))
+                 for number, page in enumerate(reader.pages, start=1)]
         title = strip_nul(str((reader.metadata or {}).get("/Title") or "")).strip()
         return (title if title.lower() not in ("", "untitled") else path.stem), pages
     except DataSourceError:
         raise
     except (OSError, MemoryError) as exc:
-        raise DataSourceError(f"{path.name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
+        raise DataSourceError(f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc})") from exc
     except Exception as exc:  # a damaged PDF: any parser error is this file's failure only
-        raise DataSourceError(f"{path.name}: unreadable PDF ({exc.__class__.__name__}: {exc})") from exc
+        raise DataSourceError(f"{display_name(path)}: unreadable PDF ({exc.__class__.__name__}: {exc})") from exc
 
 
-def _page_layout(page) -> tuple[str, list[float]]:
+def _page_layout(page, check=lambda: None) -> tuple[str, list[float]]:
     """A pypdf page's extracted text and the rendered font size of each of its lines
     (``text.split("\\n")``): the size (font size times the text and graphics scaling) most of
     the line's characters are drawn in, 0.0 for a blank line.
 
     pypdf hands its visitor exactly the pieces its text is made of, so the pieces' sizes fall on
-    the text's lines without any guessing.
+    the text's lines without any guessing. ``check()`` runs before every content-stream operation
+    (the file's time budget).
     """
     pieces: list[tuple[str, float]] = []
 
@@ -130,7 +172,8 @@ def _page_layout(page) -> tuple[str, list[float]]:
         scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])
         pieces.append((text, round(float(size) * scale, 1)))
 
-    text = page.extract_text(visitor_text=visit) or ""
+    check()
+    text = page.extract_text(visitor_text=visit, visitor_operand_before=lambda *_: check()) or ""
     if "".join(piece for piece, _ in pieces) != text:  # not pypdf's contract: no sizes, no headings
         return text, [0.0] * len(text.split("\n"))
     lines: list[Counter] = [Counter()]
@@ -234,7 +277,7 @@ def split_at_headings(text: str, levels: list[int | None]) -> list[tuple[int | N
             if level is not None or "".join(lines).strip()]
 
 
-def pdf_document(path: Path) -> tuple[str, list[tuple[str, str, str]]]:
+def pdf_document(path: Path, limits: Limits = Limits()) -> tuple[str, list[tuple[str, str, str]]]:
     """One PDF as ``(title, [(text, "file.pdf:p1", heading path), ...])`` (no unit without text).
 
     Headings are found by font size (:func:`heading_levels`): a page is cut before each heading,
@@ -246,14 +289,14 @@ def pdf_document(path: Path) -> tuple[str, list[tuple[str, str, str]]]:
     DataSourceError if the file is corrupt or encrypted, or has no extractable text
     at all (a scanned, image-only PDF needs OCR first).
     """
-    title, pages = read_pdf_layout(path)
+    title, pages = read_pdf_layout(path, limits)
     levels = heading_levels(pages)
     units: list[tuple[str, str, str]] = []
     stack: list[tuple[int, str]] = []
     fallback = ""
     by_size = any(level is not None for page in levels for level in page)
     for number, ((raw, _), headings) in enumerate(zip(pages, levels), start=1):
-        source = f"{path.name}:p{number}"
+        source = f"{display_name(path)}:p{number}"
         if not by_size:
             text = clean_pdf_text(raw)
             if text:
@@ -267,7 +310,7 @@ def pdf_document(path: Path) -> tuple[str, list[tuple[str, str, str]]]:
             if text and _compact(text) != _compact(heading):
                 units.append((text, source, " > ".join(h for _, h in stack)))
     if not units:
-        raise DataSourceError(f"{path.name}: no extractable text (an image-only or scanned PDF? run OCR first)")
+        raise DataSourceError(f"{display_name(path)}: no extractable text (an image-only or scanned PDF? run OCR first)")
     return title, units
 
 
@@ -315,31 +358,41 @@ def decode_text(raw: bytes, name: str) -> str:
     raise DataSourceError(f"{name}: not UTF-8, UTF-16/32 (with BOM) or Shift_JIS/CP932 text")
 
 
-def read_csv_rows(path: Path) -> list[dict[str, str]]:
+def read_csv_rows(path: Path, limits: Limits = Limits()) -> list[dict[str, str]]:
     """Read a CSV as a list of {column: value} dicts (UTF-8/16/32 by BOM, UTF-8 or CP932).
 
     Empty cells are left out. An empty file gives ``[]``. DataSourceError if the
-    file cannot be read, decoded or parsed.
+    file cannot be read, decoded or parsed, or has more rows than ``limits.max_rows`` or a cell
+    longer than ``limits.max_cell_chars``.
     """
     import pandas as pd
 
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise DataSourceError(f"{path.name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from exc
+        raise DataSourceError(f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from exc
     if not raw.strip():
         return []
-    text = decode_text(raw, path.name)
+    text = decode_text(raw, display_name(path))
     if not text.strip():
         return []
     try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True,
+                            nrows=limits.max_rows + 1)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-        raise DataSourceError(f"{path.name}: unreadable CSV ({reason})") from exc
+        raise DataSourceError(f"{display_name(path)}: unreadable CSV ({reason})") from exc
+    if len(frame) > limits.max_rows:
+        raise DataSourceError(f"{display_name(path)}: more than MAX_ROWS={limits.max_rows} data rows; skipped "
+                              "(raise MAX_ROWS, or split the file)")
     rows = []
-    for record in frame.to_dict(orient="records"):
-        rows.append({str(k).strip(): str(v).strip() for k, v in record.items() if str(v).strip()})
+    for number, record in enumerate(frame.to_dict(orient="records"), start=1):
+        row = {str(k).strip(): str(v).strip() for k, v in record.items() if str(v).strip()}
+        longest = max((len(v) for v in row.values()), default=0)
+        if longest > limits.max_cell_chars:
+            raise DataSourceError(f"{display_name(path)}: row {number} has a cell of {longest} characters, more than "
+                                  f"MAX_CELL_CHARS={limits.max_cell_chars}; skipped (raise MAX_CELL_CHARS to read it)")
+        rows.append(row)
     return rows
 
 
@@ -348,17 +401,17 @@ def row_to_text(row: dict[str, str]) -> str:
     return "\n".join(f"{column}:{value}" for column, value in row.items())
 
 
-def csv_table(path: Path) -> tuple[list[str], list[tuple[str, str]]]:
+def csv_table(path: Path, limits: Limits = Limits()) -> tuple[list[str], list[tuple[str, str]]]:
     """One CSV as ``(header, [("col:val\\n...", "file.csv:r1"), ...])``.
 
-    DataSourceError if it cannot be decoded or parsed, or has no data rows.
+    DataSourceError if it cannot be decoded or parsed, has no data rows, or passes a limit.
     """
-    records = read_csv_rows(path)
+    records = read_csv_rows(path, limits)
     if not records:
-        raise DataSourceError(f"{path.name}: empty CSV (no data rows)")
+        raise DataSourceError(f"{display_name(path)}: empty CSV (no data rows)")
     header = list(dict.fromkeys(column for record in records for column in record))
     rows = ((row_to_text(record), number) for number, record in enumerate(records, start=1))
-    return header, [(text, f"{path.name}:r{number}") for text, number in rows if text]
+    return header, [(text, f"{display_name(path)}:r{number}") for text, number in rows if text]
 
 
 def csv_units(path: Path) -> list[tuple[str, str]]:
@@ -402,26 +455,28 @@ def markdown_sections(text: str) -> list[tuple[list[str], str]]:
     return sections
 
 
-def text_document(path: Path) -> list[tuple[str, str, str]]:
+def text_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str, str]]:
     """A Markdown or plain-text file as ``[(text, source, heading path), ...]``: a section's source is
     ``file.md#slug`` of its own heading (``-1``, ``-2`` … for repeated headings), ``file.md`` before
     the first heading; the heading path is ``H1 > H2 > …``. DataSourceError if unreadable or empty."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise DataSourceError(f"{path.name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
-    text = decode_text(raw, path.name)
+        raise DataSourceError(f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
+    text = decode_text(raw, display_name(path))
+    deadline = Deadline(display_name(path), limits.parse_timeout_s)
     sections = markdown_sections(text) if path.suffix.lower() == ".md" else [([], text)]
+    deadline.check("the headings")
     units, seen = [], {}
     for headings, body in sections:
-        source = path.name
+        source = display_name(path)
         if headings:
             slug = heading_slug(headings[-1])
             count = seen.get(slug, 0)
             seen[slug] = count + 1
-            source = f"{path.name}#{slug}" + (f"-{count}" if count else "")
+            source = f"{display_name(path)}#{slug}" + (f"-{count}" if count else "")
         if body.strip():
             units.append((body.strip(), source, " > ".join(headings)))
     if not units:
-        raise DataSourceError(f"{path.name}: no text (an empty file)")
+        raise DataSourceError(f"{display_name(path)}: no text (an empty file)")
     return units

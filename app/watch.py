@@ -30,6 +30,13 @@ def relevant(change_path: str) -> bool:
 
 
 GRAPH_QUIET_S = 10.0
+RETRY_S = 5.0  # after the watch itself failed (the folder vanished): wait, then watch again
+
+
+def one_line(exc: BaseException) -> str:
+    """``Class: first line of the message`` (never a traceback)."""
+    lines = str(exc).strip().splitlines()
+    return exc.__class__.__name__ + (f": {lines[0]}" if lines else "")
 
 
 def changed(report) -> bool:
@@ -53,6 +60,9 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
         except RagError as exc:  # the data dir vanished, the database is down or full: keep watching
             log.warning("sync failed (%s): %s; watching on", reason, exc)
             return
+        except Exception as exc:  # noqa: BLE001 - a watcher outlives any one sync's failure
+            log.warning("sync failed (%s): %s; watching on", reason, one_line(exc))
+            return
         pending[0], last[0] = pending[0] or changed(report), clock()
         if on_sync is not None:
             on_sync(reason, report)
@@ -68,15 +78,23 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
             on_graph(built)
 
     do_sync("start")
-    # step: the quiet time that ends a burst; debounce: the longest a burst may be grouped. Empty
-    # yields every half second let the graph wait for a quiet folder.
-    for changes in watch(data_dir, step=debounce_ms, debounce=max(10 * debounce_ms, 5000), stop_event=stop,
-                         rust_timeout=500, watch_filter=lambda _change, path: relevant(path),
-                         yield_on_timeout=True):
-        if changes:
-            do_sync(f"{len(changes)} change(s)")
-        elif pending[0] and clock() - last[0] >= graph_quiet_s:
-            rebuild_graph()
+    while not (stop is not None and stop.is_set()):
+        try:
+            # step: the quiet time that ends a burst; debounce: the longest a burst may be grouped. Empty
+            # yields every half second let the graph wait for a quiet folder.
+            for changes in watch(data_dir, step=debounce_ms, debounce=max(10 * debounce_ms, 5000), stop_event=stop,
+                                 rust_timeout=500, watch_filter=lambda _change, path: relevant(path),
+                                 yield_on_timeout=True):
+                if changes:
+                    do_sync(f"{len(changes)} change(s)")
+                elif pending[0] and clock() - last[0] >= graph_quiet_s:
+                    rebuild_graph()
+            return
+        except Exception as exc:  # noqa: BLE001 - the folder went away or a link loop broke the watch: retry
+            log.warning("watching %s failed (%s); trying again in %.0f s", data_dir, one_line(exc), RETRY_S)
+            if stop is not None and stop.wait(RETRY_S) or stop is None and time.sleep(RETRY_S):
+                return
+            do_sync("watch restarted")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

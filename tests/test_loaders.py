@@ -194,7 +194,7 @@ class FakePage:
     def __init__(self, pieces, text=None):
         self.pieces, self.text = pieces, text
 
-    def extract_text(self, visitor_text):
+    def extract_text(self, visitor_text, visitor_operand_before=None):
         for piece, size, scale in self.pieces:
             visitor_text(piece, [1, 0, 0, 1, 0, 0], [scale, 0, 0, scale, 0, 0], {}, size)
         return self.text if self.text is not None else "".join(p for p, _, _ in self.pieces)

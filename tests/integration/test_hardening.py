@@ -78,7 +78,7 @@ def write_bad_files(data: Path) -> None:
     (data / "csv" / "utf16nobom.csv").write_bytes("質問,回答\n休日は？,土日です。\n".encode("utf-16-le"))
     outside = data.parent / "outside.csv"
     outside.write_text("名前,値\n外部,1\n", encoding="utf-8")
-    (data / "csv" / "link_out.csv").symlink_to(outside)  # followed: stored under its own name
+    (data / "csv" / "link_out.csv").symlink_to(outside)  # refused: outside the data dir (FOLLOW_EXTERNAL_LINKS)
     (data / "csv" / "link_in.csv").symlink_to(data / "csv" / "faq.csv")  # same file: stored once
     (data / "csv" / "dangling.csv").symlink_to(data / "csv" / "missing.csv")
     from reportlab.pdfgen import canvas
@@ -94,11 +94,12 @@ def test_bad_files_fail_one_by_one_and_the_rest_are_stored(hash_store, data, cap
     write_bad_files(data)
     _, report = hash_store.sync(data)
     stored = doc_ids(hash_store)
-    assert {"csv/nul.csv", "csv/utf16.csv", "csv/link_out.csv", "csv/faq.csv", "pdf/work_rules.pdf"} <= set(stored)
-    assert "csv/link_in.csv" not in stored
+    assert {"csv/nul.csv", "csv/utf16.csv", "csv/faq.csv", "pdf/work_rules.pdf"} <= set(stored)
+    assert "csv/link_in.csv" not in stored and "csv/link_out.csv" not in stored
     failed = sorted(r.split(":")[0] for r in report.failures)
-    assert failed == ["csv/dangling.csv", "csv/utf16nobom.csv", "pdf/broken.pdf", "pdf/scan.pdf"], report.failures
-    assert report.failed == 4 and report.added == len(stored) == 10
+    assert failed == ["csv/dangling.csv", "csv/link_out.csv", "csv/utf16nobom.csv", "pdf/broken.pdf",
+                      "pdf/scan.pdf"], report.failures
+    assert report.failed == 5 and report.added == len(stored) == 9
     assert "pdf/scan.pdf: no extractable text" in caplog.text
     with hash_store.engine.connect() as conn:
         nul = conn.execute(text("SELECT document FROM langchain_pg_embedding WHERE cmetadata->>'doc_id' = "

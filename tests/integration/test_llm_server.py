@@ -75,7 +75,7 @@ def test_server_answers_like_the_same_model_in_process(llm_server):
     assert in_process.returncode == 0, in_process.stderr
     served = _ask({"LLM_BASE_URL": llm_server}, "--no-stream")
     assert served.returncode == 0, served.stderr
-    answer = served.stdout.split("=== Answer ===")[1].split("=== Sources")[0].strip()
+    answer = served.stdout.split("=== Answer ===")[1].split("=== Sources")[0].split("\n根拠:")[0].strip()
     assert "E3010" in answer and "タイムアウト" in answer  # a real answer, from the page that holds it
     assert served.stdout == in_process.stdout  # same model, temperature 0, same prompt and stop sequences
     streamed = _ask({"LLM_BASE_URL": llm_server})
@@ -84,7 +84,7 @@ def test_server_answers_like_the_same_model_in_process(llm_server):
     # LLM_MAX_TOKENS holds through the server too (it reads max_tokens, not max_completion_tokens)
     short = _ask({"LLM_BASE_URL": llm_server, "LLM_MAX_TOKENS": "3"}, "--no-stream")
     assert short.returncode == 0, short.stderr
-    short_answer = short.stdout.split("=== Answer ===")[1].split("=== Sources")[0].strip()
+    short_answer = short.stdout.split("=== Answer ===")[1].split("=== Sources")[0].split("\n根拠:")[0].strip()
     assert len(short_answer) < len(answer) and len(short_answer) <= 20, short_answer
     # and as a user runs it: LLM_BASE_URL=… make ask Q=… (PY: this interpreter, no setup step)
     made = subprocess.run(["make", "-s", "ask", f"Q={QUESTION}", "MODE=keyword", f"PY={sys.executable}"], cwd=ROOT,
