@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 EMBEDDING_TABLE = "langchain_pg_embedding"
 KEYWORD_TABLE = "rag_keyword_index"
 COLLECTION_TABLE = "langchain_pg_collection"
+STAGING_TABLE = "rag_staging"  # batches of an ingest not switched over yet (see SQL_CREATE_STAGING_TABLE)
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 CONNECT_TIMEOUT_S = 5
 
@@ -48,6 +49,21 @@ SQL_EMBEDDING_TYPE = (
 SQL_COLLECTION_ID = f"SELECT uuid FROM {COLLECTION_TABLE} WHERE name = :name"
 SQL_COUNT_CHUNKS = f"SELECT count(*) FROM {EMBEDDING_TABLE} WHERE collection_id = :collection"
 SQL_DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %s"
+# The embedded server's app role (app.embedded_pg.APP_ROLE): made once, its password kept in step.
+SQL_CREATE_APP_ROLE = "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
+SQL_SET_APP_ROLE = "ALTER ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
+# What an older version made as the superuser in the public schema: handed to the app role.
+SQL_NOT_OWNED = (
+    "SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' ELSE 'TABLE' END, "
+    "quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'S', 'v') "
+    "AND pg_get_userbyid(c.relowner) <> %(role)s "
+    "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN ('a', 'i')) "  # a serial's
+    "UNION ALL SELECT 'FUNCTION', quote_ident(n.nspname) || '.' || quote_ident(p.proname) || "
+    "'(' || pg_get_function_identity_arguments(p.oid) || ')' FROM pg_proc p JOIN pg_namespace n ON n.oid = "
+    "p.pronamespace WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> %(role)s "
+    "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')"
+)
 
 # Keyword index: one row per chunk, deleted with it (ON DELETE CASCADE), so the two
 # indexes cannot drift apart. Tokens come from app.keywords (NFKC, bigrams).
@@ -76,10 +92,15 @@ SQL_UPSERT_EMBEDDING = (
     "document = EXCLUDED.document, cmetadata = EXCLUDED.cmetadata"
 )
 # Context tokens (document title, heading, CSV file and header) carry weight A, body tokens D;
-# dl is the number of tokens (BM25's document length).
-SQL_UPSERT_KEYWORD = (
+# dl is the number of tokens (BM25's document length). One statement for all the rows (arrays): the
+# statistics triggers fire once. Row by row (executemany), each row's firing updated the same
+# statistics rows (the collection's, the header's terms) again in one transaction, each update
+# walking the versions the earlier ones left: quadratic (measured: 7.8 s for 1,000 rows, 155 s for 4,000).
+SQL_UPSERT_KEYWORDS = (
     f"INSERT INTO {KEYWORD_TABLE} (id, collection_id, tsv, dl) "
-    "VALUES (:id, :collection, setweight(to_tsvector('simple', :context), 'A') || to_tsvector('simple', :tokens), :dl) "
+    "SELECT r.id, r.collection_id, "
+    "setweight(to_tsvector('simple', r.context), 'A') || to_tsvector('simple', r.tokens), r.dl FROM unnest(CAST(:ids AS varchar[]), CAST(:collections AS uuid[]), CAST(:contexts AS text[]), "
+    "CAST(:tokens AS text[]), CAST(:dls AS integer[])) AS r(id, collection_id, context, tokens, dl) "
     "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, tsv = EXCLUDED.tsv, dl = EXCLUDED.dl"
 )
 # Documents (one per source file): what was ingested, from which bytes, with which
@@ -128,10 +149,13 @@ SQL_UPSERT_DOCUMENT = (
     "ingested_at = EXCLUDED.ingested_at, origin = EXCLUDED.origin"
 )
 SQL_DELETE_DOCUMENT = f"DELETE FROM {DOCUMENT_TABLE} WHERE collection_id = :collection AND doc_id = :doc"
+# Stored vectors by text hash (same model), in the chunks or in staged batches of an unfinished ingest.
 SQL_VECTORS_BY_HASH = (
-    f"SELECT DISTINCT ON (cmetadata->>'content_hash') cmetadata->>'content_hash', CAST(embedding AS text) "
-    f"FROM {EMBEDDING_TABLE} WHERE cmetadata->>'content_hash' = ANY(:hashes) "
-    "AND cmetadata->>'embed_model' = :model"
+    "SELECT DISTINCT ON (h) h, v FROM ("
+    f"SELECT cmetadata->>'content_hash' AS h, CAST(embedding AS text) AS v FROM {EMBEDDING_TABLE} "
+    "WHERE cmetadata->>'content_hash' = ANY(:hashes) AND cmetadata->>'embed_model' = :model "
+    f"UNION ALL SELECT content_hash, CAST(embedding AS text) FROM {STAGING_TABLE} "
+    "WHERE content_hash = ANY(:hashes) AND embed_model = :model) found"
 )
 
 # --- BM25 keyword index -----------------------------------------------------------------
@@ -161,13 +185,16 @@ _ADD_STATS = (
     f"ON CONFLICT (collection_id) DO UPDATE SET n = {COLLECTION_STATS_TABLE}.n + EXCLUDED.n, "
     f"total_len = {COLLECTION_STATS_TABLE}.total_len + EXCLUDED.total_len;"
 )
+# Terms whose last rows go are deleted first, the others' df lowered: both joins on (collection, term)
+# alone. (Deleting the rows left at df <= 0 afterwards made the planner, expecting one such row, loop
+# over every removed term for each of them: 583 s to delete 20,000 chunks.)
+_OLD_TERMS = (
+    "(SELECT r.collection_id, t.term, count(*) AS c FROM old_rows r, unnest(tsvector_to_array(r.tsv)) AS t(term) "
+    "GROUP BY 1, 2) d WHERE s.collection_id = d.collection_id AND s.term = d.term"
+)
 _REMOVE_STATS = (
-    f"UPDATE {TERM_STATS_TABLE} s SET df = s.df - d.c FROM (SELECT r.collection_id, t.term, count(*) AS c "
-    "FROM old_rows r, unnest(tsvector_to_array(r.tsv)) AS t(term) GROUP BY 1, 2) d "
-    "WHERE s.collection_id = d.collection_id AND s.term = d.term; "
-    f"DELETE FROM {TERM_STATS_TABLE} s USING (SELECT DISTINCT r.collection_id, t.term FROM old_rows r, "
-    "unnest(tsvector_to_array(r.tsv)) AS t(term)) d "
-    "WHERE s.collection_id = d.collection_id AND s.term = d.term AND s.df <= 0; "
+    f"DELETE FROM {TERM_STATS_TABLE} s USING {_OLD_TERMS} AND s.df <= d.c; "
+    f"UPDATE {TERM_STATS_TABLE} s SET df = s.df - d.c FROM {_OLD_TERMS}; "
     f"UPDATE {COLLECTION_STATS_TABLE} c SET n = c.n - d.n, total_len = c.total_len - d.len "
     "FROM (SELECT collection_id, count(*) AS n, sum(dl) AS len FROM old_rows GROUP BY 1) d "
     "WHERE c.collection_id = d.collection_id;"
@@ -221,9 +248,101 @@ SQL_KEYWORD_SEARCH = (
     f"SELECT e.id, e.document, e.cmetadata, s.score FROM scored s JOIN {EMBEDDING_TABLE} e ON e.id = s.id "
     "ORDER BY s.score DESC, e.id"
 )
+# --- batched, resumable ingest ----------------------------------------------------------
+# A file's chunks are embedded and written here batch by batch (each batch committed), invisible to
+# searches; the document is then switched over in one transaction (SQL_SWITCH_*). A killed ingest
+# leaves its batches here: the next sync of the same bytes and settings (the same ``generation``)
+# finds them and embeds only the rest. ``run`` names the sync that found or wrote a row (only those
+# rows are moved in); ``keep`` marks, during a switch, rows already stored with the same id and metadata.
+SQL_CREATE_STAGING_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {STAGING_TABLE} ("
+    f" collection_id uuid NOT NULL REFERENCES {COLLECTION_TABLE}(uuid) ON DELETE CASCADE,"
+    " doc_id text NOT NULL, generation text NOT NULL, run text NOT NULL, id varchar NOT NULL,"
+    " position integer NOT NULL, document text NOT NULL, cmetadata jsonb NOT NULL,"
+    f" embedding vector({EMBED_DIM}) NOT NULL, content_hash text NOT NULL, embed_model text NOT NULL,"
+    " tsv tsvector NOT NULL, dl integer NOT NULL, graph jsonb, keep boolean NOT NULL DEFAULT false,"
+    " PRIMARY KEY (collection_id, doc_id, id))"
+)
+SQL_CREATE_STAGING_HASH_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {STAGING_TABLE}_content_hash ON {STAGING_TABLE} (content_hash)"
+)
+# Staged rows of this document and generation among a batch's chunk ids: claimed for this run.
+SQL_CLAIM_STAGED = (
+    f"UPDATE {STAGING_TABLE} SET run = :run WHERE collection_id = :collection AND doc_id = :doc "
+    "AND generation = :generation AND id = ANY(CAST(:ids AS varchar[])) RETURNING id"
+)
+SQL_STAGE_CHUNK = (
+    f"INSERT INTO {STAGING_TABLE} (collection_id, doc_id, generation, run, id, position, document, cmetadata, "
+    "embedding, content_hash, embed_model, tsv, dl, graph) VALUES (:collection, :doc, :generation, :run, :id, "
+    ":position, :document, CAST(:cmetadata AS jsonb), CAST(:embedding AS vector), :content_hash, :embed_model, "
+    "setweight(to_tsvector('simple', :context), 'A') || to_tsvector('simple', :tokens), :dl, CAST(:graph AS jsonb)) "
+    "ON CONFLICT (collection_id, doc_id, id) DO UPDATE SET generation = EXCLUDED.generation, run = EXCLUDED.run, "
+    "position = EXCLUDED.position, document = EXCLUDED.document, cmetadata = EXCLUDED.cmetadata, "
+    "embedding = EXCLUDED.embedding, content_hash = EXCLUDED.content_hash, embed_model = EXCLUDED.embed_model, "
+    "tsv = EXCLUDED.tsv, dl = EXCLUDED.dl, graph = EXCLUDED.graph, keep = false"
+)
+_STAGED = f"{STAGING_TABLE} s WHERE s.collection_id = :collection AND s.doc_id = :doc AND s.run = :run"
+SQL_COUNT_STAGED = f"SELECT count(*) FROM {_STAGED}"
+SQL_STAGED_PROGRESS = (
+    f"SELECT doc_id, count(*) FROM {STAGING_TABLE} WHERE collection_id = :collection AND run = :run GROUP BY doc_id"
+)
+# The switch (one transaction): which staged rows are stored already (same id and metadata: kept as
+# they are, with their keyword row and links), the document's other stored rows out (their keyword
+# rows and links go with them: ON DELETE CASCADE), the other staged rows in, its staging rows deleted.
+SQL_SWITCH_MARK_KEPT = (
+    f"UPDATE {STAGING_TABLE} s SET keep = EXISTS (SELECT 1 FROM {EMBEDDING_TABLE} e "
+    f"WHERE e.id = s.id AND e.cmetadata = s.cmetadata) WHERE s.collection_id = :collection AND s.doc_id = :doc "
+    "AND s.run = :run"
+)
+SQL_SWITCH_DELETE_OLD = (
+    f"DELETE FROM {EMBEDDING_TABLE} e WHERE e.collection_id = :collection AND (e.cmetadata->>'doc_id' = :doc "
+    "OR (e.cmetadata->>'doc_id' IS NULL AND e.cmetadata->>'file' = :file)) "
+    f"AND NOT EXISTS (SELECT 1 FROM {_STAGED} AND s.keep AND s.id = e.id)"
+)
+SQL_SWITCH_INSERT_CHUNKS = (
+    f"INSERT INTO {EMBEDDING_TABLE} (id, collection_id, embedding, document, cmetadata) "
+    f"SELECT s.id, s.collection_id, s.embedding, s.document, s.cmetadata FROM {_STAGED} AND NOT s.keep "
+    "ORDER BY s.position "
+    "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, embedding = EXCLUDED.embedding, "
+    "document = EXCLUDED.document, cmetadata = EXCLUDED.cmetadata"
+)
+SQL_SWITCH_INSERT_KEYWORDS = (
+    f"INSERT INTO {KEYWORD_TABLE} (id, collection_id, tsv, dl) SELECT s.id, s.collection_id, s.tsv, s.dl "
+    f"FROM {_STAGED} AND NOT s.keep "
+    "ON CONFLICT (id) DO UPDATE SET collection_id = EXCLUDED.collection_id, tsv = EXCLUDED.tsv, dl = EXCLUDED.dl"
+)
+SQL_SWITCH_INSERT_MENTIONS = (
+    f"INSERT INTO {graph_store.MENTION} (chunk_id, collection_id, entity, title, kind, n, sentence) "
+    "SELECT s.id, s.collection_id, m.entity, m.title, m.kind, m.n, m.sentence "
+    f"FROM {STAGING_TABLE} s CROSS JOIN LATERAL jsonb_to_recordset(s.graph->'mentions') "
+    "AS m(entity text, title text, kind text, n integer, sentence text) "
+    "WHERE s.collection_id = :collection AND s.doc_id = :doc AND s.run = :run AND NOT s.keep "
+    "ON CONFLICT (chunk_id, entity) DO UPDATE SET title = EXCLUDED.title, kind = EXCLUDED.kind, n = EXCLUDED.n, "
+    "sentence = EXCLUDED.sentence"
+)
+SQL_SWITCH_INSERT_PAIRS = (
+    f"INSERT INTO {graph_store.PAIR} (chunk_id, collection_id, source, target, n) "
+    "SELECT s.id, s.collection_id, p.source, p.target, p.n "
+    f"FROM {STAGING_TABLE} s CROSS JOIN LATERAL jsonb_to_recordset(s.graph->'pairs') "
+    "AS p(source text, target text, n integer) "
+    "WHERE s.collection_id = :collection AND s.doc_id = :doc AND s.run = :run AND NOT s.keep "
+    "ON CONFLICT (chunk_id, source, target) DO UPDATE SET n = EXCLUDED.n"
+)
+SQL_DELETE_DOC_STAGING = f"DELETE FROM {STAGING_TABLE} WHERE collection_id = :collection AND doc_id = :doc"
+# Stale batches: of other generations (the file changed since) or of documents no longer synced.
+_NOT_CURRENT = (
+    "NOT EXISTS (SELECT 1 FROM unnest(CAST(:docs AS text[]), CAST(:generations AS text[])) AS k(doc_id, generation) "
+    "WHERE k.doc_id = s.doc_id AND k.generation = s.generation)"
+)
+SQL_DELETE_STALE_STAGING = f"DELETE FROM {STAGING_TABLE} s WHERE s.collection_id = :collection AND {_NOT_CURRENT}"
+SQL_DELETE_STALE_DOC_STAGING = (
+    f"DELETE FROM {STAGING_TABLE} s WHERE s.collection_id = :collection AND s.doc_id = ANY(CAST(:docs AS text[])) "
+    f"AND {_NOT_CURRENT}"
+)
+
 # Schema version, bumped by every change a reader depends on; writers migrate, readers check.
-# 4: the graph's tables (app.graphrag.store).
-SCHEMA_VERSION = 4
+# 4: the graph's tables (app.graphrag.store); 5: the ingest staging table (batched, resumable ingest).
+SCHEMA_VERSION = 5
 META_TABLE = "rag_meta"
 SQL_META_EXISTS = f"SELECT to_regclass('{META_TABLE}')"
 SQL_SCHEMA_VERSION = f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"
@@ -242,6 +361,7 @@ SCHEMA_DDL = (
     SQL_CREATE_KEYWORD_COLLECTION, SQL_CREATE_DOCUMENT_TABLE, SQL_ADD_ORIGIN, SQL_MARK_API_ORIGIN,
     SQL_CREATE_DOC_ID_INDEX, SQL_CREATE_CONTENT_HASH_INDEX, SQL_CREATE_META_TABLE,
     SQL_CREATE_TERM_STATS, SQL_CREATE_COLLECTION_STATS, SQL_CREATE_STATS_FUNCTION, *SQL_STATS_TRIGGERS,
+    SQL_CREATE_STAGING_TABLE, SQL_CREATE_STAGING_HASH_INDEX,
 )
 # One database-wide writer lock (a session advisory lock; the key fits in objid, classid 0).
 WRITER_LOCK_KEY = 0x52414701
@@ -279,18 +399,38 @@ SQL_NO_TIMEOUT = "SET LOCAL statement_timeout = 0"
 # --- connection ------------------------------------------------------------
 
 
-def _ensure_database(url: str, dbname: str) -> None:
-    """Create ``dbname`` on the embedded server if it does not exist yet (safe when two processes race)."""
+def _provision(admin_url: str, db_admin_url: str, dbname: str, role: str, password: str) -> None:
+    """On the embedded server, as its superuser: the app's role (login, no superuser, no CREATEDB;
+    its password set), ``dbname`` owned by it (created if missing), the vector extension in it, and
+    every table, sequence and function of an older version's database handed to the role
+    (``admin_url``: the superuser on the ``postgres`` database, ``db_admin_url``: on ``dbname``). Safe
+    when two processes race."""
     import psycopg
     from psycopg import errors, sql
 
-    admin = url.replace("postgresql+psycopg://", "postgresql://", 1)
-    with psycopg.connect(admin, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+    url = admin_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        _ignore_races(conn, sql.SQL(SQL_CREATE_APP_ROLE).format(sql.Identifier(role), sql.Literal(password)),
+                      errors.DuplicateObject, errors.UniqueViolation)
+        conn.execute(sql.SQL(SQL_SET_APP_ROLE).format(sql.Identifier(role), sql.Literal(password)))
         if conn.execute(SQL_DATABASE_EXISTS, (dbname,)).fetchone() is None:
-            try:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-            except (errors.DuplicateDatabase, errors.UniqueViolation):
-                pass  # another process created it a moment ago
+            _ignore_races(conn, sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(dbname),
+                                                                             sql.Identifier(role)),
+                          errors.DuplicateDatabase, errors.UniqueViolation)
+        conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(dbname), sql.Identifier(role)))
+    with psycopg.connect(db_admin_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True,
+                         connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        _ignore_races(conn, "CREATE EXTENSION IF NOT EXISTS vector", errors.UniqueViolation, errors.DuplicateObject)
+        for kind, name in conn.execute(SQL_NOT_OWNED, {"role": role}).fetchall():
+            conn.execute(sql.SQL("ALTER {} {} OWNER TO {}").format(sql.SQL(kind), sql.SQL(name), sql.Identifier(role)))
+
+
+def _ignore_races(conn, statement, *races: type[Exception]) -> None:
+    """Run ``statement``; an error of ``races`` (another process did it a moment ago) is no error."""
+    try:
+        conn.execute(statement)
+    except races:
+        pass
 
 
 def resolve_connection_string(settings: Settings) -> str:
@@ -300,7 +440,10 @@ def resolve_connection_string(settings: Settings) -> str:
     from app import embedded_pg
 
     embedded_pg.ensure_running(settings.pgdata_dir)
-    _ensure_database(embedded_pg.connection_url(settings.pgdata_dir, "postgres"), settings.db_name)
+    pgdata = settings.pgdata_dir
+    _provision(embedded_pg.connection_url(pgdata, "postgres", admin=True),
+               embedded_pg.connection_url(pgdata, settings.db_name, admin=True), settings.db_name,
+               embedded_pg.APP_ROLE, embedded_pg.app_password(pgdata))
     return embedded_pg.connection_url(settings.pgdata_dir, settings.db_name)
 
 
@@ -547,11 +690,20 @@ def _backfill_keywords(conn) -> int:
     from sqlalchemy import text
 
     rows = conn.execute(text(SQL_MISSING_KEYWORD_ROWS)).all()
-    if rows:
-        conn.execute(text(SQL_UPSERT_KEYWORD),
-                     [keyword_row(r.id, r.collection_id, r.document, (r.cmetadata or {}).get("context", ""))
-                      for r in rows])
+    upsert_keywords(conn, [keyword_row(r.id, r.collection_id, r.document, (r.cmetadata or {}).get("context", ""))
+                           for r in rows])
     return len(rows)
+
+
+def upsert_keywords(conn, rows: Sequence[Mapping]) -> None:
+    """Write keyword rows (:func:`keyword_row` values) in one statement (SQL_UPSERT_KEYWORDS)."""
+    from sqlalchemy import text
+
+    if rows:
+        conn.execute(text(SQL_UPSERT_KEYWORDS), {
+            "ids": [r["id"] for r in rows], "collections": [str(r["collection"]) for r in rows],
+            "contexts": [r["context"] for r in rows], "tokens": [r["tokens"] for r in rows],
+            "dls": [r["dl"] for r in rows]})
 
 
 def keyword_row(chunk_id: str, collection, body: str, context: str = "") -> dict:
@@ -613,7 +765,7 @@ def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunk
         rows, keywords = _chunk_rows(collection, [d for d, _ in changed], [v for _, v in changed])
         if rows:
             conn.execute(text(SQL_UPSERT_EMBEDDING), rows)
-            conn.execute(text(SQL_UPSERT_KEYWORD), keywords)
+            upsert_keywords(conn, keywords)
         if graphs:
             written = {d.id for d, _ in changed}
             graph_store.write_chunk_graphs(conn, collection, {k: g for k, g in graphs.items() if k in written and g})
@@ -627,6 +779,123 @@ def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunk
             "origin": doc.get("origin", "data_dir")})
 
 
+def claim_staged(engine: "Engine", collection_name: str, doc_id: str, generation: str, run: str,
+                 ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` an earlier, interrupted sync of the same bytes and settings (``generation``)
+    staged already; they are claimed for ``run`` (moved in by its switch) and need no embedding."""
+    from sqlalchemy import text
+
+    if not ids:
+        return set()
+    collection = _require_collection(engine, collection_name)
+    with engine.begin() as conn:
+        return set(conn.execute(text(SQL_CLAIM_STAGED), {"collection": collection, "doc": doc_id,
+                                                         "generation": generation, "run": run,
+                                                         "ids": list(ids)}).scalars())
+
+
+def stage_chunks(engine: "Engine", collection_name: str, doc_id: str, generation: str, run: str,
+                 chunks: Sequence[tuple[int, object]], vectors: Sequence[Sequence[float]],
+                 graphs: Mapping | None = None) -> None:
+    """Write one batch of a document's chunks to the staging table and commit it (searches do not
+    see it). ``chunks`` are ``(position in the document, Document)``; ``graphs`` chunk ID -> ChunkGraph."""
+    from sqlalchemy import text
+
+    if not chunks:
+        return
+    collection = _require_collection(engine, collection_name)
+    rows = [_staging_row(collection, doc_id, generation, run, position, d, v, (graphs or {}).get(d.id))
+            for (position, d), v in zip(chunks, vectors)]
+    with engine.begin() as conn:
+        conn.execute(text(SQL_STAGE_CHUNK), rows)
+
+
+def _staging_row(collection, doc_id: str, generation: str, run: str, position: int, chunk, vector, graph) -> dict:
+    """Bound values of one staging row: the chunk row's values, its keyword tokens and its links."""
+    import json
+
+    keyword = keyword_row(chunk.id, collection, chunk.page_content, chunk.metadata.get("context", ""))
+    return {"collection": collection, "doc": doc_id, "generation": generation, "run": run, "id": chunk.id,
+            "position": position, "document": chunk.page_content,
+            "cmetadata": json.dumps(chunk.metadata, ensure_ascii=False), "embedding": _vector_literal(vector),
+            "content_hash": chunk.metadata.get("content_hash", ""),
+            "embed_model": chunk.metadata.get("embed_model", ""),
+            "context": keyword["context"], "tokens": keyword["tokens"], "dl": keyword["dl"],
+            "graph": _graph_json(graph)}
+
+
+def _graph_json(graph) -> str | None:
+    """A ChunkGraph as the JSON the switch reads back (SQL_SWITCH_INSERT_MENTIONS/PAIRS); None when empty."""
+    import json
+
+    if not graph:
+        return None
+    return json.dumps({
+        "mentions": [{"entity": m.key, "title": m.title, "kind": m.kind, "n": m.count, "sentence": m.sentence}
+                     for m in graph.mentions.values()],
+        "pairs": [{"source": a, "target": b, "n": n} for (a, b), n in graph.pairs.items()]}, ensure_ascii=False)
+
+
+def switch_document(engine: "Engine", collection_name: str, doc: Mapping, run: str, chunks: int,
+                    extractor: str = "") -> None:
+    """Replace a document by its rows staged in ``run``, in one transaction: its stored chunk rows that
+    are not among them (same id and metadata) out, with their keyword rows and links; the staged rows
+    in (vector, keyword and link rows); its ``rag_document`` row; its staging rows deleted. Readers
+    see the old version or the new one, never a mix. ``chunks`` is how many rows the run staged
+    (anything else is an error: nothing changes). ``doc`` as for :func:`replace_document`."""
+    from sqlalchemy import text
+
+    collection = _require_collection(engine, collection_name)
+    key = {"collection": collection, "doc": doc["doc_id"], "run": run}
+    with engine.begin() as conn:
+        conn.execute(text(SQL_NO_TIMEOUT))  # a large document moves in one statement per table
+        staged = int(conn.execute(text(SQL_COUNT_STAGED), key).scalar())
+        if staged != chunks:
+            raise RuntimeError(f"{staged} chunks staged, {chunks} expected; run the sync again")
+        conn.execute(text(SQL_SWITCH_MARK_KEPT), key)
+        gone = conn.execute(text(SQL_SWITCH_DELETE_OLD), {**key, "file": doc["source_file"]}).rowcount or 0
+        changed = conn.execute(text(SQL_SWITCH_INSERT_CHUNKS), key).rowcount or 0
+        if changed:
+            conn.execute(text(SQL_SWITCH_INSERT_KEYWORDS), key)
+            conn.execute(text(SQL_SWITCH_INSERT_MENTIONS), key)
+            conn.execute(text(SQL_SWITCH_INSERT_PAIRS), key)
+            graph_store.mark_written(conn, collection, extractor)
+        elif gone:
+            graph_store.mark_dirty(conn, collection)
+        conn.execute(text(SQL_UPSERT_DOCUMENT), {
+            "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],
+            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": chunks,
+            "origin": doc.get("origin", "data_dir")})
+        conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc["doc_id"]})
+
+
+def clean_staging(engine: "Engine", collection_name: str, current: Mapping[str, str], only_these: bool = False) -> int:
+    """Delete staged batches that no sync will switch over: those of another generation than
+    ``current`` (doc_id -> generation) and, unless ``only_these``, of any document not in it.
+    Returns the rows deleted (0 when the collection does not exist)."""
+    from sqlalchemy import text
+
+    collection = collection_id(engine, collection_name)
+    if collection is None:
+        return 0
+    params = {"collection": collection, "docs": list(current), "generations": list(current.values())}
+    with engine.begin() as conn:
+        return conn.execute(text(SQL_DELETE_STALE_DOC_STAGING if only_these else SQL_DELETE_STALE_STAGING),
+                            params).rowcount or 0
+
+
+def staged_progress(engine: "Engine", collection_name: str, run: str) -> dict[str, int]:
+    """doc_id -> chunks staged so far by ``run`` (the progress of files being ingested elsewhere)."""
+    from sqlalchemy import text
+
+    collection = collection_id(engine, collection_name)
+    if collection is None:
+        return {}
+    with engine.connect() as conn:
+        return {doc: int(n) for doc, n in conn.execute(text(SQL_STAGED_PROGRESS),
+                                                       {"collection": collection, "run": run})}
+
+
 def delete_document(engine: "Engine", collection_name: str, doc_id: str, source_file: str = "") -> int:
     """Remove a document and its chunks from every index in one transaction; return chunks deleted."""
     from sqlalchemy import text
@@ -636,6 +905,7 @@ def delete_document(engine: "Engine", collection_name: str, doc_id: str, source_
         deleted = conn.execute(text(SQL_DELETE_DOC_CHUNKS), {"collection": collection, "doc": doc_id,
                                                              "file": source_file}).rowcount or 0
         conn.execute(text(SQL_DELETE_DOCUMENT), {"collection": collection, "doc": doc_id})
+        conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc_id})
         if deleted:  # the chunks' entity links went with them (ON DELETE CASCADE)
             graph_store.mark_dirty(conn, collection)
     return deleted

@@ -40,8 +40,13 @@ from app.errors import DatabaseUnavailableError
 log = logging.getLogger(__name__)
 
 RUN_AS_USER = "rag-postgres"  # postgres refuses to run as root
-SUPERUSER = "postgres"
+SUPERUSER = "postgres"  # only sets the server up: the app's role and databases, the vector extension
 PASSWORD_FILE = "rag_password"
+APP_ROLE = "rag_app"  # what the app logs in as: no superuser, owns only its databases
+APP_PASSWORD_FILE = "rag_app_password"
+# Written at initdb: this app made the cluster, so it may start it and (as root) own it. A folder
+# without it (and without PASSWORD_FILE, which every earlier version wrote) is someone else's.
+MARKER_FILE = "rag_cluster"
 PORT = 5432  # only names the socket file (.s.PGSQL.5432): nothing listens on TCP
 SOCKET_PATH_MAX = 100  # sockaddr_un holds 108 bytes; keep a margin
 START_TIMEOUT_S = 30
@@ -205,6 +210,36 @@ def _initdb(pgdata: Path, who: Runner) -> None:
     if done.returncode != 0:
         raise DatabaseUnavailableError(f"initdb failed in {pgdata}: {_last_line(done.stderr)}")
     _write_password(pgdata, password, who)
+    _write_marker(pgdata, who)
+
+
+def _write_marker(pgdata: Path, who: Runner) -> None:
+    """Mark ``pgdata`` as a cluster this app made (see MARKER_FILE)."""
+    path = pgdata / MARKER_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("made by the RAG app's embedded PostgreSQL (app/embedded_pg.py); do not delete\n")
+    _chown(path, who)
+
+
+def check_ours(pgdata: Path, who: Runner) -> bool:
+    """Whether an existing cluster folder may be used; raises DatabaseUnavailableError (one line) if it
+    was not made by this app, or (as root) belongs to an account that is neither root nor the server's.
+    Returns True when its ownership must be handed to the server's account (a root-made folder of an
+    older version). Nothing is changed here."""
+    marked = (pgdata / MARKER_FILE).is_file() or (pgdata / PASSWORD_FILE).is_file()
+    if not marked:
+        raise DatabaseUnavailableError(
+            f"{pgdata} holds a PostgreSQL cluster this app did not make (no {MARKER_FILE} in it); it is left "
+            "untouched: set PGDATA_DIR to a folder of the app's own (a new one is made on first use)")
+    owner = pgdata.stat().st_uid
+    if who.user is None or owner == who.uid:
+        return False
+    if owner != 0:
+        raise DatabaseUnavailableError(
+            f"{pgdata} belongs to another account (uid {owner}); it is left untouched: set PGDATA_DIR to a "
+            "folder of the app's own")
+    return True
 
 
 def _last_line(text: str) -> str:
@@ -327,8 +362,10 @@ def ensure_running(pgdata: Path) -> Path:
     with _file_lock(pgdata):
         if not (pgdata / "PG_VERSION").exists():
             _initdb(pgdata, who)
-        elif who.user is not None and pgdata.stat().st_uid != who.uid:
-            _run(["chown", "-R", f"{who.uid}:{who.gid}", str(pgdata)], Runner(None, 0, 0))  # made by an older version
+        elif check_ours(pgdata, who):  # a root-made folder of an older version: the server's account owns it
+            _run(["chown", "-R", "--no-dereference", f"{who.uid}:{who.gid}", str(pgdata)], Runner(None, 0, 0))
+        if not (pgdata / MARKER_FILE).exists():
+            _write_marker(pgdata, who)  # a cluster of an earlier version (it has PASSWORD_FILE)
         sockets = socket_dir(pgdata, who)
         pid = running_pid(pgdata)
         if pid is None:
@@ -351,14 +388,34 @@ def socket_dir_is_private(sockets: Path, pgdata: Path, who: Runner) -> None:
             "run `make db-stop`, then the command again (it restarts with a private socket)")
 
 
-def connection_url(pgdata: Path, dbname: str) -> str:
-    """SQLAlchemy URL for the running server: socket folder, superuser and its password."""
+def connection_url(pgdata: Path, dbname: str, admin: bool = False) -> str:
+    """SQLAlchemy URL for the running server: socket folder, the app's role (``admin``: the superuser)
+    and its password."""
     pgdata = pgdata.expanduser().absolute()
     info = read_pid_file(pgdata)
     sockets = info.socket_dir if info and info.socket_dir else pgdata
-    password = quote(read_password(pgdata), safe="")
-    return (f"postgresql+psycopg://{SUPERUSER}:{password}@/{quote(dbname, safe='')}"
+    user, password = (SUPERUSER, read_password(pgdata)) if admin else (APP_ROLE, app_password(pgdata))
+    return (f"postgresql+psycopg://{user}:{quote(password, safe='')}@/{quote(dbname, safe='')}"
             f"?host={quote(str(sockets), safe='/')}&port={PORT}")
+
+
+def app_password(pgdata: Path) -> str:
+    """The app role's password, kept in ``<PGDATA_DIR>/rag_app_password`` (mode 0600), made on first use."""
+    path = pgdata / APP_PASSWORD_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise DatabaseUnavailableError(f"cannot read {path} ({exc.strerror}); the app logs in with it") from None
+    password = secrets.token_urlsafe(24)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it a moment ago
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(password + "\n")
+    return password
 
 
 def stop(pgdata: Path) -> str:
@@ -366,6 +423,7 @@ def stop(pgdata: Path) -> str:
     pgdata = pgdata.expanduser().absolute()
     if not (pgdata / "PG_VERSION").exists():
         return f"no embedded database in {pgdata}"
+    check_ours(pgdata, runner())
     with _file_lock(pgdata):
         if running_pid(pgdata) is None:
             if clear_stale_pid_file(pgdata):

@@ -169,9 +169,10 @@ class RagStore:
         data_dir = Path(data_dir or self.settings.data_dir)
         path = Path(path_or_doc)
         if path.is_dir():
-            files = [f for f in scan(data_dir)[0] if f.path.absolute().is_relative_to(path.absolute())]
+            files = [f for f in scan(data_dir, self.settings)[0]
+                     if f.path.absolute().is_relative_to(path.absolute())]
         else:
-            files = [resolve_file(path, data_dir)]
+            files = [resolve_file(path, data_dir, self.settings)]
         with self.writing():
             _, report = sync(data_dir, self.embeddings, self.engine, self.settings, files=files,
                              remove_missing=False)

@@ -5,15 +5,18 @@ e.g. ``pdf/company_overview.pdf``) and the SHA-256 of its bytes. A sync compares
 the files with the stored documents:
 
 * **unchanged** (same bytes, same embedding model and chunk settings): skipped, nothing embedded;
-* **added** / **updated**: chunked; a chunk whose text was embedded before (same text hash,
-  same model) reuses the stored vector, only new text is embedded; the document is then
-  replaced in **one transaction** (old chunks out, new chunks and keyword rows in, document row);
+* **added** / **updated**: chunked lazily and embedded in batches of ``INGEST_BATCH_CHUNKS``, each
+  batch committed to a staging table that searches never read (memory stays flat however large
+  the file); a chunk whose text was embedded before (same text hash, same model, stored or staged)
+  reuses that vector, only new text is embedded; the document is then switched over in **one
+  transaction** (old chunks out, the staged chunks, keyword rows and links in, document row);
 * **removed** (file gone): purged from both indexes in one transaction;
 * **renamed** (a new path with the bytes of a removed one): stored under the new ID with
   every vector reused, nothing re-embedded.
 
 Killing a sync at any moment leaves every document either in its old or its new state;
-the next sync finishes the work. A file that fails at any step (read, parse, chunk, embed,
+the next sync finishes the work, embedding only what was not staged yet (batches staged for the
+same bytes and settings are reused; stale ones are deleted). A file that fails at any step (read, parse, chunk, embed,
 write) is reported as failed with one warning line and its stored version (if any) is kept;
 the other files go on. Only a database that is down or full ends the whole sync.
 
@@ -25,15 +28,20 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import sys
+import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from langchain_core.documents import Document
 
 from app.config import Settings
 from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
+from app.datadir import escape, link_refusal, walk_data_dir
 from app.loaders import file_hash
 
 log = logging.getLogger(__name__)
@@ -53,6 +61,10 @@ ORIGIN_DATA_DIR = "data_dir"  # documents a sync of the data dir manages
 ORIGIN_API = "api"  # documents added through RagStore.add_document(Document); a sync leaves them alone
 # Failures that are not one file's fault: they end the sync instead of failing every file in turn.
 FATAL_ERRORS = (DatabaseUnavailableError, ModelNotFoundError, MemoryError)
+# Parallel ingest: how often the progress bar reads what the workers staged; a worker's death.
+PROGRESS_POLL_S = 1.0
+WORKER_DIED = "the ingest worker died (it was killed, or ran out of memory); run the sync again"
+PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal for this process when its parent dies
 
 
 @dataclass(frozen=True)
@@ -123,50 +135,42 @@ def settings_hash(settings: Settings) -> str:
 
 
 def doc_id_for(path: Path, data_dir: Path) -> str:
-    """A document's ID: its path relative to the data dir, with forward slashes.
+    """A document's ID: its path relative to the data dir, with forward slashes (control characters
+    escaped, so a hostile name prints as what it is).
 
     Links are not followed here, so a link inside the data dir keeps its own name
     even when it points elsewhere.
     """
-    return path.absolute().relative_to(data_dir.absolute()).as_posix()
+    return escape(path.absolute().relative_to(data_dir.absolute()).as_posix())
 
 
-def _candidates(data_dir: Path) -> list[Path]:
-    """Supported files under ``data_dir/pdf``, ``data_dir/csv`` (not recursive) and ``data_dir/docs``
-    (recursive; hidden files and folders skipped), regular files before links."""
-    paths = []
-    for folder, suffixes in SUPPORTED.items():
-        directory = data_dir / folder
-        if directory.is_dir():
-            found = directory.rglob("*") if folder in RECURSIVE else directory.iterdir()
-            paths += [p for p in sorted(found)
-                      if p.suffix.lower() in suffixes
-                      and not any(part.startswith(".") for part in p.relative_to(directory).parts)
-                      and (p.is_symlink() or p.is_file())]
-    return sorted(paths, key=lambda p: p.is_symlink())  # stable: pdf/ csv/ docs/, by path
+def scan(data_dir: Path, settings: Settings | None = None) -> tuple[list[SourceFile], list[tuple[str | None, str]]]:
+    """Every supported file under ``data_dir/pdf/*.pdf``, ``data_dir/csv/*.csv`` and ``data_dir/docs/**``,
+    under the link policy of :mod:`app.datadir` (FOLLOW_EXTERNAL_LINKS) and the size limits
+    (MAX_PDF_MB, MAX_CSV_MB, MAX_TEXT_MB) of ``settings`` (default: the defaults).
 
-
-def scan(data_dir: Path) -> tuple[list[SourceFile], list[tuple[str, str]]]:
-    """Every supported file under ``data_dir/pdf/*.pdf`` and ``data_dir/csv/*.csv``.
-
-    Returns ``(files, failures)``; a failure is ``(doc_id, reason)`` for a file that
-    cannot be read (no permission, a broken link). A link to a file outside the data
-    dir is followed; a link to a file that is already listed is skipped, so one
-    file is never stored twice. DataSourceError if ``data_dir`` is not a folder.
+    Returns ``(files, failures)``; a failure is ``(doc_id, reason)`` for a file that exists but cannot
+    be read (no permission, a broken link: its stored version is kept), or ``(None, reason)`` for a
+    path the policy refuses (a link out of the data dir, a loop, a FIFO: never stored). A link to a
+    file that is already listed is skipped, so one file is never stored twice. DataSourceError if
+    ``data_dir`` is not a folder.
     """
     if not data_dir.is_dir():
         raise DataSourceError(f"data directory not found: {data_dir}")
+    settings = settings or Settings()
+    walk = walk_data_dir(data_dir, SUPPORTED, RECURSIVE, settings.follow_external_links)
+    failures: list[tuple[str | None, str]] = [(p.doc_id if p.keep else None, p.reason) for p in walk.problems]
     files: list[SourceFile] = []
-    failures: list[tuple[str, str]] = []
     seen: dict[Path, str] = {}
-    for path in _candidates(data_dir):
+    for path in sorted(walk.files, key=lambda p: p.is_symlink()):  # stable: pdf/ csv/ docs/, by path
         doc_id = doc_id_for(path, data_dir)
         real = path.resolve()
         if real in seen:
             log.info("%s is a link to %s: stored once, as %s", doc_id, seen[real], seen[real])
             continue
-        if not real.is_file():
-            failures.append((doc_id, f"{doc_id}: broken link (points to {real}, which does not exist)"))
+        too_big = size_refusal(doc_id, real, settings)
+        if too_big:
+            failures.append((doc_id, too_big))
             continue
         try:
             digest = file_hash(path)
@@ -174,12 +178,31 @@ def scan(data_dir: Path) -> tuple[list[SourceFile], list[tuple[str, str]]]:
             failures.append((doc_id, f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})"))
             continue
         seen[real] = doc_id
-        files.append(SourceFile(doc_id, path, path.name, digest))
+        files.append(SourceFile(doc_id, path, escape(path.name), digest))
     return files, failures
 
 
-def resolve_file(path: Path, data_dir: Path) -> SourceFile:
-    """One file as a document (it must lie under data_dir/pdf, data_dir/csv or data_dir/docs)."""
+def size_refusal(doc_id: str, path: Path, settings: Settings) -> str | None:
+    """The one-line reason a file is larger than its format's limit (MAX_PDF_MB …), or None."""
+    suffix = Path(doc_id).suffix.lower()
+    name, limit = (("MAX_PDF_MB", settings.max_pdf_mb) if suffix == ".pdf" else
+                   ("MAX_CSV_MB", settings.max_csv_mb) if suffix == ".csv" else ("MAX_TEXT_MB", settings.max_text_mb))
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None  # the read that follows says why
+    if size <= limit * 1024 * 1024:
+        return None
+    return f"{doc_id}: {size / 1024 / 1024:.0f} MB, larger than {name}={limit}; skipped (raise {name} to read it)"
+
+
+def resolve_file(path: Path, data_dir: Path, settings: Settings | None = None) -> SourceFile:
+    """One file as a document (it must lie under data_dir/pdf, data_dir/csv or data_dir/docs, and the
+    link policy of :func:`scan` must allow it)."""
+    settings = settings or Settings()
+    refused = link_refusal(path, data_dir, settings.follow_external_links)
+    if refused:
+        raise DataSourceError(refused)
     if not path.is_file():
         raise DataSourceError(f"file not found: {path}")
     try:
@@ -190,8 +213,11 @@ def resolve_file(path: Path, data_dir: Path) -> SourceFile:
     if folder not in SUPPORTED or path.suffix.lower() not in SUPPORTED[folder] or (
             folder not in RECURSIVE and doc_id.count("/") > 1):
         raise DataSourceError(f"{doc_id}: only {SUPPORTED_TEXT} are ingested")
+    too_big = size_refusal(doc_id, path, settings)
+    if too_big:
+        raise DataSourceError(too_big)
     try:
-        return SourceFile(doc_id, path, path.name, file_hash(path))
+        return SourceFile(doc_id, path, escape(path.name), file_hash(path))
     except OSError as exc:
         raise DataSourceError(f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
 
@@ -228,7 +254,14 @@ def chunk_id(collection: str, doc_id: str, index: int, content_hash: str) -> str
 
 
 def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
-    """Read and chunk one file into Documents with full metadata; DataSourceError if unreadable.
+    """Every chunk of one file (:func:`iter_chunks`) in a list; DataSourceError if unreadable."""
+    return list(iter_chunks(source, settings))
+
+
+def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
+    """Read one file, then yield its chunks one by one as Documents with full metadata (a sync embeds
+    and stores them in batches, never holding them all); DataSourceError if unreadable (raised by
+    the first ``next``).
 
     Each chunk carries a ``context`` for both indexes (its text shown to users is
     unchanged): a PDF's title and the heading path above the chunk, a CSV's file stem and header line, a
@@ -239,36 +272,37 @@ def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     from app.chunking import split_by_structure
 
     suffix = source.path.suffix.lower()
+    limits = loaders.Limits.from_settings(settings)
     titles: dict[str, str] = {}
     if suffix == ".pdf":
-        title, pages = loaders.pdf_document(source.path)
+        title, pages = loaders.pdf_document(source.path, limits)
         units = [(text, source_id, " — ".join(p for p in (title, heading) if p)) for text, source_id, heading in pages]
         split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     elif suffix in (".md", ".txt"):
-        sections = loaders.text_document(source.path)
+        sections = loaders.text_document(source.path, limits)
         titles = {source_id: heading for _, source_id, heading in sections if heading}
         units = [(text, source_id, " — ".join(p for p in (source.path.stem, heading) if p))
                  for text, source_id, heading in sections]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     else:
-        header, rows = loaders.csv_table(source.path)
+        header, rows = loaders.csv_table(source.path, limits)
         context = f"{source.path.stem} — {', '.join(header)}"
         units = [(text, source_id, context) for text, source_id in rows]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
-    docs: list[Document] = []
+    position = 0  # the chunk's place in the document (part of its ID)
     per_source: dict[str, int] = {}  # a PDF page cut at headings is several units of one source
     for text, source_id, context in units:
         for piece in split(text):
             index = per_source[source_id] = per_source.get(source_id, -1) + 1
             digest = text_hash(embedding_text(piece, context))
-            docs.append(Document(
-                id=chunk_id(settings.collection_name, source.doc_id, len(docs), digest),
+            yield Document(
+                id=chunk_id(settings.collection_name, source.doc_id, position, digest),
                 page_content=piece,
                 metadata={"source": source_id, "chunk_index": index, "file": source.name, "context": context,
                           "doc_id": source.doc_id, "content_hash": digest, "embed_model": settings.embed_model,
                           **({"title": titles[source_id]} if source_id in titles else {})},
-            ))
-    return docs
+            )
+            position += 1
 
 
 def embedding_text(text: str, context: str = "") -> str:
@@ -301,8 +335,9 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     from the database) lets a dry run plan without the schema existing. A data dir with no files at
     all while documents are stored is refused (DataSourceError) unless
     ``allow_empty``: a wrong or unmounted folder must not wipe the index. With ``workers`` > 1,
-    files are read, chunked and embedded by that many processes in parallel (each loads the model
-    the settings name); this process writes each document as it arrives. With ``graph`` (and
+    files are read, chunked, embedded and staged by that many processes in parallel (each loads the
+    model the settings name); this process switches each document over as it is staged. With
+    ``progress``, a bar counts the chunks done and names the file being read. With ``graph`` (and
     GRAPH_EXTRACTOR not ``off``), the graph is rebuilt at the end when anything changed
     (app.graphrag.index).
     """
@@ -310,7 +345,7 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
 
     failures: list[tuple[str, str]] = []
     if files is None:
-        files, failures = scan(data_dir)
+        files, failures = scan(data_dir, settings)
     files = list(files)
     key = settings_hash(settings)
     if stored is None:
@@ -320,51 +355,42 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
         raise DataSourceError(
             f"no PDF or CSV under {data_dir}, but {len(managed)} documents are stored; refusing to remove them "
             "all (check the folder, or run `python -m app.ingest --allow-empty` to empty the store)")
-    plan = plan_sync(files, stored, key, remove_missing, keep=[doc_id for doc_id, _ in failures])
+    plan = plan_sync(files, stored, key, remove_missing, keep=[doc_id for doc_id, _ in failures if doc_id])
     report = SyncReport(unchanged=len(plan.unchanged), doc_ids=[f.doc_id for f in plan.unchanged])
     for _, reason in failures:
         _fail(report, reason)
     if dry_run:
         return plan, report
-    lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.embed_model)  # noqa: E731
     work = [(f, "added") for f in plan.added] + [(f, "updated") for f in plan.updated]
-    bar = _progress(len(work), progress)
-    new_texts: list[str] = []
-    try:
-        for (source, kind), prepared in _prepare_all(work, embeddings, settings, lookup, workers):
-            if isinstance(prepared, str):  # reading, chunking or embedding failed: the one-line reason
-                _fail(report, prepared)
-                _tick(bar)
+    run = uuid.uuid4().hex  # this sync's name on the batches it stages or finds staged
+    long_chunks = TruncationTally()
+    with _Progress(len(work), progress) as bar:
+        for (source, kind), staged in _stage_all(work, embeddings, settings, engine, key, run, workers, bar):
+            if isinstance(staged, str):  # reading, chunking, embedding or staging failed: the one-line reason
+                _fail(report, staged)
                 continue
-            chunks, vectors, embedded, graphs = prepared
             try:
-                write_document(engine, settings, key, source, chunks, vectors, graphs)
+                write_document(engine, settings, key, source, run, staged.chunks)
             except FATAL_ERRORS:
                 raise
             except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
                 _fail(report, describe_failure(source.doc_id, exc))
             else:
-                new_texts.extend(d.page_content for d in chunks)
-                setattr(report, kind, getattr(report, kind) + 1)
-                report.embedded += embedded
-                report.reused += len(chunks) - embedded
-                report.chunks_written += len(chunks)
-                report.doc_ids.append(source.doc_id)
-                report.renamed += source.doc_id in plan.renamed
-            _tick(bar)
-    finally:
-        if bar is not None:
-            bar.close()
+                _count_written(report, plan, kind, source, staged)
+                long_chunks.add(staged)
+    # Batches no sync will switch over (of other bytes or settings, of files gone), now that they
+    # served as a vector cache: the batches of files that failed stay, for the next sync to resume.
+    db.clean_staging(engine, settings.collection_name, {f.doc_id: generation(f, key, settings) for f, _ in work},
+                     only_these=not remove_missing)
     for doc in plan.removed:
         db.delete_document(engine, settings.collection_name, doc["doc_id"], doc["source_file"])
         report.removed += 1
     if remove_missing:
-        names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures]
+        names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures if doc_id]
         db.delete_legacy_chunks(engine, settings.collection_name, names)
     if report.chunks_written >= ANALYZE_AFTER_CHUNKS:
         db.analyze_keyword_stats(engine)
-    if new_texts:
-        warn_truncated(new_texts, embeddings)
+    long_chunks.warn()
     if graph and settings.graph_extractor != "off":
         report.graph = update_graph_safely(engine, settings, embeddings)
     return plan, report
@@ -399,14 +425,62 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
     return index.build(engine, settings, embeddings, llm=llm)
 
 
-def prepare_file(source: SourceFile, embeddings: Any, settings: Settings,
-                 lookup: Callable[[list[str]], dict]) -> tuple[list[Document], list, int, dict | None]:
-    """Read, chunk, embed (vectors of unchanged chunk texts reused) and extract the graph's entity
-    links of one file: the slow part, which needs no lock. Returns (chunks, vectors, how many were
-    embedded, chunk ID -> ChunkGraph)."""
-    chunks = chunk_file(source, settings)
-    vectors, embedded = embed_with_reuse(chunks, embeddings, lookup)
-    return chunks, vectors, embedded, extract_graphs(chunks, settings)
+@dataclass
+class StagedFile:
+    """What staging one file did (small: a worker process sends it back)."""
+
+    chunks: int = 0  # chunks of the file, all staged now
+    embedded: int = 0  # of which embedded now (the rest: reused vectors, or staged by an interrupted sync)
+    truncated: int = 0  # of which longer than the embedding model's token limit
+    token_limit: int = 0  # that limit (0: unknown)
+
+
+def generation(source: SourceFile, key: str, settings: Settings) -> str:
+    """What the staged batches of a file are valid for: its bytes, the settings hash and the graph
+    extractor. Batches of another generation are never switched over (app.db.clean_staging)."""
+    return f"{source.content_hash}:{key}:{graph_extractor(settings)}"
+
+
+def batched(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last one shorter), read lazily."""
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def stage_file(source: SourceFile, embeddings: Any, settings: Settings, engine: Any, key: str, run: str,
+               on_batch: Callable[[int], None] | None = None) -> StagedFile:
+    """Read, chunk, embed and extract the graph's entity links of one file, ``INGEST_BATCH_CHUNKS``
+    chunks at a time, each batch committed to the staging table (app.db.stage_chunks): memory stays
+    flat however large the file, and nothing is searchable before :func:`write_document`. Chunks an
+    interrupted sync of the same bytes and settings staged are claimed for ``run``, not embedded
+    again; a vector stored or staged for the same text is reused. ``on_batch(n)`` after each batch.
+    Needs no writer lock (a worker process runs it too)."""
+    from app import db
+
+    gen = generation(source, key, settings)
+    lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.embed_model)  # noqa: E731
+    done = StagedFile()
+    for batch in batched(enumerate(iter_chunks(source, settings)), settings.ingest_batch_chunks):
+        claimed = db.claim_staged(engine, settings.collection_name, source.doc_id, gen, run, [d.id for _, d in batch])
+        todo = [(position, d) for position, d in batch if d.id not in claimed]
+        if todo:
+            chunks = [d for _, d in todo]
+            vectors, embedded = embed_with_reuse(chunks, embeddings, lookup)
+            db.stage_chunks(engine, settings.collection_name, source.doc_id, gen, run, todo, vectors,
+                            extract_graphs(chunks, settings))
+            done.embedded += embedded
+        truncated, done.token_limit = count_truncated([d.page_content for _, d in batch], embeddings)
+        done.truncated += truncated
+        done.chunks += len(batch)
+        if on_batch is not None:
+            on_batch(len(batch))
+    return done
 
 
 def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict | None:
@@ -419,16 +493,24 @@ def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict | Non
     return {d.id: extract(d.page_content, d.metadata) for d in chunks}
 
 
-def write_document(engine: Any, settings: Settings, key: str, source: SourceFile, chunks: Sequence[Document],
-                   vectors: Sequence, graphs: dict | None = None) -> None:
-    """Replace ``source``'s document with ``chunks`` (and their entity links) in one transaction
-    (the caller holds the writer lock)."""
+def write_document(engine: Any, settings: Settings, key: str, source: SourceFile, run: str, chunks: int) -> None:
+    """Switch ``source``'s document over to the ``chunks`` chunks ``run`` staged (and their entity
+    links), in one transaction (the caller holds the writer lock)."""
     from app import db
 
-    db.replace_document(engine, settings.collection_name,
-                        {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
-                         "settings_hash": key, "origin": ORIGIN_DATA_DIR}, chunks, vectors, graphs,
-                        graph_extractor(settings))
+    db.switch_document(engine, settings.collection_name,
+                       {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
+                        "settings_hash": key, "origin": ORIGIN_DATA_DIR}, run, chunks, graph_extractor(settings))
+
+
+def _count_written(report: SyncReport, plan: SyncPlan, kind: str, source: SourceFile, staged: StagedFile) -> None:
+    """Add one written document to the report."""
+    setattr(report, kind, getattr(report, kind) + 1)
+    report.embedded += staged.embedded
+    report.reused += staged.chunks - staged.embedded
+    report.chunks_written += staged.chunks
+    report.doc_ids.append(source.doc_id)
+    report.renamed += source.doc_id in plan.renamed
 
 
 def graph_extractor(settings: Settings) -> str:
@@ -440,51 +522,152 @@ def graph_extractor(settings: Settings) -> str:
     return extractor_name(settings)
 
 
-def _prepare_safely(source: SourceFile, embeddings: Any, settings: Settings,
-                    lookup: Callable[[list[str]], dict]) -> tuple | str:
-    """:func:`prepare_file`, or the one-line reason it failed; a lost database or a missing model raises."""
+def _stage_safely(source: SourceFile, embeddings: Any, settings: Settings, engine: Any, key: str, run: str,
+                  on_batch: Callable[[int], None] | None = None) -> StagedFile | str:
+    """:func:`stage_file`, or the one-line reason it failed; a lost database or a missing model raises."""
     try:
-        return prepare_file(source, embeddings, settings, lookup)
+        return stage_file(source, embeddings, settings, engine, key, run, on_batch)
     except FATAL_ERRORS:
         raise
     except Exception as exc:  # noqa: BLE001 - one file's failure
         return describe_failure(source.doc_id, exc)
 
 
-def _prepare_in_worker(source: SourceFile, settings: Settings) -> tuple | str:
-    """Worker process: its own embedding model and connection (loaded once per worker)."""
+def _stage_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, engine: Any, key: str,
+               run: str, workers: int, bar: "_Progress"):
+    """Yield ((source, kind), StagedFile or the one-line failure) for each work item: in this process,
+    one at a time, or with ``workers`` > 1 in that many worker processes (:func:`_stage_in_workers`), as they
+    finish. Switching documents over stays with the caller, the one holder of the writer lock."""
+    if workers <= 1 or len(work) <= 1:
+        for item in work:
+            bar.reading(item[0].doc_id)
+            yield item, _stage_safely(item[0], embeddings, settings, engine, key, run,
+                                      lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n))
+        return
+    yield from _stage_in_workers(work, embeddings, settings, engine, key, run, workers, bar)
+
+
+def _stage_in_workers(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, engine: Any,
+                      key: str, run: str, workers: int, bar: "_Progress"):
+    """:func:`_stage_all` with ``workers`` spawned processes, each with its own model, connection and
+    ``llm_n_threads / workers`` threads; a worker stages its file's batches itself and sends back only
+    a StagedFile, so no process holds a whole file's vectors. A worker that dies (killed, out of
+    memory) fails the files in flight with one line each (their staged batches stay for the next
+    sync); a new pool takes the files not started yet, and should it die too, this process does."""
+    import dataclasses
+
+    worker_settings = dataclasses.replace(settings, llm_n_threads=max(1, settings.llm_n_threads // workers))
+    pending = list(work)
+    for _ in range(2):
+        lost, pending = yield from _pool_round(pending, worker_settings, engine, key, run, workers, bar)
+        for item in lost:
+            yield item, f"{item[0].doc_id}: {WORKER_DIED}"
+        if not pending:
+            return
+    for item in pending:
+        bar.reading(item[0].doc_id)
+        yield item, _stage_safely(item[0], embeddings, settings, engine, key, run,
+                                  lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n))
+
+
+def _pool_round(items: Sequence[tuple[SourceFile, str]], settings: Settings, engine: Any, key: str, run: str,
+                workers: int, bar: "_Progress"):
+    """Stage ``items`` in one pool of spawned worker processes, one file per worker at a time (so the
+    files in flight are known), yielding ((source, kind), result) as each finishes and showing the
+    staged chunks on ``bar`` meanwhile. Returns (the items in flight when a worker died, the items
+    not started then); both are empty when every item went through."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    queue, running, lost = deque(items), {}, []
+    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_worker_start, initargs=(os.getpid(),)) as pool:
+        try:
+            broken = False
+            while running or (queue and not broken):
+                broken = broken or not _submit(pool, queue, running, workers, (settings, key, run), bar)
+                done, _ = wait(running, timeout=PROGRESS_POLL_S, return_when=FIRST_COMPLETED)
+                bar.poll(engine, settings.collection_name, run, [item[0].doc_id for item in running.values()])
+                for future in done:
+                    item = running.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:  # this worker, or another one, died: the pool stops
+                        lost.append(item)
+                        broken = True
+                        continue
+                    except FATAL_ERRORS:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - the result did not come back (unpicklable, ...)
+                        result = describe_failure(item[0].doc_id, exc)
+                    if isinstance(result, StagedFile):
+                        bar.reach(item[0].doc_id, result.chunks)
+                    yield item, result
+        finally:
+            for future in running:
+                future.cancel()
+    return lost, list(queue)
+
+
+def _submit(pool: Any, queue: Any, running: dict, workers: int, args: tuple, bar: "_Progress") -> bool:
+    """Give idle workers the next files of ``queue`` (moved to ``running``: future -> item); False
+    when the pool is broken (a worker died), so nothing more goes in."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    while queue and len(running) < workers:
+        try:
+            future = pool.submit(_stage_in_worker, queue[0][0], *args)
+        except BrokenProcessPool:
+            return False
+        running[future] = queue.popleft()
+        bar.reading(running[future][0].doc_id)
+    return True
+
+
+def _stage_in_worker(source: SourceFile, settings: Settings, key: str, run: str) -> StagedFile | str:
+    """Worker process: :func:`_stage_safely` with its own embedding model and connection (loaded once
+    per worker)."""
     from app import db
     from app.embeddings import get_embeddings
 
-    engine = db.get_engine(settings)
-    lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.embed_model)  # noqa: E731
-    return _prepare_safely(source, get_embeddings(settings), settings, lookup)
+    return _stage_safely(source, get_embeddings(settings), settings, db.get_engine(settings), key, run)
 
 
-def _prepare_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings,
-                 lookup: Callable[[list[str]], dict], workers: int):
-    """Yield ((source, kind), prepared) for each work item: in this process, one at a time, or with
-    ``workers`` > 1 from that many worker processes (files partitioned among them, each worker with
-    its own model and ``llm_n_threads / workers`` threads), as they finish. Writing stays with the
-    caller, the one holder of the writer lock."""
-    if workers <= 1 or len(work) <= 1:
-        for item in work:
-            yield item, _prepare_safely(item[0], embeddings, settings, lookup)
+def _worker_start(parent: int) -> None:
+    """Initializer of an ingest worker process: it must not outlive the process that started it (a
+    killed sync would leave it running, with its model in memory). On Linux the kernel kills it when
+    its parent dies (PR_SET_PDEATHSIG); everywhere a watchdog thread ends it within a second of
+    finding itself orphaned."""
+    _kill_with_parent()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="ingest-parent-watchdog", daemon=True).start()
+
+
+def _kill_with_parent() -> None:
+    """Linux: have the kernel send this process SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG);
+    elsewhere, or when libc cannot be loaded, nothing (the watchdog still works)."""
+    if not sys.platform.startswith("linux"):
         return
-    import dataclasses
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import ctypes
+    import ctypes.util
+    import signal
 
-    worker_settings = dataclasses.replace(settings, llm_n_threads=max(1, settings.llm_n_threads // workers))
-    with ProcessPoolExecutor(max_workers=min(workers, len(work)),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_prepare_in_worker, item[0], worker_settings): item for item in work}
-        try:
-            for future in as_completed(futures):
-                yield futures[future], future.result()
-        finally:
-            for future in futures:
-                future.cancel()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch_parent(parent: int, interval_s: float = 1.0) -> None:
+    """End this process at once when its parent is gone (it was adopted by another process)."""
+    while True:
+        time.sleep(interval_s)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def describe_failure(doc_id: str, exc: BaseException) -> str:
@@ -531,23 +714,69 @@ def count_truncated(texts: Sequence[str], embeddings: Any) -> tuple[int, int]:
     return sum(n > limit for n in lengths), int(limit)
 
 
-def warn_truncated(chunks: Sequence[str], embeddings: Any) -> None:
-    """One warning if chunks exceed the embedding model's token limit (their tail is not embedded)."""
-    truncated, limit = count_truncated(chunks, embeddings)
-    if truncated:
-        log.warning("%d of %d new chunks are longer than the embedding model's %d-token limit; their tail is "
-                    "not embedded (keyword search and the LLM still see it). A smaller CHUNK_SIZE avoids this.",
-                    truncated, len(chunks), limit)
+class TruncationTally:
+    """Chunks longer than the embedding model's token limit, over a sync: one warning at its end."""
+
+    def __init__(self):
+        self.truncated = self.chunks = self.limit = 0
+
+    def add(self, staged: StagedFile) -> None:
+        """Count one written file's chunks."""
+        self.truncated += staged.truncated
+        self.chunks += staged.chunks
+        self.limit = max(self.limit, staged.token_limit)
+
+    def warn(self) -> None:
+        """One warning if chunks exceed the limit (their tail is not embedded)."""
+        if self.truncated:
+            log.warning("%d of %d new chunks are longer than the embedding model's %d-token limit; their tail is "
+                        "not embedded (keyword search and the LLM still see it). A smaller CHUNK_SIZE avoids this.",
+                        self.truncated, self.chunks, self.limit)
 
 
-def _progress(total: int, enabled: bool):
-    if not enabled or total == 0:
-        return None
-    from tqdm import tqdm
+class _Progress:
+    """The ingest's progress bar (tqdm): chunks done (staged, whether embedded now or reused), files
+    started, and the file being read; does nothing when disabled."""
 
-    return tqdm(total=total, unit="file", desc="Ingesting")
+    def __init__(self, files: int, enabled: bool):
+        self.files, self.started, self.shown = files, 0, {}
+        self.bar = None
+        if enabled and files:
+            from tqdm import tqdm
 
+            self.bar = tqdm(unit=" chunks", desc="Ingesting", dynamic_ncols=True)
 
-def _tick(bar) -> None:
-    if bar is not None:
-        bar.update(1)
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def reading(self, doc_id: str) -> None:
+        """A file is being read (the Nth of the sync)."""
+        self.started += 1
+        if self.bar is not None:
+            self.bar.set_description_str(f"Ingesting {doc_id} (file {self.started}/{self.files})", refresh=False)
+
+    def add(self, doc_id: str, chunks: int) -> None:
+        """``chunks`` more chunks of ``doc_id`` are done."""
+        self.reach(doc_id, self.shown.get(doc_id, 0) + chunks)
+
+    def reach(self, doc_id: str, chunks: int) -> None:
+        """At least ``chunks`` chunks of ``doc_id`` are done."""
+        delta = chunks - self.shown.get(doc_id, 0)
+        if delta > 0:
+            self.shown[doc_id] = chunks
+            if self.bar is not None:
+                self.bar.update(delta)
+
+    def poll(self, engine: Any, collection_name: str, run: str, doc_ids: Sequence[str]) -> None:
+        """Show what worker processes staged so far of ``doc_ids`` (read from the staging table)."""
+        if self.bar is None or not doc_ids:
+            return
+        from app import db
+
+        staged = db.staged_progress(engine, collection_name, run)
+        for doc_id in doc_ids:
+            self.reach(doc_id, staged.get(doc_id, 0))

@@ -13,27 +13,15 @@ def test_resolve_connection_string_server_mode_uses_env():
     assert db.resolve_connection_string(s) == "postgresql+psycopg://rag:pw@db:5433/rag"
 
 
-def test_resolve_connection_string_embedded_starts_server_and_creates_db(mocker, tmp_path):
+def test_resolve_connection_string_embedded_starts_server_and_provisions_the_app_role(mocker, tmp_path):
     start = mocker.patch("app.embedded_pg.ensure_running")
-    mocker.patch("app.embedded_pg.connection_url", side_effect=lambda pgdata, name: f"url/{name}")
-    ensure = mocker.patch("app.db._ensure_database")
-    assert db.resolve_connection_string(Settings(pgdata_dir=tmp_path / "pg")) == "url/rag"
+    mocker.patch("app.embedded_pg.connection_url",
+                 side_effect=lambda pgdata, name, admin=False: f"{'admin' if admin else 'app'}/{name}")
+    mocker.patch("app.embedded_pg.app_password", return_value="pw")
+    provision = mocker.patch("app.db._provision")
+    assert db.resolve_connection_string(Settings(pgdata_dir=tmp_path / "pg")) == "app/rag"
     start.assert_called_once_with(tmp_path / "pg")
-    ensure.assert_called_once_with("url/postgres", "rag")
-
-
-def test_ensure_database_creates_missing_database(mocker, mock_db_connection):
-    mocker.patch("psycopg.connect", return_value=mock_db_connection)
-    mock_db_connection.execute.return_value.fetchone.return_value = None
-    db._ensure_database("postgresql+psycopg://x", "rag")
-    assert mock_db_connection.execute.call_args_list[0].args == (db.SQL_DATABASE_EXISTS, ("rag",))
-    assert "CREATE DATABASE" in mock_db_connection.execute.call_args_list[1].args[0].as_string(None)
-
-
-def test_ensure_database_leaves_existing_database(mocker, mock_db_connection):
-    mocker.patch("psycopg.connect", return_value=mock_db_connection)
-    db._ensure_database("postgresql://x", "rag")
-    assert mock_db_connection.execute.call_count == 1
+    provision.assert_called_once_with("admin/postgres", "admin/rag", "rag", "rag_app", "pw")
 
 
 def test_describe_target():
