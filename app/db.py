@@ -50,6 +50,7 @@ SQL_COLLECTION_ID = f"SELECT uuid FROM {COLLECTION_TABLE} WHERE name = :name"
 SQL_COUNT_CHUNKS = f"SELECT count(*) FROM {EMBEDDING_TABLE} WHERE collection_id = :collection"
 SQL_DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %s"
 # The embedded server's app role (app.embedded_pg.APP_ROLE): made once, its password kept in step.
+SQL_PROVISION_LOCK = "SELECT pg_advisory_lock(7046512)"  # serializes _provision across processes
 SQL_CREATE_APP_ROLE = "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
 SQL_SET_APP_ROLE = "ALTER ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
 # What an older version made as the superuser in the public schema: handed to the app role.
@@ -410,6 +411,9 @@ def _provision(admin_url: str, db_admin_url: str, dbname: str, role: str, passwo
 
     url = admin_url.replace("postgresql+psycopg://", "postgresql://", 1)
     with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        # One process at a time (ALTER ROLE / ALTER DATABASE at once fail with "tuple concurrently
+        # updated"); the lock is the session's, released when this connection closes.
+        conn.execute(SQL_PROVISION_LOCK)
         _ignore_races(conn, sql.SQL(SQL_CREATE_APP_ROLE).format(sql.Identifier(role), sql.Literal(password)),
                       errors.DuplicateObject, errors.UniqueViolation)
         conn.execute(sql.SQL(SQL_SET_APP_ROLE).format(sql.Identifier(role), sql.Literal(password)))
@@ -418,11 +422,13 @@ def _provision(admin_url: str, db_admin_url: str, dbname: str, role: str, passwo
                                                                              sql.Identifier(role)),
                           errors.DuplicateDatabase, errors.UniqueViolation)
         conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(dbname), sql.Identifier(role)))
-    with psycopg.connect(db_admin_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True,
-                         connect_timeout=CONNECT_TIMEOUT_S) as conn:
-        _ignore_races(conn, "CREATE EXTENSION IF NOT EXISTS vector", errors.UniqueViolation, errors.DuplicateObject)
-        for kind, name in conn.execute(SQL_NOT_OWNED, {"role": role}).fetchall():
-            conn.execute(sql.SQL("ALTER {} {} OWNER TO {}").format(sql.SQL(kind), sql.SQL(name), sql.Identifier(role)))
+        with psycopg.connect(db_admin_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True,
+                             connect_timeout=CONNECT_TIMEOUT_S) as db_conn:
+            _ignore_races(db_conn, "CREATE EXTENSION IF NOT EXISTS vector", errors.UniqueViolation,
+                          errors.DuplicateObject)
+            for kind, name in db_conn.execute(SQL_NOT_OWNED, {"role": role}).fetchall():
+                db_conn.execute(sql.SQL("ALTER {} {} OWNER TO {}").format(sql.SQL(kind), sql.SQL(name),
+                                                                          sql.Identifier(role)))
 
 
 def _ignore_races(conn, statement, *races: type[Exception]) -> None:
