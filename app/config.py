@@ -7,6 +7,7 @@ bad value raises ``ValueError`` naming the variable and the value.
 from __future__ import annotations
 
 import math
+import re
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,6 +20,8 @@ EMBED_MODEL_DEFAULT = "intfloat/multilingual-e5-small"  # Japanese-capable; offl
 RERANKER_MODEL_DEFAULT = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 LLM_MODEL_PATH_DEFAULT = "./models/llama-2-7b.Q4_K_M.gguf"
 COLLECTION_NAME = "documents"
+# Tesseract's models for scanned pages (Debian: tesseract-ocr-jpn, tesseract-ocr-jpn-vert; eng comes with tesseract-ocr)
+OCR_LANGS_DEFAULT = "jpn+jpn_vert+eng"
 EMBED_DIM = 384
 
 # Numeric settings: env var -> (default, minimum allowed).
@@ -50,6 +53,11 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "MAX_TEXT_MB": (50, 1),  # largest Markdown / text file read
     "MAX_ROWS": (1000000, 1),  # most data rows of one CSV
     "MAX_CELL_CHARS": (100000, 1),  # most characters in one CSV cell
+    "MAX_OFFICE_MB": (200, 1),  # largest Word / Excel / PowerPoint file read (.docx .xlsx .xlsm .xls .pptx)
+    "MAX_IMAGE_MB": (50, 1),  # largest image read for OCR (.png .jpg .jpeg .tif .tiff)
+    "MAX_ZIP_MB": (2000, 1),  # most uncompressed megabytes in one Office file (a zip: zip bombs refused)
+    "MAX_ZIP_ENTRIES": (20000, 1),  # most entries in one Office file's zip
+    "OCR_DPI": (300, 72),  # resolution PDF pages without a text layer are rendered at for OCR
     "PARSE_TIMEOUT_S": (300, 1),  # wall-clock budget for reading one file (a PDF stops at the page past it)
     "INGEST_BATCH_CHUNKS": (256, 1),  # chunks embedded and staged per batch (memory stays flat)
 }
@@ -161,6 +169,14 @@ def _read_flag(env: Mapping[str, str], name: str) -> bool:
 def _read_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     """A comma-separated list (blank items dropped)."""
     return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
+
+
+def _read_ocr_langs(env: Mapping[str, str]) -> str:
+    """OCR_LANGS: Tesseract language names joined by '+' (``jpn+jpn_vert+eng``); ValueError otherwise."""
+    raw = env.get("OCR_LANGS", "").strip() or OCR_LANGS_DEFAULT
+    if not re.fullmatch(r"[A-Za-z_]+(\+[A-Za-z_]+)*", raw):
+        raise ValueError(f"OCR_LANGS must be Tesseract language names joined by '+' (e.g. jpn+eng), got {raw!r}")
+    return raw
 
 
 def _read_choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
@@ -348,6 +364,12 @@ class Settings:
     max_text_mb: int = _int_default("MAX_TEXT_MB")
     max_rows: int = _int_default("MAX_ROWS")
     max_cell_chars: int = _int_default("MAX_CELL_CHARS")
+    max_office_mb: int = _int_default("MAX_OFFICE_MB")
+    max_image_mb: int = _int_default("MAX_IMAGE_MB")
+    max_zip_mb: int = _int_default("MAX_ZIP_MB")
+    max_zip_entries: int = _int_default("MAX_ZIP_ENTRIES")
+    ocr_dpi: int = _int_default("OCR_DPI")
+    ocr_langs: str = OCR_LANGS_DEFAULT  # OCR_LANGS: Tesseract languages, '+'-joined
     parse_timeout_s: int = _int_default("PARSE_TIMEOUT_S")
     ingest_batch_chunks: int = _int_default("INGEST_BATCH_CHUNKS")
 
@@ -447,6 +469,12 @@ class Settings:
             max_text_mb=_read_int(env, "MAX_TEXT_MB"),
             max_rows=_read_int(env, "MAX_ROWS"),
             max_cell_chars=_read_int(env, "MAX_CELL_CHARS"),
+            max_office_mb=_read_int(env, "MAX_OFFICE_MB"),
+            max_image_mb=_read_int(env, "MAX_IMAGE_MB"),
+            max_zip_mb=_read_int(env, "MAX_ZIP_MB"),
+            max_zip_entries=_read_int(env, "MAX_ZIP_ENTRIES"),
+            ocr_dpi=_read_int(env, "OCR_DPI"),
+            ocr_langs=_read_ocr_langs(env),
             parse_timeout_s=_read_int(env, "PARSE_TIMEOUT_S"),
             ingest_batch_chunks=_read_int(env, "INGEST_BATCH_CHUNKS"),
         )._checked()

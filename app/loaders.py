@@ -54,11 +54,14 @@ class Limits:
     max_rows: int = 1_000_000  # MAX_ROWS: data rows of one CSV
     max_cell_chars: int = 100_000  # MAX_CELL_CHARS: characters in one CSV cell
     parse_timeout_s: float = 300.0  # PARSE_TIMEOUT_S: wall-clock seconds to read one file
+    max_zip_mb: int = 2000  # MAX_ZIP_MB: uncompressed megabytes in one Office file (app.formats.zipguard)
+    max_zip_entries: int = 20000  # MAX_ZIP_ENTRIES: entries in one Office file's zip
 
     @classmethod
     def from_settings(cls, settings) -> "Limits":
         """The limits a :class:`app.config.Settings` sets."""
-        return cls(settings.max_rows, settings.max_cell_chars, float(settings.parse_timeout_s))
+        return cls(settings.max_rows, settings.max_cell_chars, float(settings.parse_timeout_s),
+                   settings.max_zip_mb, settings.max_zip_entries)
 
 
 class Deadline:
@@ -277,7 +280,7 @@ def split_at_headings(text: str, levels: list[int | None]) -> list[tuple[int | N
             if level is not None or "".join(lines).strip()]
 
 
-def pdf_document(path: Path, limits: Limits = Limits()) -> tuple[str, list[tuple[str, str, str]]]:
+def pdf_document(path: Path, limits: Limits = Limits(), ocr=None) -> tuple[str, list[tuple[str, str, str]]]:
     """One PDF as ``(title, [(text, "file.pdf:p1", heading path), ...])`` (no unit without text).
 
     Headings are found by font size (:func:`heading_levels`): a page is cut before each heading,
@@ -286,10 +289,18 @@ def pdf_document(path: Path, limits: Limits = Limits()) -> tuple[str, list[tuple
     :func:`page_heading`: one unit per page, under the last page-top heading seen. A heading with no
     text under it on its page is carried to the next part only (its text is in that part's path).
 
+    ``ocr(path, numbers, page_count)`` (:meth:`app.formats.ocr.Ocr.pdf_pages`), when given, reads the
+    pages without a text layer (scans): ``{number: text}``; their lines have no font size.
+
     DataSourceError if the file is corrupt or encrypted, or has no extractable text
     at all (a scanned, image-only PDF needs OCR first).
     """
     title, pages = read_pdf_layout(path, limits)
+    blank = [number for number, (text, _) in enumerate(pages, start=1) if not text.strip()]
+    if ocr is not None and blank:
+        read = ocr(path, blank, len(pages))
+        pages = [(read[number], [0.0] * len(read[number].split("\n"))) if number in read else page
+                 for number, page in enumerate(pages, start=1)]
     levels = heading_levels(pages)
     units: list[tuple[str, str, str]] = []
     stack: list[tuple[int, str]] = []

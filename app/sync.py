@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from langchain_core.documents import Document
 
+from app import formats
 from app.config import Settings
 from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
 from app.datadir import escape, link_refusal, walk_data_dir
@@ -50,12 +51,18 @@ ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
 # A sync that writes at least this many chunks analyzes the BM25 statistics tables at its end (a
 # one-file sync stays fast; autovacuum handles small changes within a minute).
 ANALYZE_AFTER_CHUNKS = 1000
-CHUNKER_VERSION = "3"  # bump when chunking changes, so every document is re-chunked once
-# (2: chunk context; 3: PDF pages cut at headings found by font size, heading paths)
-# folder -> file suffixes; docs/ is searched recursively (Dialogoi's **/*.md and **/*.txt)
-SUPPORTED = {"pdf": (".pdf",), "csv": (".csv",), "docs": (".md", ".txt")}
+CHUNKER_VERSION = "4"  # bump when chunking changes, so every document is re-chunked once
+# (2: chunk context; 3: PDF pages cut at headings found by font size, heading paths; 4: PDF pages
+# without a text layer OCR'd)
+# folder -> file suffixes; docs/ is searched recursively (Dialogoi's **/*.md and **/*.txt). Scans
+# (images) go with the PDFs, workbooks with the CSVs; docs/ takes every document format but images
+# (a Markdown tree's screenshots are not documents to OCR).
+SUPPORTED = {"pdf": (".pdf",) + formats.IMAGE_SUFFIXES, "csv": (".csv",) + formats.SHEET_SUFFIXES,
+             "docs": (".md", ".txt") + formats.WORD_SUFFIXES + formats.SLIDE_SUFFIXES + formats.HTML_SUFFIXES
+             + formats.SHEET_SUFFIXES}
 RECURSIVE = {"docs"}
-SUPPORTED_TEXT = "pdf/*.pdf, csv/*.csv and docs/**/*.md|*.txt"
+SUPPORTED_TEXT = ("pdf/*.pdf|*.png|*.jpg|*.jpeg|*.tif|*.tiff, csv/*.csv|*.xlsx|*.xlsm|*.xls and "
+                  "docs/**/*.md|*.txt|*.docx|*.pptx|*.html|*.htm|*.xlsx|*.xlsm|*.xls")
 EMBED_BATCH = 64
 ORIGIN_DATA_DIR = "data_dir"  # documents a sync of the data dir manages
 ORIGIN_API = "api"  # documents added through RagStore.add_document(Document); a sync leaves them alone
@@ -186,7 +193,8 @@ def size_refusal(doc_id: str, path: Path, settings: Settings) -> str | None:
     """The one-line reason a file is larger than its format's limit (MAX_PDF_MB …), or None."""
     suffix = Path(doc_id).suffix.lower()
     name, limit = (("MAX_PDF_MB", settings.max_pdf_mb) if suffix == ".pdf" else
-                   ("MAX_CSV_MB", settings.max_csv_mb) if suffix == ".csv" else ("MAX_TEXT_MB", settings.max_text_mb))
+                   ("MAX_CSV_MB", settings.max_csv_mb) if suffix == ".csv" else
+                   formats.size_limit(suffix, settings) or ("MAX_TEXT_MB", settings.max_text_mb))
     try:
         size = path.stat().st_size
     except OSError:
@@ -265,7 +273,8 @@ def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
 
     Each chunk carries a ``context`` for both indexes (its text shown to users is
     unchanged): a PDF's title and the heading path above the chunk, a CSV's file stem and header line, a
-    Markdown section's file stem and heading path (also its ``title``).
+    Markdown section's file stem and heading path (also its ``title``); the other formats
+    (:mod:`app.formats`: Word, Excel, PowerPoint, HTML, scanned images) likewise.
     The context is weighted above the body in the keyword index and embedded with it.
     """
     from app import loaders
@@ -275,7 +284,7 @@ def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
     limits = loaders.Limits.from_settings(settings)
     titles: dict[str, str] = {}
     if suffix == ".pdf":
-        title, pages = loaders.pdf_document(source.path, limits)
+        title, pages = loaders.pdf_document(source.path, limits, ocr=formats.pdf_ocr(settings))
         units = [(text, source_id, " — ".join(p for p in (title, heading) if p)) for text, source_id, heading in pages]
         split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     elif suffix in (".md", ".txt"):
@@ -284,6 +293,12 @@ def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
         units = [(text, source_id, " — ".join(p for p in (source.path.stem, heading) if p))
                  for text, source_id, heading in sections]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
+    elif suffix in formats.SUFFIXES:
+        document = formats.read_document(source.path, settings)
+        units, titles = document.units, document.titles
+        split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
+        if document.split == "pages":  # OCR'd scans are split as PDF pages are
+            split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     else:
         header, rows = loaders.csv_table(source.path, limits)
         context = f"{source.path.stem} — {', '.join(header)}"

@@ -25,8 +25,10 @@ log = logging.getLogger(__name__)
 
 
 def relevant(change_path: str) -> bool:
-    """Only the files a sync reads count (PDF, CSV, Markdown, text; editors' temp files are ignored)."""
-    return Path(change_path).suffix.lower() in {".pdf", ".csv", ".md", ".txt"}
+    """Only the files a sync reads count (app.sync.SUPPORTED; editors' temp files are ignored)."""
+    from app.sync import SUPPORTED
+
+    return Path(change_path).suffix.lower() in {suffix for suffixes in SUPPORTED.values() for suffix in suffixes}
 
 
 GRAPH_QUIET_S = 10.0

@@ -142,7 +142,7 @@ def test_file_hash_changes_with_content(tmp_path):
 
 @pytest.mark.parametrize("rel,message", [
     ("csv/none.csv", "file not found"),
-    ("csv/notes.txt", "only pdf/\\*.pdf, csv/\\*.csv and docs/\\*\\*/\\*.md\\|\\*.txt are ingested"),
+    ("csv/notes.txt", "only pdf/\\*.pdf\\|\\*.png.* csv/\\*.csv\\|\\*.xlsx.* and docs/\\*\\*/\\*.md\\|\\*.txt\\|\\*.docx.* are ingested"),
 ])
 def test_resolve_file_errors(data_dir, rel, message):
     with pytest.raises(DataSourceError, match=message):

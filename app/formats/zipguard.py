@@ -1,0 +1,46 @@
+"""Checks on an Office file's container before any library opens it.
+
+``.docx``, ``.xlsx``, ``.xlsm`` and ``.pptx`` files are zip archives. A password-protected one is not: Office
+wraps it, encrypted, in an OLE compound file (the old ``.doc``/``.xls`` container), so the zip readers
+would fail with an unhelpful message. A zip bomb (a few kilobytes that inflate to gigabytes, or
+millions of entries) must be refused from the archive's directory alone, before anything is
+inflated: the readers (openpyxl, python-docx, python-pptx) inflate through :mod:`zipfile`, which
+never reads past an entry's declared size, so the declared sizes bound what they can inflate.
+"""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from app.errors import DataSourceError
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # compound file: encrypted OOXML, or .doc/.xls/.ppt
+
+
+def check_office_zip(path: Path, name: str, max_mb: int, max_entries: int) -> None:
+    """Raise DataSourceError (one line naming ``name``) unless ``path`` is a zip an Office reader may open:
+    not an encrypted (OLE-wrapped) file, not corrupt or truncated, at most ``max_entries`` entries and
+    ``max_mb`` megabytes uncompressed (MAX_ZIP_ENTRIES, MAX_ZIP_MB)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
+    if head == OLE_MAGIC:
+        raise DataSourceError(f"{name}: password-protected (encrypted) Office file, or an old binary format saved "
+                              "under a new name; skipped (remove the password, or save it again as "
+                              f"{path.suffix.lower() or 'an Office Open XML file'})")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, EOFError, ValueError) as exc:
+        raise DataSourceError(f"{name}: corrupt or truncated file (not a readable zip: {exc})") from None
+    except OSError as exc:
+        raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
+    if len(entries) > max_entries:
+        raise DataSourceError(f"{name}: {len(entries)} entries in its zip, more than MAX_ZIP_ENTRIES={max_entries}; "
+                              "skipped (a zip bomb? raise MAX_ZIP_ENTRIES to read it)")
+    inflated = sum(entry.file_size for entry in entries)
+    if inflated > max_mb * 1024 * 1024:
+        raise DataSourceError(f"{name}: {inflated / 1024 / 1024:.0f} MB uncompressed, more than MAX_ZIP_MB={max_mb}; "
+                              "skipped (a zip bomb? raise MAX_ZIP_MB to read it)")
