@@ -474,28 +474,61 @@ def stage_file(source: SourceFile, embeddings: Any, settings: Settings, engine: 
     chunks at a time, each batch committed to the staging table (app.db.stage_chunks): memory stays
     flat however large the file, and nothing is searchable before :func:`write_document`. Chunks an
     interrupted sync of the same bytes and settings staged are claimed for ``run``, not embedded
-    again; a vector stored or staged for the same text is reused. ``on_batch(n)`` after each batch.
-    Needs no writer lock (a worker process runs it too)."""
+    again; a vector stored or staged for the same text is reused. ``on_batch(n)`` after each batch
+    is staged. Needs no writer lock (a worker process runs it too).
+
+    The encoder never waits for the database: one writer thread extracts a batch's links, tokenizes
+    it for the keyword index and stages it while the next batch is embedded (at most one batch in
+    flight, so memory stays flat; its error is raised here)."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from app import db
 
     gen = generation(source, key, settings)
     lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.embed_model)  # noqa: E731
     done = StagedFile()
-    for batch in batched(enumerate(iter_chunks(source, settings)), settings.ingest_batch_chunks):
-        claimed = db.claim_staged(engine, settings.collection_name, source.doc_id, gen, run, [d.id for _, d in batch])
-        todo = [(position, d) for position, d in batch if d.id not in claimed]
-        if todo:
-            chunks = [d for _, d in todo]
-            vectors, embedded = embed_with_reuse(chunks, embeddings, lookup)
-            db.stage_chunks(engine, settings.collection_name, source.doc_id, gen, run, todo, vectors,
-                            extract_graphs(chunks, settings))
-            done.embedded += embedded
-        truncated, done.token_limit = count_truncated([d.page_content for _, d in batch], embeddings)
-        done.truncated += truncated
-        done.chunks += len(batch)
-        if on_batch is not None:
-            on_batch(len(batch))
+    in_flight: Future | None = None
+
+    def finish(job: Future | None) -> None:
+        """Wait for a queued batch (raising its error) and count it."""
+        if job is not None:
+            size = job.result()
+            if on_batch is not None:
+                on_batch(size)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-writer") as writer:
+        try:
+            for batch in batched(enumerate(iter_chunks(source, settings)), settings.ingest_batch_chunks):
+                claimed = db.claim_staged(engine, settings.collection_name, source.doc_id, gen, run,
+                                          [d.id for _, d in batch])
+                todo = [(position, d) for position, d in batch if d.id not in claimed]
+                vectors: list = []
+                if todo:
+                    vectors, embedded = embed_with_reuse([d for _, d in todo], embeddings, lookup)
+                    done.embedded += embedded
+                truncated, done.token_limit = count_truncated([d.page_content for _, d in batch], embeddings)
+                done.truncated += truncated
+                done.chunks += len(batch)
+                finish(in_flight)  # the batch before this one is staged before another is queued
+                in_flight = writer.submit(_stage_batch, engine, settings, source.doc_id, gen, run, todo, vectors,
+                                          len(batch))
+            finish(in_flight)
+        finally:
+            in_flight = None  # on an error, the executor's exit still waits for a batch being written
     return done
+
+
+def _stage_batch(engine: Any, settings: Settings, doc_id: str, gen: str, run: str,
+                 todo: Sequence[tuple[int, Document]], vectors: Sequence, size: int) -> int:
+    """Extract the links of one embedded batch and stage it (the writer thread of :func:`stage_file`);
+    returns the batch's size (its chunks, claimed ones included)."""
+    from app import db
+
+    if todo:
+        chunks = [d for _, d in todo]
+        db.stage_chunks(engine, settings.collection_name, doc_id, gen, run, todo, vectors,
+                        extract_graphs(chunks, settings))
+    return size
 
 
 def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict | None:

@@ -8,7 +8,8 @@ configured embedding model, and embeds the same chunk texts with ``embed_documen
 64 (the raw encoder, no database), half of them before the ingest and half after. Prints one JSON
 object: the ingest's time and chunks/s, the raw encoder's chunks/s on the same texts (on the first
 ``--raw-sample`` of them when given), their ratio (also per CPU second of this process, which other
-load on the machine disturbs less; PostgreSQL's own work is not in it), and the resident memory
+load on the machine disturbs less; PostgreSQL's own work is not in it), the share of the ingest's
+wall-clock its encoder was busy (the pipeline's overhead, measured over the same seconds), and the resident memory
 during the ingest (sampled every second: start, quartiles, peak, end; and the peak the kernel
 recorded). The collection is dropped afterwards unless ``--keep``.
 """
@@ -67,6 +68,21 @@ class RssSampler(threading.Thread):
                 "rss_peak_sampled_mb": round(max(s)), "rss_end_mb": round(s[-1])}
 
 
+class EncoderClock:
+    """Wall-clock seconds spent inside ``embeddings.embed_documents`` (wrapped in place)."""
+
+    def __init__(self, embeddings):
+        self.seconds, self.inner = 0.0, embeddings.embed_documents
+        embeddings.embed_documents = self
+
+    def __call__(self, texts):
+        start = time.perf_counter()
+        try:
+            return self.inner(texts)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
 def ingest(data: Path, settings, embeddings, graph: bool) -> tuple[dict, object]:
     """Sync ``data`` into a new collection; (figures, the store)."""
     from app.store import RagStore
@@ -74,14 +90,20 @@ def ingest(data: Path, settings, embeddings, graph: bool) -> tuple[dict, object]
     store = RagStore(settings, embeddings=embeddings)
     with store.writing():  # the schema, outside the timing
         pass
-    sampler = RssSampler()
+    sampler, clock = RssSampler(), EncoderClock(embeddings)
     sampler.start()
     start, cpu = time.perf_counter(), time.process_time()
-    _, report = store.sync(data, graph=graph)
+    try:
+        _, report = store.sync(data, graph=graph)
+    finally:
+        embeddings.embed_documents = clock.inner
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     figures = {"chunks": report.chunks_written, "failed": report.failed, "ingest_s": round(seconds, 1),
                "ingest_chunks_per_s": round(report.chunks_written / seconds, 1),
-               "ingest_chunks_per_cpu_s": round(report.chunks_written / cpu, 2), **sampler.summary(),
+               "ingest_chunks_per_cpu_s": round(report.chunks_written / cpu, 2),
+               # the share of the ingest's wall-clock the encoder was busy (drift on the machine cannot
+               # disturb it: both are measured over the same seconds)
+               "encoder_busy_share": round(clock.seconds / seconds, 3), **sampler.summary(),
                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
     return figures, store
 
