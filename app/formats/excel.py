@@ -110,16 +110,16 @@ def _filled(row: list[Any]) -> list[Any]:
 
 def find_header(rows: list[list[Any]]) -> int | None:
     """The index in ``rows`` (a sheet's first non-blank rows, merged cells filled) of its header row:
-    the first row of at least two distinct values, all text, covering at least half as many columns
-    as the widest of these rows. A title block above it (one title cell, even merged across the
-    table; a date line) is not wide or varied enough. None when no row qualifies (no header)."""
-    widest = max((len(_filled(row)) for row in rows), default=0)
+    of the rows with at least two distinct values, all text, the one with the most cells (the first of
+    those). A title block above it (one title cell, even merged across the table; ``作成日 | 2024-04-01``
+    lines) is narrower or not all text. None when no row qualifies (no header: columns are 列1, 列2 …)."""
+    best, width = None, 0
     for index, row in enumerate(rows):
         cells = _filled(row)
         if (len({str(c).strip() for c in cells}) >= 2 and all(isinstance(c, str) for c in cells)
-                and len(cells) >= max(2, math.ceil(widest / 2))):
-            return index
-    return None
+                and len(cells) > width):
+            best, width = index, len(cells)
+    return best
 
 
 def header_names(header: list[Any], below: list[Any] | None, spans: set[int]) -> tuple[list[str], bool]:

@@ -1,0 +1,105 @@
+"""Bad Office files fail with one line each, before any library inflates them (app.formats.zipguard)."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from docx import Document
+from openpyxl import Workbook
+from pptx import Presentation
+
+from app.errors import DataSourceError
+from app.formats import excel, slides, word
+from app.formats.zipguard import check_office_zip
+from app.loaders import Limits
+
+READERS = {".docx": word.docx_document, ".xlsx": excel.xlsx_document, ".pptx": slides.pptx_document}
+
+
+def good_file(path):
+    """A small valid file of ``path``'s format."""
+    if path.suffix == ".docx":
+        doc = Document()
+        doc.add_paragraph("本文")
+        doc.save(path)
+    elif path.suffix == ".xlsx":
+        wb = Workbook()
+        wb.active.append(["項目", "値"])
+        wb.active.append(["a", 1])
+        wb.save(path)
+    else:
+        prs = Presentation()
+        prs.slides.add_slide(prs.slide_layouts[1]).shapes.title.text = "題"
+        prs.save(path)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".docx", ".xlsx", ".pptx"])
+def test_truncated_file_is_one_line(tmp_path, suffix):
+    path = good_file(tmp_path / f"a{suffix}")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(DataSourceError, match=rf"^a\{suffix}: corrupt or truncated file \(not a readable zip: .*\)$"):
+        READERS[suffix](path)
+
+
+@pytest.mark.parametrize("suffix", [".docx", ".xlsx", ".pptx"])
+def test_not_a_zip_is_one_line(tmp_path, suffix):
+    path = tmp_path / f"a{suffix}"
+    path.write_bytes(b"this is text, not an Office file\n" * 10)
+    with pytest.raises(DataSourceError, match=rf"^a\{suffix}: corrupt or truncated file"):
+        READERS[suffix](path)
+
+
+@pytest.mark.parametrize("suffix", [".docx", ".xlsx", ".pptx"])
+def test_zip_with_a_damaged_part_is_one_line(tmp_path, suffix):
+    """A valid zip whose main part is not XML: the reader's own error, as one line."""
+    path = good_file(tmp_path / f"a{suffix}")
+    with zipfile.ZipFile(path) as archive:
+        parts = {info.filename: archive.read(info) for info in archive.infolist()}
+    main = {".docx": "word/document.xml", ".xlsx": "xl/worksheets/sheet1.xml", ".pptx": "ppt/slides/slide1.xml"}[suffix]
+    parts[main] = b"<not xml"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    kind = {".docx": "Word file", ".xlsx": "Excel workbook", ".pptx": "PowerPoint file"}[suffix]
+    with pytest.raises(DataSourceError, match=rf"^a\{suffix}: unreadable {kind} \(.*\)$"):
+        READERS[suffix](path)
+
+
+def test_zip_bomb_is_refused_by_uncompressed_size(tmp_path):
+    path = tmp_path / "bomb.xlsx"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("xl/worksheets/sheet1.xml", b"\0" * (3 * 1024 * 1024))
+    assert path.stat().st_size < 20_000  # 3 MB of zeros inflate from a few kilobytes
+    with pytest.raises(DataSourceError, match=r"^bomb.xlsx: 3 MB uncompressed, more than MAX_ZIP_MB=2; skipped "
+                                              r"\(a zip bomb\? raise MAX_ZIP_MB to read it\)$"):
+        excel.xlsx_document(path, Limits(max_zip_mb=2))
+
+
+def test_zip_bomb_is_refused_by_entry_count(tmp_path):
+    path = tmp_path / "many.docx"
+    with zipfile.ZipFile(path, "w") as archive:
+        for number in range(11):
+            archive.writestr(f"part{number}.xml", b"")
+    with pytest.raises(DataSourceError, match=r"^many.docx: 11 entries in its zip, more than MAX_ZIP_ENTRIES=10; "):
+        word.docx_document(path, Limits(max_zip_entries=10))
+
+
+def test_password_protected_workbook_is_one_line(tmp_path):
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    plain = good_file(tmp_path / "plain.xlsx")
+    encrypted = io.BytesIO()
+    with open(plain, "rb") as fh:
+        OOXMLFile(fh).encrypt("secret", encrypted)
+    path = tmp_path / "locked.xlsx"
+    path.write_bytes(encrypted.getvalue())
+    with pytest.raises(DataSourceError, match=r"^locked.xlsx: password-protected \(encrypted\) Office file, or an old "
+                                              r"binary format saved under a new name; skipped \(remove the password, "
+                                              r"or save it again as \.xlsx\)$"):
+        excel.xlsx_document(path)
+
+
+def test_check_office_zip_passes_a_good_file(tmp_path):
+    check_office_zip(good_file(tmp_path / "ok.pptx"), "ok.pptx", 1, 100)

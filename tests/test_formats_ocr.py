@@ -1,0 +1,95 @@
+"""OCR with the real Tesseract on images drawn with a Japanese font (skipped, with the reason, without
+them); the one-line refusal when Tesseract is missing needs neither."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from app.config import Settings
+from app.errors import DataSourceError
+from app.formats import pdf_ocr
+from app.formats.ocr import INSTALL_HINT, Ocr, clean_ocr_text, image_document
+from app.loaders import pdf_document
+from app.sync import SourceFile, chunk_file
+
+LINES = ["就業規則 第3条 勤務時間", "社員の勤務時間は午前9時から午後6時までとする。", "休憩時間は正午から1時間とする。"]
+MISSING = Ocr(command="/nonexistent/tesseract")
+
+
+def japanese_font() -> str | None:
+    """A font file with Japanese glyphs (fontconfig), or None."""
+    if shutil.which("fc-list") is None:
+        return None
+    listed = subprocess.run(["fc-list", ":lang=ja", "file"], capture_output=True, text=True).stdout.split("\n")
+    files = sorted((line.strip().rstrip(":") for line in listed if line.strip()),
+                   key=lambda f: ("gothic" not in f.lower(), "ipagp" not in f, f))  # Gothic reads best
+    return files[0] if files else None
+
+
+FONT = japanese_font()
+needs_ocr = pytest.mark.skipif(Ocr().missing() is not None or FONT is None,
+                               reason=f"needs Tesseract with jpn/jpn_vert/eng ({INSTALL_HINT}) and a Japanese font "
+                                      "(fonts-ipafont-gothic)")
+
+
+def page_image(lines=LINES) -> Image.Image:
+    """A white page with ``lines`` drawn in black at 40 px (about 10 pt at 300 dpi)."""
+    font = ImageFont.truetype(FONT, 40)
+    image = Image.new("L", (1300, 120 + 80 * len(lines)), 255)
+    draw = ImageDraw.Draw(image)
+    for number, line in enumerate(lines):
+        draw.text((60, 60 + 80 * number), line, font=font, fill=0)
+    return image
+
+
+def test_clean_ocr_text_drops_spaces_between_japanese_characters():
+    assert clean_ocr_text("勤 務 時 間 は 9 時 で す 。\n\fVersion 2.1 です。") == "勤務時間は 9 時です。\nVersion 2.1 です。"
+
+
+def test_without_tesseract_an_image_is_one_line(tmp_path):
+    Image.new("L", (10, 10), 255).save(tmp_path / "scan.png")
+    with pytest.raises(DataSourceError) as caught:
+        image_document(tmp_path / "scan.png", MISSING)
+    assert str(caught.value) == f"scan.png: needs OCR, but Tesseract is not installed; skipped (install it: {INSTALL_HINT})"
+
+
+def test_without_tesseract_an_image_only_pdf_is_one_line(tmp_path):
+    Image.new("L", (100, 100), 255).save(tmp_path / "scan.pdf")
+    with pytest.raises(DataSourceError, match=r"^scan.pdf: needs OCR, but Tesseract is not installed; skipped \(install"):
+        pdf_document(tmp_path / "scan.pdf", ocr=lambda path, numbers, count: MISSING.pdf_pages(path, numbers, count))
+
+
+def test_missing_language_is_named():
+    assert Ocr(langs="jpn+nosuchlang").missing() in ("Tesseract has no nosuchlang model", "Tesseract is not installed")
+
+
+@needs_ocr
+def test_png_is_read_by_ocr(tmp_path):
+    page_image().save(tmp_path / "規則.png")
+    [(text, source)] = image_document(tmp_path / "規則.png", Ocr())
+    assert source == "規則.png"
+    assert "社員の勤務時間は午前9時から午後6時までとする。" in text
+    assert "就業規則" in text and "休憩時間は" in text
+
+
+@needs_ocr
+def test_multipage_tiff_has_a_source_per_page(tmp_path):
+    first, second = page_image(LINES[:1]), page_image(["有給休暇は年10日とする。"])
+    first.save(tmp_path / "scan.tif", save_all=True, append_images=[second])
+    units = image_document(tmp_path / "scan.tif", Ocr())
+    assert [source for _, source in units] == ["scan.tif:p1", "scan.tif:p2"]
+    assert "有給休暇は年" in units[1][0]
+
+
+@needs_ocr
+def test_image_only_pdf_pages_are_ocrd_with_page_sources(tmp_path):
+    page_image().save(tmp_path / "scan.pdf", resolution=300.0, save_all=True,
+                      append_images=[page_image(["有給休暇は年10日とする。"])])
+    chunks = chunk_file(SourceFile("pdf/scan.pdf", tmp_path / "scan.pdf", "scan.pdf", "h"), Settings())
+    assert [c.metadata["source"] for c in chunks] == ["scan.pdf:p1", "scan.pdf:p2"]
+    assert "午前9時から午後6時まで" in chunks[0].page_content
+    assert "有給休暇は年" in chunks[1].page_content
+    assert pdf_ocr(Settings())  # the hook the sync passes
