@@ -87,7 +87,7 @@ real-corpus: $(DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO ta
 	$(PY) scripts/real_corpus.py
 
 bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~18 min on 2 cores, every section, the real corpus fetched)
-	HF_HUB_OFFLINE=1 $(PY) -m app.bench
+	HF_HUB_OFFLINE=1 $(PY) -m bench
 
 test: $(DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v

@@ -1,6 +1,6 @@
 """Ingest one large CSV and compare with the raw embedding throughput (issue "bounded on every input").
 
-    PGDATA_DIR=/tmp/bench-pg DB_NAME=bench .venv/bin/python bench/big_csv.py 20000
+    PGDATA_DIR=/tmp/bench-pg DB_NAME=bench .venv/bin/python -m bench.big_csv 20000
 
 Writes a CSV of ROWS rows x 5 Japanese columns to a temporary folder, syncs it into a new
 collection of the configured database (the embedded PostgreSQL unless DB_HOST is set) with the

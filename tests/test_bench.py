@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from app import bench, benchkit
+from bench import kit as benchkit
+from bench import suite as bench
 
 
 def test_stats_ms():
@@ -48,7 +49,7 @@ def test_format_table_lists_each_section():
 
 
 def test_format_serve_puts_each_figure_next_to_its_target():
-    from app.mcp.bench import format_serve
+    from bench.serve import format_serve
 
     ms = lambda p50, p95: {"p50_ms": p50, "p95_ms": p95}  # noqa: E731
     serve = {"chunks": 50000, "start_to_first_search_s": 1.85,

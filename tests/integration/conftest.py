@@ -15,7 +15,7 @@ from app import db, embedded_pg
 from app.config import Settings
 from langchain_core.embeddings import Embeddings
 
-from app.tiny_models import build_tiny_cross_encoder
+from bench.tiny_models import build_tiny_cross_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
 GGUF = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"

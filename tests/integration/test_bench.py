@@ -10,7 +10,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
-    result = run_cli("app.bench", "--sizes", "600", "--queries", "3", "--ingest-files", "2", "--serve-size", "600",
+    result = run_cli("bench", "--sizes", "600", "--queries", "3", "--ingest-files", "2", "--serve-size", "600",
                      "--concurrency-size", "600", "--clients", "1,2", "--skip", "generation,e2e", "--graph-corpora", "sample",
                      "--graph-questions", "1",
                      "--out", str(tmp_path), env={"GRAPH_MAP_MAX_BATCHES": "1"}, timeout=600)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sqlalchemy import event, text
 
-from app import benchkit, db
+from app import db
+from bench import kit as benchkit
 from app.graph import default_context, run_rag
 from app.retrieval import vector_search
 from tests.integration.conftest import ROOT, run_cli

@@ -29,7 +29,7 @@ from typing import Any
 from app import db
 from app.config import Settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 MODES = ("hybrid", "vector", "keyword")
 # the first ask loads the LLM (cold); the next two are new questions to a warm server
 ASKS = ("サポート窓口の受付時間を教えてください。", "エラーコードE3010は何を意味しますか？", "在宅勤務手当はいくらですか？")
@@ -60,7 +60,7 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     returns the number of chunks stored."""
     import numpy as np
 
-    from app.benchkit import bench_build_indexes, bench_bulk_load, bench_reset, clustered_vectors, synthetic_texts, vocabulary
+    from bench.kit import bench_build_indexes, bench_bulk_load, bench_reset, clustered_vectors, synthetic_texts, vocabulary
     from app.keywords import to_document
     from app.store import RagStore
 
@@ -109,7 +109,7 @@ def bench_one_file_sync(settings: Settings, engine: Any, embeddings: Any, runs: 
 
 def bench_in_process(settings: Settings, queries: list[str]) -> dict:
     """``RagService.search`` k=10 per mode, in this process (no transport): p50/p95 ms."""
-    from app.benchkit import stats_ms
+    from bench.kit import stats_ms
     from app.mcp.service import RagService
 
     service = RagService.create(settings, preload_llm=False)
@@ -136,7 +136,7 @@ async def _session(settings: Settings, queries: list[str]) -> dict:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    from app.benchkit import stats_ms
+    from bench.kit import stats_ms
 
     env = {**os.environ, "DB_NAME": settings.db_name, "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "app.mcp", "--no-preload"], env=env, cwd=str(ROOT))

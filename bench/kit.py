@@ -1,4 +1,4 @@
-"""What the benchmark sections share (app.bench, app.mcp.bench, app.scale.bench, app.graphrag.bench):
+"""What the benchmark sections share (bench.suite, bench.serve, bench.scale, bench.graph):
 timing helpers, synthetic Japanese text and vectors, and bulk loading of the bench database (its own
 ``DB_NAME`` + ``_bench``; the app never runs these statements)."""
 from __future__ import annotations

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from app import db
-from app.benchkit import (ROOT, SQL_EXACT_VECTOR, SQL_NO_INDEX_SCANS, bench_build_indexes, bench_bulk_load,  # noqa: F401
+from bench.kit import (ROOT, SQL_EXACT_VECTOR, SQL_NO_INDEX_SCANS, bench_build_indexes, bench_bulk_load,  # noqa: F401
                           bench_reset, bench_sizes, clustered_vectors, machine, stats_ms, synthetic_texts, timed,
                           vocabulary)
 from app.config import Settings, get_settings
@@ -169,7 +169,7 @@ def bench_rerank(settings: Settings, repeat: int = 20) -> dict:
 
     from app.ingest import load_csvs
     from app.models import resolve_model_dir
-    from app.tiny_models import build_tiny_cross_encoder
+    from bench.tiny_models import build_tiny_cross_encoder
 
     passages = [t for t, _ in load_csvs(ROOT / "data" / "csv")][: settings.search_k]
     pairs = [(QUESTION, p) for p in passages]
@@ -318,19 +318,19 @@ def format_table(results: dict) -> str:
     elif e2e:
         lines += ["", f"make ask: {e2e['error']}"]
     if results.get("serve"):
-        from app.mcp.bench import format_serve
+        from bench.serve import format_serve
 
         lines += [""] + format_serve(results["serve"])
     if results.get("concurrency"):
-        from app.scale.bench import format_concurrency
+        from bench.scale import format_concurrency
 
         lines += format_concurrency(results["concurrency"])
     if results.get("llm_server"):
-        from app.scale.bench import format_llm_server
+        from bench.scale import format_llm_server
 
         lines += format_llm_server(results["llm_server"])
     if results.get("graph"):
-        from app.graphrag.bench import format_graph
+        from bench.graph import format_graph
 
         lines += format_graph(results["graph"])
     return "\n".join(lines)
@@ -363,10 +363,10 @@ def plot(results: dict, path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: ``python -m app.bench [--sizes 10000,100000] [--queries 50] [--skip ...]``."""
+    """CLI: ``python -m bench [--sizes 10000,100000] [--queries 50] [--skip ...]``."""
     from app.cli import run
 
-    parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="synthetic corpus sizes (chunks)")
     parser.add_argument("--queries", type=int, default=50, help="queries per search mode and size")
     parser.add_argument("--ingest-files", type=int, default=20, help="synthetic CSV files for the ingest benchmark")
@@ -425,27 +425,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         section("e2e", "end_to_end", lambda: bench_end_to_end(settings, settings.db_name))
 
         def graph() -> dict:  # before serve and concurrency, which empty the bench tables
-            from app.graphrag.bench import bench_graph
+            from bench.graph import bench_graph
 
             return bench_graph(settings, engine, embeddings, corpora, questions=args.graph_questions or None)
 
         section("graph", "graph", graph)
 
         def serve() -> dict:
-            from app.mcp.bench import bench_serve
+            from bench.serve import bench_serve
 
             return bench_serve(settings, embeddings, size=args.serve_size)
 
         section("serve", "serve", serve)
 
         def concurrency() -> dict:
-            from app.scale.bench import bench_concurrency
+            from bench.scale import bench_concurrency
 
             clients = [int(n) for n in args.clients.split(",") if n.strip()]
             return bench_concurrency(settings, args.concurrency_size, clients, args.queries, args.ingest_files)
 
         def llm_server() -> dict:
-            from app.scale.bench import bench_llm_server
+            from bench.scale import bench_llm_server
 
             return bench_llm_server(settings)
 

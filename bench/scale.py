@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from app.config import Settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 MODES = ("keyword", "vector", "hybrid")
 
 
@@ -40,7 +40,7 @@ def bench_parallel_ingest(settings: Settings, engine: Any, workers: Sequence[int
     """Sync the same synthetic CSVs into a new collection with each worker count; chunks/s."""
     import numpy as np
 
-    from app.benchkit import synthetic_texts, vocabulary
+    from bench.kit import synthetic_texts, vocabulary
     from app.store import RagStore
 
     rng = np.random.default_rng(7)
@@ -82,7 +82,7 @@ def _search_client(settings: Settings, mode: str, queries: list[str], barrier, r
 
 def bench_concurrent_search(settings: Settings, clients: Sequence[int] = (1, 2, 4), queries: int = 30) -> list[dict]:
     """For each mode and client count: searches/s over all clients, p50/p95 ms per search."""
-    from app.benchkit import stats_ms
+    from bench.kit import stats_ms
 
     ctx = multiprocessing.get_context("spawn")
     qs = sample_queries(queries)
@@ -214,7 +214,7 @@ def bench_concurrency(base: Settings, size: int = 100_000, clients: Sequence[int
     """Ingest workers and search clients, in their own database (``<DB_NAME>_scale``) holding ``size`` chunks."""
     from app import db
     from app.embeddings import get_embeddings
-    from app.mcp.bench import load_corpus
+    from bench.serve import load_corpus
 
     settings = dataclasses.replace(base, db_name=f"{base.db_name}_scale", db_statement_timeout_ms=0)
     engine = db.get_engine(settings)
