@@ -3,8 +3,8 @@
 trafilatura finds the page's main content (menus, headers, footers and sidebars dropped; it decodes
 the bytes by their BOM, ``<meta charset>`` or detection, Shift_JIS included) and gives it as
 Markdown, which is then cut at its headings as a ``.md`` file is: source ``file.html#slug``, the
-heading path as context. A page too short for trafilatura to call anything "main content" is read
-whole (its text without markup). No model, nothing fetched: links and images are not followed.
+heading path as context. A page where trafilatura finds no main content is read whole (its text
+without markup). No model, nothing fetched: links and images are not followed.
 """
 from __future__ import annotations
 
@@ -15,6 +15,18 @@ from app.formats.sections import section_units
 from app.loaders import Deadline, Limits, display_name, markdown_sections, strip_nul
 
 
+def _config():
+    """trafilatura's settings, less its minimum sizes (made for news pages: a short intranet page is
+    content too) and its signal-based timeout (a sync may run in a thread; PARSE_TIMEOUT_S applies)."""
+    from trafilatura.settings import use_config
+
+    config = use_config()
+    for key in ("MIN_EXTRACTED_SIZE", "MIN_OUTPUT_SIZE", "MIN_EXTRACTED_COMM_SIZE", "MIN_OUTPUT_COMM_SIZE"):
+        config.set("DEFAULT", key, "1")
+    config.set("DEFAULT", "EXTRACTION_TIMEOUT", "0")
+    return config
+
+
 def main_text(raw: bytes) -> tuple[str, str]:
     """``(title, main content as Markdown)`` of an HTML page; the content is the whole page's text when
     no main content is found, '' when the page has no text at all."""
@@ -22,7 +34,7 @@ def main_text(raw: bytes) -> tuple[str, str]:
 
     markdown = trafilatura.extract(raw, output_format="markdown", include_tables=True, include_links=False,
                                    include_images=False, include_comments=False, include_formatting=True,
-                                   favor_recall=True, with_metadata=False)
+                                   favor_recall=True, with_metadata=False, config=_config())
     metadata = trafilatura.extract_metadata(raw)
     title = (metadata.title or "").strip() if metadata is not None else ""
     if not markdown or not markdown.strip():
