@@ -10,13 +10,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu \
     PY=python
 
+# tesseract-ocr(-jpn, -jpn-vert): OCR of scanned PDFs and images (app/formats/ocr.py)
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential git curl poppler-utils make \
+    tesseract-ocr tesseract-ocr-jpn tesseract-ocr-jpn-vert \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
 COPY requirements.txt requirements-dev.txt ./
-COPY scripts/install.sh scripts/build_pgvector.sh scripts/
+COPY scripts/install.sh scripts/build_pgvector.sh scripts/install_ocr.sh scripts/
 # PIP_EXTRA_INDEX_URL above makes torch==2.13.0 resolve to the CPU build. Runs as root (apt, pip).
 RUN sh scripts/install.sh python requirements-dev.txt
 

