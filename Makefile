@@ -92,9 +92,9 @@ bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/re
 test: $(DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v
 
-lint: $(DEPS) ## syntax-check every app/ module (py_compile)
-	$(PY) -m py_compile app/*.py app/*/*.py
-	@echo "py_compile: ok"
+lint: $(DEPS) ## ruff: lint and format check (ruff.toml)
+	$(PY) -m ruff check app tests bench scripts
+	$(PY) -m ruff format --check app tests bench scripts
 
 db-status: $(DEPS) ## show where the database is and how many chunks it holds
 	$(PY) -m app.db status

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from app.config import Settings, get_settings
 from app.errors import RagError

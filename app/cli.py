@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from app.errors import RagError
 

@@ -7,11 +7,11 @@ bad value raises ``ValueError`` naming the variable and the value.
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
@@ -380,7 +380,7 @@ class Settings:
                           for f in fields(self) if f.name != "database_url")
         return f"Settings({shown})"
 
-    def _checked(self) -> "Settings":
+    def _checked(self) -> Settings:
         """Checks across variables (ValueError naming them)."""
         if self.graph_community_prop + self.graph_text_unit_prop > 1.0:
             raise ValueError(f"GRAPH_COMMUNITY_PROP + GRAPH_TEXT_UNIT_PROP must be at most 1, got "
@@ -398,7 +398,7 @@ class Settings:
         return self.llm_model or Path(self.llm_model_path).name
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Build settings from ``env`` (default ``os.environ``), validating every value."""
         env = os.environ if env is None else env
         host = env.get("DB_HOST", "").strip() or None

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from app.config import EMBED_DIM, Settings, get_connection_string, get_db_config, get_settings
 from app.errors import DatabaseUnavailableError, StoreNotReadyError, WriterBusyError
@@ -511,7 +512,7 @@ def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
     return DatabaseUnavailableError(f"the database failed: {_first_line(exc)}")
 
 
-def get_engine(settings: Settings | None = None) -> "Engine":
+def get_engine(settings: Settings | None = None) -> Engine:
     """Return the SQLAlchemy engine for these settings (one per database target, created on first use);
     DatabaseUnavailableError if unreachable."""
     from app.resources import cached
@@ -531,7 +532,7 @@ def _connect_args(s: Settings, url: str) -> dict:
     return args
 
 
-def _connect(s: Settings) -> "Engine":
+def _connect(s: Settings) -> Engine:
     """A new engine on the configured database, checked with one query."""
     from sqlalchemy import create_engine, event, text
     from sqlalchemy.exc import OperationalError
@@ -550,7 +551,7 @@ def _connect(s: Settings) -> "Engine":
     return engine
 
 
-def make_vectorstore(engine: "Engine", embeddings, collection_name: str, create: bool = False) -> "PGVector":
+def make_vectorstore(engine: Engine, embeddings, collection_name: str, create: bool = False) -> PGVector:
     """A PGVector on ``engine`` (vector(384) column, JSONB metadata).
 
     With ``create`` (write paths only, under the writer lock) it creates the extension,
@@ -568,7 +569,7 @@ def make_vectorstore(engine: "Engine", embeddings, collection_name: str, create:
     )
 
 
-def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: "Engine | None" = None) -> "PGVector":
+def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: Engine | None = None) -> PGVector:
     """Return the PGVector store for reading (§4.2): vector(384), JSONB metadata, on the existing schema.
 
     StoreNotReadyError if nothing was ingested yet; nothing is created here (see
@@ -582,7 +583,7 @@ def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: "
     return open_store(engine or get_engine(s), embeddings, s.collection_name)
 
 
-def schema_version(engine: "Engine") -> int:
+def schema_version(engine: Engine) -> int:
     """The stored schema version (0: no schema yet)."""
     from sqlalchemy import text
 
@@ -592,7 +593,7 @@ def schema_version(engine: "Engine") -> int:
         return int(conn.execute(text(SQL_SCHEMA_VERSION)).scalar() or 0)
 
 
-def check_schema(engine: "Engine", collection_name: str) -> None:
+def check_schema(engine: Engine, collection_name: str) -> None:
     """Read paths: StoreNotReadyError unless the schema is current and the collection exists.
 
     Reads never create or migrate anything, so they work for a read-only user and
@@ -608,13 +609,13 @@ def check_schema(engine: "Engine", collection_name: str) -> None:
         raise StoreNotReadyError(f"the collection '{collection_name}' does not exist; run `make ingest` first")
 
 
-def open_store(engine: "Engine", embeddings, collection_name: str) -> "PGVector":
+def open_store(engine: Engine, embeddings, collection_name: str) -> PGVector:
     """Read path: the store on an existing, current schema (checked first; nothing is created)."""
     check_schema(engine, collection_name)
     return make_vectorstore(engine, embeddings, collection_name, create=False)
 
 
-def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVector":
+def create_schema(engine: Engine, embeddings, collection_name: str) -> PGVector:
     """Write path (the caller holds the writer lock): create or migrate everything, idempotently —
     extension, PGVector tables, the collection, the HNSW index, the keyword and document tables,
     the schema version — and return the store."""
@@ -643,8 +644,8 @@ def create_schema(engine: "Engine", embeddings, collection_name: str) -> "PGVect
     return store
 
 
-def init_db(settings: Settings | None = None, embeddings=None, engine: "Engine | None" = None,
-            wait: bool = True) -> "PGVector":
+def init_db(settings: Settings | None = None, embeddings=None, engine: Engine | None = None,
+            wait: bool = True) -> PGVector:
     """Create or upgrade the schema under the writer lock (``python -m app.db init``) and return the store."""
     s = settings or get_settings()
     engine = engine or get_engine(s)
@@ -657,7 +658,7 @@ def init_db(settings: Settings | None = None, embeddings=None, engine: "Engine |
 
 
 @contextmanager
-def writer_lock(engine: "Engine", wait: bool = True) -> Iterator[None]:
+def writer_lock(engine: Engine, wait: bool = True) -> Iterator[None]:
     """Hold the database-wide writer lock (a PostgreSQL session advisory lock) for the block.
 
     Writers (sync, remove, schema creation) take it; readers never do. When another
@@ -724,7 +725,7 @@ def keyword_row(chunk_id: str, collection, body: str, context: str = "") -> dict
 # --- queries ---------------------------------------------------------------
 
 
-def collection_id(engine: "Engine", name: str):
+def collection_id(engine: Engine, name: str):
     """UUID of the collection called ``name`` (None if it does not exist)."""
     from sqlalchemy import text
 
@@ -743,14 +744,14 @@ def _chunk_rows(collection, docs: Sequence, vectors: Sequence[Sequence[float]]) 
     return rows, keywords
 
 
-def _require_collection(engine: "Engine", collection_name: str):
+def _require_collection(engine: Engine, collection_name: str):
     collection = collection_id(engine, collection_name)
     if collection is None:
         raise DatabaseUnavailableError(f"collection '{collection_name}' does not exist; run init_db first")
     return collection
 
 
-def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunks: Sequence,
+def replace_document(engine: Engine, collection_name: str, doc: Mapping, chunks: Sequence,
                      vectors: Sequence[Sequence[float]], graphs: Mapping | None = None, extractor: str = "") -> None:
     """Write one document in a single transaction: its old chunks out, the new ones in (vector +
     keyword rows, and the graph's entity links of ``graphs``: chunk ID -> ChunkGraph, made by
@@ -785,7 +786,7 @@ def replace_document(engine: "Engine", collection_name: str, doc: Mapping, chunk
             "origin": doc.get("origin", "data_dir")})
 
 
-def claim_staged(engine: "Engine", collection_name: str, doc_id: str, generation: str, run: str,
+def claim_staged(engine: Engine, collection_name: str, doc_id: str, generation: str, run: str,
                  ids: Sequence[str]) -> set[str]:
     """Which of ``ids`` an earlier, interrupted sync of the same bytes and settings (``generation``)
     staged already; they are claimed for ``run`` (moved in by its switch) and need no embedding."""
@@ -800,7 +801,7 @@ def claim_staged(engine: "Engine", collection_name: str, doc_id: str, generation
                                                          "ids": list(ids)}).scalars())
 
 
-def stage_chunks(engine: "Engine", collection_name: str, doc_id: str, generation: str, run: str,
+def stage_chunks(engine: Engine, collection_name: str, doc_id: str, generation: str, run: str,
                  chunks: Sequence[tuple[int, object]], vectors: Sequence[Sequence[float]],
                  graphs: Mapping | None = None) -> None:
     """Write one batch of a document's chunks to the staging table and commit it (searches do not
@@ -842,7 +843,7 @@ def _graph_json(graph) -> str | None:
         "pairs": [{"source": a, "target": b, "n": n} for (a, b), n in graph.pairs.items()]}, ensure_ascii=False)
 
 
-def switch_document(engine: "Engine", collection_name: str, doc: Mapping, run: str, chunks: int,
+def switch_document(engine: Engine, collection_name: str, doc: Mapping, run: str, chunks: int,
                     extractor: str = "") -> None:
     """Replace a document by its rows staged in ``run``, in one transaction: its stored chunk rows that
     are not among them (same id and metadata) out, with their keyword rows and links; the staged rows
@@ -875,7 +876,7 @@ def switch_document(engine: "Engine", collection_name: str, doc: Mapping, run: s
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc["doc_id"]})
 
 
-def clean_staging(engine: "Engine", collection_name: str, current: Mapping[str, str], only_these: bool = False) -> int:
+def clean_staging(engine: Engine, collection_name: str, current: Mapping[str, str], only_these: bool = False) -> int:
     """Delete staged batches that no sync will switch over: those of another generation than
     ``current`` (doc_id -> generation) and, unless ``only_these``, of any document not in it.
     Returns the rows deleted (0 when the collection does not exist)."""
@@ -890,7 +891,7 @@ def clean_staging(engine: "Engine", collection_name: str, current: Mapping[str, 
                             params).rowcount or 0
 
 
-def staged_progress(engine: "Engine", collection_name: str, run: str) -> dict[str, int]:
+def staged_progress(engine: Engine, collection_name: str, run: str) -> dict[str, int]:
     """doc_id -> chunks staged so far by ``run`` (the progress of files being ingested elsewhere)."""
     from sqlalchemy import text
 
@@ -902,7 +903,7 @@ def staged_progress(engine: "Engine", collection_name: str, run: str) -> dict[st
                                                        {"collection": collection, "run": run})}
 
 
-def delete_document(engine: "Engine", collection_name: str, doc_id: str, source_file: str = "") -> int:
+def delete_document(engine: Engine, collection_name: str, doc_id: str, source_file: str = "") -> int:
     """Remove a document and its chunks from every index in one transaction; return chunks deleted."""
     from sqlalchemy import text
 
@@ -917,7 +918,7 @@ def delete_document(engine: "Engine", collection_name: str, doc_id: str, source_
     return deleted
 
 
-def delete_legacy_chunks(engine: "Engine", collection_name: str, present_files: Sequence[str]) -> int:
+def delete_legacy_chunks(engine: Engine, collection_name: str, present_files: Sequence[str]) -> int:
     """Delete chunks written before documents were tracked whose file is no longer present."""
     from sqlalchemy import text
 
@@ -930,7 +931,7 @@ def delete_legacy_chunks(engine: "Engine", collection_name: str, present_files: 
         return deleted
 
 
-def list_documents(engine: "Engine", collection_name: str) -> list[dict]:
+def list_documents(engine: Engine, collection_name: str) -> list[dict]:
     """The collection's documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at."""
     from sqlalchemy import text
 
@@ -941,7 +942,7 @@ def list_documents(engine: "Engine", collection_name: str) -> list[dict]:
         return [dict(r._mapping) for r in conn.execute(text(SQL_LIST_DOCUMENTS), {"collection": collection})]
 
 
-def vectors_by_hash(engine: "Engine", hashes: Sequence[str], model: str) -> dict[str, list[float]]:
+def vectors_by_hash(engine: Engine, hashes: Sequence[str], model: str) -> dict[str, list[float]]:
     """Stored embeddings of chunks with these content hashes (same model), to avoid re-embedding."""
     import json
 
@@ -959,7 +960,7 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def keyword_search(engine: "Engine", collection_name: str, terms: Sequence[str], k: int,
+def keyword_search(engine: Engine, collection_name: str, terms: Sequence[str], k: int,
                    budget: int | None = None) -> list[tuple]:
     """Rows ``(id, document, cmetadata, score)`` for the query ``terms``, best BM25 score first.
 
@@ -1001,7 +1002,7 @@ def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget
             "cap": max(CANDIDATE_CAP, k)}
 
 
-def analyze_keyword_stats(engine: "Engine") -> None:
+def analyze_keyword_stats(engine: Engine) -> None:
     """Refresh the planner's statistics of the BM25 statistics tables (after a large sync)."""
     from sqlalchemy import text
 
@@ -1009,7 +1010,7 @@ def analyze_keyword_stats(engine: "Engine") -> None:
         conn.execute(text(SQL_ANALYZE_KEYWORD_STATS))
 
 
-def count_chunks(engine: "Engine", collection_name: str) -> int:
+def count_chunks(engine: Engine, collection_name: str) -> int:
     """Number of chunks in the collection."""
     from sqlalchemy import text
 
@@ -1034,7 +1035,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def check_server(engine: "Engine") -> dict:
+def check_server(engine: Engine) -> dict:
     """Check that the server can hold the store: pgvector >= 0.7 installed, or available and creatable
     by this user. Returns the facts (server and pgvector versions, replica or not); raises
     DatabaseUnavailableError with what to do when it cannot. A read replica passes when the

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from collections.abc import Sequence
 
 from app.config import get_settings
 from app.datadir import escape

@@ -84,12 +84,12 @@ def runner() -> Runner:
         return Runner(None, os.getuid(), os.getgid())
     try:
         entry = pwd.getpwnam(RUN_AS_USER)
-    except KeyError:
+    except KeyError:  # no such user yet: create it
         done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
                                "--shell", "/usr/sbin/nologin", RUN_AS_USER], capture_output=True, text=True)
         if done.returncode != 0 and "already exists" not in done.stderr:
             raise DatabaseUnavailableError(f"cannot create the system user {RUN_AS_USER} to run PostgreSQL "
-                                           f"(useradd: {done.stderr.strip()})")
+                                           f"(useradd: {done.stderr.strip()})") from None
         entry = pwd.getpwnam(RUN_AS_USER)
     if entry.pw_gid == 0:
         raise DatabaseUnavailableError(f"the system user {RUN_AS_USER} has group root; give it its own group")

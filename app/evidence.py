@@ -10,8 +10,8 @@ half of the answer's terms: no quote (the answer is then shown without one). Sho
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 MIN_SHARE = 0.5  # the quote holds at least this share of the answer's distinct terms
 QUESTION_WEIGHT = 0.3  # the question's terms break ties between sentences holding the answer

@@ -13,15 +13,30 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Sequence, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.documents import Document
 
-from app.answers import (ABSTAIN_ANSWER, SPEC_TEMPLATE, CitationFilter, absent_values, best_matching_context,
-                         build_prompt, cited_numbers, clean_citations, focus_context, ordered_sources,
-                         question_coverage, says_not_in_documents, strip_echo, system_prompt, unsupported_numbers,
-                         without_citations)
+from app.answers import (
+    ABSTAIN_ANSWER,
+    SPEC_TEMPLATE,
+    CitationFilter,
+    absent_values,
+    best_matching_context,
+    build_prompt,
+    cited_numbers,
+    clean_citations,
+    focus_context,
+    ordered_sources,
+    question_coverage,
+    says_not_in_documents,
+    strip_echo,
+    system_prompt,
+    unsupported_numbers,
+    without_citations,
+)
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError, QuestionTooLongError
 from app.evidence import find_quote

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Sequence
+from collections.abc import Sequence
 
 _URL = re.compile(r"(?:https?|ftp)://[^\s<>\"'）)」』\]]+|www\.[^\s<>\"'）)」』\]]+", re.IGNORECASE)
 # A sentence addressed to the model: names it, and asks or orders something.

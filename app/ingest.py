@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from app.config import get_settings
 from app.errors import DataSourceError

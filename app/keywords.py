@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # BM25 (Robertson/Sparck Jones; the parameters of Lucene, Tantivy and pg_textsearch).
 K1 = 1.2

@@ -3,8 +3,9 @@ with LLM_BASE_URL, any OpenAI-compatible server (llama.cpp's llama-server, vLLM,
 through LangChain's ChatOpenAI: the same prompt as chat messages, the same stop sequences."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from app.config import Settings, get_settings
 from app.errors import LLMUnavailableError
@@ -38,7 +39,7 @@ def get_llm(settings: Settings | None = None):
     return cached("llm", key, lambda: _load_llm(s))
 
 
-def _load_llm(s: Settings) -> "LlamaCpp":
+def _load_llm(s: Settings) -> LlamaCpp:
     path = resolve_llm_path(s.llm_model_path, s.models_dir, s.llm_model_path_is_default)
     from langchain_community.llms import LlamaCpp
 

@@ -58,7 +58,7 @@ class Limits:
     max_zip_entries: int = 20000  # MAX_ZIP_ENTRIES: entries in one Office file's zip
 
     @classmethod
-    def from_settings(cls, settings) -> "Limits":
+    def from_settings(cls, settings) -> Limits:
         """The limits a :class:`app.config.Settings` sets."""
         return cls(settings.max_rows, settings.max_cell_chars, float(settings.parse_timeout_s),
                    settings.max_zip_mb, settings.max_zip_entries)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 
 def normalize(text: str | None) -> str:

@@ -7,7 +7,8 @@ then keeps retrieval order (see ``graph.rerank_node``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
@@ -49,7 +50,7 @@ def score_documents(model: Any, query: str, documents: Sequence[Document], top_n
     ]
 
 
-def get_reranker(settings: Settings | None = None) -> "CrossEncoderReranker":
+def get_reranker(settings: Settings | None = None) -> CrossEncoderReranker:
     """Return the cross-encoder reranker (top_n = RERANK_TOP_K) for these settings, loading it on first use."""
     from app.resources import cached
 
@@ -57,7 +58,7 @@ def get_reranker(settings: Settings | None = None) -> "CrossEncoderReranker":
     return cached("reranker", (s.reranker_model, str(s.models_dir), s.rerank_top_k), lambda: _load_reranker(s))
 
 
-def _load_reranker(s: Settings) -> "CrossEncoderReranker":
+def _load_reranker(s: Settings) -> CrossEncoderReranker:
     path = resolve_model_dir(s.reranker_model, s.models_dir)
     if path is None:
         raise ModelNotFoundError(f"reranker model {s.reranker_model!r} not found locally; run `make models`")
@@ -68,8 +69,8 @@ def _load_reranker(s: Settings) -> "CrossEncoderReranker":
 
 
 def get_compression_retriever(
-    base_retriever: "BaseRetriever", reranker: "CrossEncoderReranker | None" = None
-) -> "ContextualCompressionRetriever":
+    base_retriever: BaseRetriever, reranker: CrossEncoderReranker | None = None
+) -> ContextualCompressionRetriever:
     """Wrap ``base_retriever`` so its results are re-ranked by the cross-encoder."""
     from langchain_classic.retrievers import ContextualCompressionRetriever
 

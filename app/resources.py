@@ -3,7 +3,8 @@ settings that decide them: a change of settings gets a new resource, never a sta
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 _cache: dict[tuple[str, Hashable], Any] = {}
 _lock = threading.Lock()

@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -53,7 +54,7 @@ class RagStore:
 
     # --- resources (loaded once, on first use) ---------------------------------
 
-    def warm_up(self) -> "RagStore":
+    def warm_up(self) -> RagStore:
         """Connect and open the store for reading (the schema must exist: StoreNotReadyError
         otherwise); safe to call twice. The embedding model loads when first needed."""
         from app import db
@@ -85,7 +86,7 @@ class RagStore:
         return self.warm_up()._vectorstore
 
     @contextmanager
-    def writing(self, wait: bool = True) -> Iterator["RagStore"]:
+    def writing(self, wait: bool = True) -> Iterator[RagStore]:
         """Hold the writer lock and make sure the schema exists (created or migrated once).
 
         Re-entrant for the thread holding it; another thread or process makes this one wait
@@ -185,8 +186,15 @@ class RagStore:
         from app import db
         from app.chunking import split_by_structure
         from app.loaders import strip_nul
-        from app.sync import (ORIGIN_API, chunk_id, embed_with_reuse, embedding_text, extract_graphs, graph_extractor,
-                              text_hash)
+        from app.sync import (
+            ORIGIN_API,
+            chunk_id,
+            embed_with_reuse,
+            embedding_text,
+            extract_graphs,
+            graph_extractor,
+            text_hash,
+        )
 
         parent = doc.id or str(uuid.uuid4())
         source = str(doc.metadata.get("source") or parent)
@@ -278,7 +286,7 @@ class RagStore:
         def vector_or_nothing(q: str) -> list[Document]:
             try:
                 hits = vector_search(self.vectorstore, q, k_vector or top_k, filter=vector_filter)
-            except Exception as exc:  # noqa: BLE001 - the model or the vector index failed: keywords still work
+            except Exception as exc:
                 self._vector_failed(exc)
                 return []
             self.vector_unavailable = None
@@ -331,7 +339,7 @@ class RagStore:
             log.warning("vector search is unavailable (%s); searching by keywords only", reason)
         self.vector_unavailable = reason
 
-    def warm_up_search(self, mode: str | None = None) -> "RagStore":
+    def warm_up_search(self, mode: str | None = None) -> RagStore:
         """Open the store and load what ``mode`` needs now, not inside the first query: the embedding
         model for vector and hybrid. In hybrid mode a model that cannot be loaded is a warning (searches
         fall back to keywords); in vector mode it is the error."""
@@ -341,7 +349,7 @@ class RagStore:
             return self
         try:
             self.embeddings.embed_query("warm-up")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if mode == "vector":
                 raise
             self._vector_failed(exc)

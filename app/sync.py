@@ -33,16 +33,17 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 
 from app import formats
 from app.config import Settings
-from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
 from app.datadir import escape, link_refusal, walk_data_dir
+from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
 from app.loaders import file_hash
 
 log = logging.getLogger(__name__)
@@ -418,7 +419,7 @@ def update_graph_safely(engine: Any, settings: Settings, embeddings: Any):
         return update_graph(engine, settings, embeddings)
     except FATAL_ERRORS:
         raise
-    except Exception as exc:  # noqa: BLE001 - the sync's documents are stored; the graph can be rebuilt
+    except Exception as exc:
         fatal = describe_failure("graph", exc)  # raises for a lost or full database
         log.warning("the graph was not rebuilt (%s); the documents are stored; run `make graph`", fatal)
         return None
@@ -577,12 +578,12 @@ def _stage_safely(source: SourceFile, embeddings: Any, settings: Settings, engin
         return stage_file(source, embeddings, settings, engine, key, run, on_batch)
     except FATAL_ERRORS:
         raise
-    except Exception as exc:  # noqa: BLE001 - one file's failure
+    except Exception as exc:
         return describe_failure(source.doc_id, exc)
 
 
 def _stage_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, engine: Any, key: str,
-               run: str, workers: int, bar: "_Progress"):
+               run: str, workers: int, bar: _Progress):
     """Yield ((source, kind), StagedFile or the one-line failure) for each work item: in this process,
     one at a time, or with ``workers`` > 1 in that many worker processes (:func:`_stage_in_workers`), as they
     finish. Switching documents over stays with the caller, the one holder of the writer lock."""
@@ -596,7 +597,7 @@ def _stage_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings
 
 
 def _stage_in_workers(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, engine: Any,
-                      key: str, run: str, workers: int, bar: "_Progress"):
+                      key: str, run: str, workers: int, bar: _Progress):
     """:func:`_stage_all` with ``workers`` spawned processes, each with its own model, connection and
     ``llm_n_threads / workers`` threads; a worker stages its file's batches itself and sends back only
     a StagedFile, so no process holds a whole file's vectors. A worker that dies (killed, out of
@@ -619,7 +620,7 @@ def _stage_in_workers(work: Sequence[tuple[SourceFile, str]], embeddings: Any, s
 
 
 def _pool_round(items: Sequence[tuple[SourceFile, str]], settings: Settings, engine: Any, key: str, run: str,
-                workers: int, bar: "_Progress"):
+                workers: int, bar: _Progress):
     """Stage ``items`` in one pool of spawned worker processes, one file per worker at a time (so the
     files in flight are known), yielding ((source, kind), result) as each finishes and showing the
     staged chunks on ``bar`` meanwhile. Returns (the items in flight when a worker died, the items
@@ -648,7 +649,7 @@ def _pool_round(items: Sequence[tuple[SourceFile, str]], settings: Settings, eng
                         continue
                     except FATAL_ERRORS:
                         raise
-                    except Exception as exc:  # noqa: BLE001 - the result did not come back (unpicklable, ...)
+                    except Exception as exc:
                         result = describe_failure(item[0].doc_id, exc)
                     if isinstance(result, StagedFile):
                         bar.reach(item[0].doc_id, result.chunks)
@@ -659,7 +660,7 @@ def _pool_round(items: Sequence[tuple[SourceFile, str]], settings: Settings, eng
     return lost, list(queue)
 
 
-def _submit(pool: Any, queue: Any, running: dict, workers: int, args: tuple, bar: "_Progress") -> bool:
+def _submit(pool: Any, queue: Any, running: dict, workers: int, args: tuple, bar: _Progress) -> bool:
     """Give idle workers the next files of ``queue`` (moved to ``running``: future -> item); False
     when the pool is broken (a worker died), so nothing more goes in."""
     from concurrent.futures.process import BrokenProcessPool
@@ -794,7 +795,7 @@ class _Progress:
 
             self.bar = tqdm(unit=" chunks", desc="Ingesting", dynamic_ncols=True)
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         return self
 
     def __exit__(self, *exc_info) -> None:

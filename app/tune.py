@@ -22,8 +22,8 @@ settings, and a verdict: what could bring it into the RERANK_TOP_K chunks (see :
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 

@@ -15,8 +15,8 @@ import argparse
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from app.config import get_settings
 from app.errors import RagError
@@ -62,7 +62,7 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
         except RagError as exc:  # the data dir vanished, the database is down or full: keep watching
             log.warning("sync failed (%s): %s; watching on", reason, exc)
             return
-        except Exception as exc:  # noqa: BLE001 - a watcher outlives any one sync's failure
+        except Exception as exc:
             log.warning("sync failed (%s): %s; watching on", reason, one_line(exc))
             return
         pending[0], last[0] = pending[0] or changed(report), clock()
@@ -92,7 +92,7 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
                 elif pending[0] and clock() - last[0] >= graph_quiet_s:
                     rebuild_graph()
             return
-        except Exception as exc:  # noqa: BLE001 - the folder went away or a link loop broke the watch: retry
+        except Exception as exc:
             log.warning("watching %s failed (%s); trying again in %.0f s", data_dir, one_line(exc), RETRY_S)
             if stop is not None and stop.wait(RETRY_S) or stop is None and time.sleep(RETRY_S):
                 return
@@ -112,8 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from app.sync import scan
         from app.store import RagStore
+        from app.sync import scan
 
         settings = get_settings()
         data_dir = args.data_dir or settings.data_dir

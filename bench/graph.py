@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from app.config import Settings
 

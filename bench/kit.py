@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from app import db
 from app.graphrag import store as graph_store

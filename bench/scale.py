@@ -19,9 +19,10 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from app.config import Settings
 
@@ -40,8 +41,8 @@ def bench_parallel_ingest(settings: Settings, engine: Any, workers: Sequence[int
     """Sync the same synthetic CSVs into a new collection with each worker count; chunks/s."""
     import numpy as np
 
-    from bench.kit import synthetic_texts, vocabulary
     from app.store import RagStore
+    from bench.kit import synthetic_texts, vocabulary
 
     rng = np.random.default_rng(7)
     out = []
@@ -116,7 +117,7 @@ def _start_llm_server(model: Path, settings: Settings) -> tuple[subprocess.Popen
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - llama.cpp's log would fill a pipe
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", str(settings.llm_n_ctx),
                              "--n_threads", str(settings.llm_n_threads), "--n_batch", "512"],

@@ -60,9 +60,16 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     returns the number of chunks stored."""
     import numpy as np
 
-    from bench.kit import bench_build_indexes, bench_bulk_load, bench_reset, clustered_vectors, synthetic_texts, vocabulary
     from app.keywords import to_document
     from app.store import RagStore
+    from bench.kit import (
+        bench_build_indexes,
+        bench_bulk_load,
+        bench_reset,
+        clustered_vectors,
+        synthetic_texts,
+        vocabulary,
+    )
 
     db.init_db(settings, embeddings=embeddings, engine=engine)
     bench_reset(engine)
@@ -109,8 +116,8 @@ def bench_one_file_sync(settings: Settings, engine: Any, embeddings: Any, runs: 
 
 def bench_in_process(settings: Settings, queries: list[str]) -> dict:
     """``RagService.search`` k=10 per mode, in this process (no transport): p50/p95 ms."""
-    from bench.kit import stats_ms
     from app.mcp.service import RagService
+    from bench.kit import stats_ms
 
     service = RagService.create(settings, preload_llm=False)
     out = {}

@@ -27,14 +27,28 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from app import db
-from bench.kit import (ROOT, SQL_EXACT_VECTOR, SQL_NO_INDEX_SCANS, bench_build_indexes, bench_bulk_load,  # noqa: F401
-                          bench_reset, bench_sizes, clustered_vectors, machine, stats_ms, synthetic_texts, timed,
-                          vocabulary)
 from app.config import Settings, get_settings
+from bench.kit import (
+    ROOT,
+    SQL_EXACT_VECTOR,
+    SQL_NO_INDEX_SCANS,
+    bench_build_indexes,
+    bench_bulk_load,
+    bench_reset,
+    bench_sizes,
+    clustered_vectors,
+    machine,
+    stats_ms,
+    synthetic_texts,
+    timed,
+    vocabulary,
+)
+
 QUESTION = "エラーコードE3010は何を意味しますか？"
 
 

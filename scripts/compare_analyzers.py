@@ -19,8 +19,8 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

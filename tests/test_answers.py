@@ -1,9 +1,21 @@
 """Prompts, citations and abstention (app.answers): exact values."""
 import pytest
 
-from app.answers import (ABSTAIN_ANSWER, CitationFilter, build_prompt, cited_numbers, clean_citations,
-                         best_matching_context, focus_context, ordered_sources, says_not_in_documents, sentences, strip_echo,
-                         system_prompt, unsupported_numbers)
+from app.answers import (
+    ABSTAIN_ANSWER,
+    CitationFilter,
+    best_matching_context,
+    build_prompt,
+    cited_numbers,
+    clean_citations,
+    focus_context,
+    ordered_sources,
+    says_not_in_documents,
+    sentences,
+    strip_echo,
+    system_prompt,
+    unsupported_numbers,
+)
 
 
 def test_cited_prompt_numbers_contexts_with_their_sources():

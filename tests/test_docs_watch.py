@@ -1,5 +1,5 @@
 """docs.py table and watch.py's filter."""
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -8,7 +8,7 @@ from app.watch import relevant
 
 
 def test_format_documents_table():
-    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     out = format_documents([{"doc_id": "csv/faq.csv", "chunks": 10, "ingested_at": when},
                             {"doc_id": "pdf/company_overview.pdf", "chunks": 3, "ingested_at": when}])
     lines = out.splitlines()

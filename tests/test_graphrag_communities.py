@@ -5,8 +5,16 @@ import math
 
 import pytest
 
-from app.graphrag.communities import (EntityFacts, build_graph, central_sentences, clip, community_ranks,
-                                      detect_communities, extractive_report, percentile)
+from app.graphrag.communities import (
+    EntityFacts,
+    build_graph,
+    central_sentences,
+    clip,
+    community_ranks,
+    detect_communities,
+    extractive_report,
+    percentile,
+)
 from app.graphrag.models import Community
 
 

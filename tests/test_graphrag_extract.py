@@ -6,8 +6,17 @@ import pytest
 from langchain_core.language_models.fake import FakeListLLM
 
 from app.graphrag import extract
-from app.graphrag.extract import (assemble, chunk_graph, english_prose, entity_key, fast_extract, graph_from_json,
-                                  keep_latin, llm_extract, units_of)
+from app.graphrag.extract import (
+    assemble,
+    chunk_graph,
+    english_prose,
+    entity_key,
+    fast_extract,
+    graph_from_json,
+    keep_latin,
+    llm_extract,
+    units_of,
+)
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,17 @@ from __future__ import annotations
 import pytest
 
 from app.graphrag import index
-from app.graphrag.index import (derive, describe, embed_entities, embedding_text, entity_id, relationship_description,
-                                shape_inputs, write_reports)
 from app.graphrag.communities import EntityFacts
+from app.graphrag.index import (
+    derive,
+    describe,
+    embed_entities,
+    embedding_text,
+    entity_id,
+    relationship_description,
+    shape_inputs,
+    write_reports,
+)
 
 
 def rows():

@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from app.graphrag.global_search import (NO_DATA_ANSWER, GlobalSearch, MapParseError, MapProcessor, ReduceProcessor,
-                                        batch_reports, key_points, parse_json_object, ranked_points, report_row,
-                                        traceability)
-from app.graphrag.local_search import (LocalContextBuilder, fill, map_query_to_entities, order_reports,
-                                       order_text_units, select_relationships)
+from app.graphrag.global_search import (
+    NO_DATA_ANSWER,
+    GlobalSearch,
+    MapParseError,
+    MapProcessor,
+    ReduceProcessor,
+    batch_reports,
+    key_points,
+    parse_json_object,
+    ranked_points,
+    report_row,
+    traceability,
+)
+from app.graphrag.local_search import (
+    LocalContextBuilder,
+    fill,
+    map_query_to_entities,
+    order_reports,
+    order_text_units,
+    select_relationships,
+)
 from app.graphrag.models import CommunityReport, Entity, KeyPoint, MapResult, Relationship, TextUnit
 
 chars = len  # the test tokenizer: one token per character

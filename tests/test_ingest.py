@@ -6,7 +6,6 @@ import logging
 import pytest
 
 from app import ingest, loaders, sync
-from app.errors import DataSourceError
 
 FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
 

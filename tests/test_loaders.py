@@ -39,7 +39,7 @@ def test_looks_like_wide_text(raw, expected):
 
 def test_nul_bytes_are_stripped_from_csv_text(tmp_path):
     path = tmp_path / "nul.csv"
-    path.write_bytes("名前,値\nA\x00B,1\x002\n".encode("utf-8"))
+    path.write_bytes("名前,値\nA\x00B,1\x002\n".encode())
     assert loaders.csv_units(path) == [("名前:AB\n値:12", "nul.csv:r1")]
 
 

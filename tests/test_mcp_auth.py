@@ -18,9 +18,22 @@ from starlette.testclient import TestClient
 
 from app.config import Settings
 from app.errors import RagError
-from app.mcp.auth import (Token, TokenFileError, allowed_hosts, allowed_origins, bearer_token, guard, host_allowed,
-                          host_pattern, is_loopback, origin_allowed, origin_value, read_token_file, resolve_token,
-                          token_matches)
+from app.mcp.auth import (
+    Token,
+    TokenFileError,
+    allowed_hosts,
+    allowed_origins,
+    bearer_token,
+    guard,
+    host_allowed,
+    host_pattern,
+    is_loopback,
+    origin_allowed,
+    origin_value,
+    read_token_file,
+    resolve_token,
+    token_matches,
+)
 from app.mcp.server import build_server, http_app, start_lines
 
 TOKEN = "s3cret-token_for-tests"

@@ -93,7 +93,7 @@ def test_payload_reads_page_or_row_from_the_source():
 def test_documents_for_json_turns_times_into_strings():
     import datetime
 
-    when = datetime.datetime(2026, 11, 24, 3, 0, tzinfo=datetime.timezone.utc)
+    when = datetime.datetime(2026, 11, 24, 3, 0, tzinfo=datetime.UTC)
     assert service.documents_for_json([{"doc_id": "a", "ingested_at": when, "chunks": 3}]) == [
         {"doc_id": "a", "ingested_at": "2026-11-24T03:00:00+00:00", "chunks": 3}]
 

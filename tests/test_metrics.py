@@ -2,8 +2,16 @@
 import pytest
 from langchain_core.documents import Document
 
-from app.metrics import (exact_match, faithfulness, found_keywords, mean, measure_latency, normalize,
-                         percentile, retrieval_at_k)
+from app.metrics import (
+    exact_match,
+    faithfulness,
+    found_keywords,
+    mean,
+    measure_latency,
+    normalize,
+    percentile,
+    retrieval_at_k,
+)
 
 
 @pytest.mark.parametrize("raw,expected", [

@@ -4,8 +4,14 @@ The SQL side runs against real PostgreSQL in tests/integration/test_hybrid.py.""
 import pytest
 from langchain_core.documents import Document
 
-from app.retrieval import (SearchRetriever, best_per_source, hybrid_search, keyword_search, reciprocal_rank_fusion,
-                           vector_search)
+from app.retrieval import (
+    SearchRetriever,
+    best_per_source,
+    hybrid_search,
+    keyword_search,
+    reciprocal_rank_fusion,
+    vector_search,
+)
 
 
 def test_rrf_hand_computed_k60():

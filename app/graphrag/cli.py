@@ -8,7 +8,7 @@ again first (it happens by itself when GRAPH_EXTRACTOR changed).
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from collections.abc import Sequence
 
 from app.config import get_settings
 

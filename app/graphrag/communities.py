@@ -18,8 +18,8 @@ sentence about each leading entity, its rank (0-10) grows with the community's w
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from app.graphrag.models import Community, CommunityReport
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from itertools import combinations
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from app.graphrag.models import ChunkGraph, Mention
 

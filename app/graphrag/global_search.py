@@ -27,11 +27,12 @@ import logging
 import random
 import re
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from app.graphrag.models import (CommunityReport, GlobalSearchResult, KeyPoint, MapResult, TraceabilityInfo)
+from app.graphrag.models import CommunityReport, GlobalSearchResult, KeyPoint, MapResult, TraceabilityInfo
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +233,7 @@ class MapProcessor:
                 points = self.extract_key_points(self.call(MAP_SYSTEM, prompt, attempt), ids)
             except MapParseError as exc:  # the model wrote no readable JSON: ask again, a little warmer
                 error = f"unreadable answer ({exc})"
-            except Exception as exc:  # noqa: BLE001 - the call failed (server down, timeout): back off
+            except Exception as exc:
                 error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                 if attempt < self.max_retries:
                     self.sleep(self.backoff_s * 2 ** attempt)

@@ -21,13 +21,20 @@ import hashlib
 import logging
 import time
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from app.config import Settings
 from app.graphrag import store as graph_store
-from app.graphrag.communities import (EntityFacts, build_graph, clip, community_ranks, detect_communities,
-                                      extractive_report)
+from app.graphrag.communities import (
+    EntityFacts,
+    build_graph,
+    clip,
+    community_ranks,
+    detect_communities,
+    extractive_report,
+)
 from app.graphrag.models import ChunkGraph, Community, CommunityReport
 
 log = logging.getLogger(__name__)
@@ -69,7 +76,7 @@ def entity_id(key: str) -> str:
 
 def relationship_id(source: str, target: str) -> str:
     """A stable relationship ID from its two entity IDs (in order)."""
-    return "r-" + hashlib.sha1(f"{source}|{target}".encode("utf-8")).hexdigest()[:12]
+    return "r-" + hashlib.sha1(f"{source}|{target}".encode()).hexdigest()[:12]
 
 
 def extractor_name(settings: Settings) -> str:
@@ -116,7 +123,7 @@ def embedding_text(title: str, description: str) -> str:
 
 def text_hash(text: str, model: str) -> str:
     """The key under which an entity vector is reused: the text and the model."""
-    return hashlib.sha256(f"{model}\n{text}".encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(f"{model}\n{text}".encode()).hexdigest()[:32]
 
 
 @dataclass

@@ -13,8 +13,8 @@ The chunks go to the LLM as numbered, citable contexts; the tables as the knowle
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from app.graphrag.models import CommunityReport, ContextResult, Entity, Relationship, TextUnit
 

@@ -8,20 +8,26 @@ the collection has not been built.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from langchain_core.documents import Document
 
 from app.config import Settings
 from app.errors import GraphNotReadyError
 from app.graphrag import store as graph_store
-from app.graphrag.global_search import (MAP_MAX_TOKENS, REDUCE_MAX_TOKENS, RETRY_TEMPERATURE, GlobalSearch,
-                                        MapProcessor, ReduceProcessor)
+from app.graphrag.global_search import (
+    MAP_MAX_TOKENS,
+    REDUCE_MAX_TOKENS,
+    RETRY_TEMPERATURE,
+    GlobalSearch,
+    MapProcessor,
+    ReduceProcessor,
+)
 from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
-from app.graphrag.models import (CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship,
-                                 TextUnit)
+from app.graphrag.models import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
 
 PROMPT_RESERVE = 200  # tokens kept for the instructions and the question around a graph context
 RELATIONSHIP_ROWS = 500  # relationships read per local search (heaviest first)

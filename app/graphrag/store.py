@@ -19,7 +19,8 @@ imports nothing else of the app, so app.db can call it inside its own transactio
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from app.graphrag.models import ChunkGraph, CommunityReport
 

@@ -29,9 +29,9 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse

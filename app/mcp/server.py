@@ -19,9 +19,10 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -121,7 +122,7 @@ def start_watcher(service: RagService, data_dir: Path, debounce_ms: int) -> thre
     def run() -> None:
         try:
             watch_and_sync(data_dir, service, debounce_ms=debounce_ms, stop=stop, on_sync=report)
-        except Exception as exc:  # noqa: BLE001 - the server keeps serving what is stored
+        except Exception as exc:
             log.warning("the file watcher stopped (%s); changes are no longer synced", exc)
 
     threading.Thread(target=run, name="watch", daemon=True).start()

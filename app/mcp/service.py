@@ -11,13 +11,13 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
-
-from typing_extensions import TypedDict
+from typing import Any
 
 from langchain_core.documents import Document
+from typing_extensions import TypedDict
 
 from app.config import ASK_MODES, SEARCH_MODES, Settings
 from app.keywords import normalize_text, query_tokens
@@ -204,7 +204,7 @@ class RagService:
     _sync_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> "RagService":
+    def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> RagService:
         """Open the store and load the embedding model now; the LLM and re-ranker load in the
         background (``preload_llm``) or on the first ``ask``."""
         from app.errors import StoreNotReadyError
@@ -227,7 +227,7 @@ class RagService:
         tries again and reports it."""
         try:
             self.context()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("the LLM could not be loaded yet (%s); `ask` will try again", exc)
 
     def context(self):

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from app import db, embedded_pg
 from app.config import Settings
-from langchain_core.embeddings import Embeddings
-
 from bench.tiny_models import build_tiny_cross_encoder
 
 ROOT = Path(__file__).resolve().parents[2]

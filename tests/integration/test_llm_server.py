@@ -27,7 +27,7 @@ QUESTION = "エラーコードE3010は何を意味しますか？"
 def start_server(model: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     """Start llama_cpp.server on a free 127.0.0.1 port; return it and its /v1 URL once it answers."""
     port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115
+    log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 1), *extra],
                             stdout=log, stderr=subprocess.STDOUT)  # a file: llama.cpp's log would fill a pipe

@@ -15,9 +15,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import event, text
 
 from app import db
-from bench import kit as benchkit
 from app.graph import default_context, run_rag
 from app.retrieval import vector_search
+from bench import kit as benchkit
 from tests.integration.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration

@@ -57,7 +57,7 @@ def scalar(engine, sql: str) -> int:
     try:
         with engine.connect() as conn:
             return int(conn.execute(text(sql)).scalar() or 0)
-    except Exception:  # noqa: BLE001 - the ingest has not created the tables yet
+    except Exception:
         return 0
 
 
