@@ -103,3 +103,30 @@ def test_password_protected_workbook_is_one_line(tmp_path):
 
 def test_check_office_zip_passes_a_good_file(tmp_path):
     check_office_zip(good_file(tmp_path / "ok.pptx"), "ok.pptx", 1, 100)
+
+
+@pytest.mark.parametrize("name,variable", [("a.xlsx", "MAX_OFFICE_MB"), ("a.pptx", "MAX_OFFICE_MB"),
+                                           ("a.png", "MAX_IMAGE_MB"), ("a.html", "MAX_TEXT_MB")])
+def test_size_limit_per_format(tmp_path, name, variable):
+    import dataclasses
+
+    from app.config import Settings
+    from app.sync import size_refusal
+
+    path = tmp_path / name
+    path.write_bytes(b"\0" * (2 * 1024 * 1024))
+    settings = dataclasses.replace(Settings(), max_office_mb=1, max_image_mb=1, max_text_mb=1)
+    assert size_refusal(f"docs/{name}", path, settings) == (
+        f"docs/{name}: 2 MB, larger than {variable}=1; skipped (raise {variable} to read it)")
+
+
+@pytest.mark.parametrize("value,message", [
+    ("jpn;rm", "OCR_LANGS must be Tesseract language names joined by '+' (e.g. jpn+eng), got 'jpn;rm'"),
+    ("jpn+", "OCR_LANGS must be Tesseract language names joined by '+' (e.g. jpn+eng), got 'jpn+'"),
+])
+def test_ocr_langs_is_validated(value, message):
+    from app.config import Settings
+
+    with pytest.raises(ValueError) as caught:
+        Settings.from_env({"OCR_LANGS": value})
+    assert str(caught.value) == message
