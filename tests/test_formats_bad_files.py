@@ -1,4 +1,5 @@
 """Bad Office files fail with one line each, before any library inflates them (app.formats.zipguard)."""
+
 from __future__ import annotations
 
 import io
@@ -72,8 +73,11 @@ def test_zip_bomb_is_refused_by_uncompressed_size(tmp_path):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("xl/worksheets/sheet1.xml", b"\0" * (3 * 1024 * 1024))
     assert path.stat().st_size < 20_000  # 3 MB of zeros inflate from a few kilobytes
-    with pytest.raises(DataSourceError, match=r"^bomb.xlsx: 3 MB uncompressed, more than MAX_ZIP_MB=2; skipped "
-                                              r"\(a zip bomb\? raise MAX_ZIP_MB to read it\)$"):
+    with pytest.raises(
+        DataSourceError,
+        match=r"^bomb.xlsx: 3 MB uncompressed, more than MAX_ZIP_MB=2; skipped "
+        r"\(a zip bomb\? raise MAX_ZIP_MB to read it\)$",
+    ):
         excel.xlsx_document(path, Limits(max_zip_mb=2))
 
 
@@ -95,9 +99,12 @@ def test_password_protected_workbook_is_one_line(tmp_path):
         OOXMLFile(fh).encrypt("secret", encrypted)
     path = tmp_path / "locked.xlsx"
     path.write_bytes(encrypted.getvalue())
-    with pytest.raises(DataSourceError, match=r"^locked.xlsx: password-protected \(encrypted\) Office file, or an old "
-                                              r"binary format saved under a new name; skipped \(remove the password, "
-                                              r"or save it again as \.xlsx\)$"):
+    with pytest.raises(
+        DataSourceError,
+        match=r"^locked.xlsx: password-protected \(encrypted\) Office file, or an old "
+        r"binary format saved under a new name; skipped \(remove the password, "
+        r"or save it again as \.xlsx\)$",
+    ):
         excel.xlsx_document(path)
 
 
@@ -105,8 +112,10 @@ def test_check_office_zip_passes_a_good_file(tmp_path):
     check_office_zip(good_file(tmp_path / "ok.pptx"), "ok.pptx", 1, 100)
 
 
-@pytest.mark.parametrize("name,variable", [("a.xlsx", "MAX_OFFICE_MB"), ("a.pptx", "MAX_OFFICE_MB"),
-                                           ("a.png", "MAX_IMAGE_MB"), ("a.html", "MAX_TEXT_MB")])
+@pytest.mark.parametrize(
+    "name,variable",
+    [("a.xlsx", "MAX_OFFICE_MB"), ("a.pptx", "MAX_OFFICE_MB"), ("a.png", "MAX_IMAGE_MB"), ("a.html", "MAX_TEXT_MB")],
+)
 def test_size_limit_per_format(tmp_path, name, variable):
     import dataclasses
 
@@ -117,13 +126,17 @@ def test_size_limit_per_format(tmp_path, name, variable):
     path.write_bytes(b"\0" * (2 * 1024 * 1024))
     settings = dataclasses.replace(Settings(), max_office_mb=1, max_image_mb=1, max_text_mb=1)
     assert size_refusal(f"docs/{name}", path, settings) == (
-        f"docs/{name}: 2 MB, larger than {variable}=1; skipped (raise {variable} to read it)")
+        f"docs/{name}: 2 MB, larger than {variable}=1; skipped (raise {variable} to read it)"
+    )
 
 
-@pytest.mark.parametrize("value,message", [
-    ("jpn;rm", "OCR_LANGS must be Tesseract language names joined by '+' (e.g. jpn+eng), got 'jpn;rm'"),
-    ("jpn+", "OCR_LANGS must be Tesseract language names joined by '+' (e.g. jpn+eng), got 'jpn+'"),
-])
+@pytest.mark.parametrize(
+    "value,message",
+    [
+        ("jpn;rm", "OCR_LANGS must be Tesseract language names joined by '+' (e.g. jpn+eng), got 'jpn;rm'"),
+        ("jpn+", "OCR_LANGS must be Tesseract language names joined by '+' (e.g. jpn+eng), got 'jpn+'"),
+    ],
+)
 def test_ocr_langs_is_validated(value, message):
     from app.config import Settings
 

@@ -1,4 +1,5 @@
 """Workbooks built with openpyxl, read back by app.formats.excel (exact sources, contexts and texts)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -65,10 +66,16 @@ def test_xlsx_rows_under_title_block_with_merged_headers(roster):
     header = "部署, 氏名, 連絡先/内線, 連絡先/メール, 出勤率, 内線+1"
     context = f"名簿 — 社員名簿 — 2024年度 社員名簿 作成日 2024-04-01 — {header}"
     assert xlsx_document(roster) == [
-        ("部署:営業部\n氏名:山田太郎\n連絡先/内線:1234\n連絡先/メール:yamada@example.jp\n出勤率:95%\n内線+1:1235",
-         "名簿.xlsx:社員名簿!r1", context),
-        ("部署:営業部\n氏名:佐藤花子\n連絡先/内線:1235\n連絡先/メール:sato@example.jp\n出勤率:90%",
-         "名簿.xlsx:社員名簿!r2", context),
+        (
+            "部署:営業部\n氏名:山田太郎\n連絡先/内線:1234\n連絡先/メール:yamada@example.jp\n出勤率:95%\n内線+1:1235",
+            "名簿.xlsx:社員名簿!r1",
+            context,
+        ),
+        (
+            "部署:営業部\n氏名:佐藤花子\n連絡先/内線:1235\n連絡先/メール:sato@example.jp\n出勤率:90%",
+            "名簿.xlsx:社員名簿!r2",
+            context,
+        ),
         ("項目:売上\n金額:1000", "名簿.xlsx:集計!r1", "名簿 — 集計 — 項目, 金額"),
         ("項目:締め日\n金額:2024-04-30", "名簿.xlsx:集計!r2", "名簿 — 集計 — 項目, 金額"),
     ]
@@ -85,7 +92,11 @@ def test_xlsx_chunks_one_per_row_with_stable_ids(roster):
     source = SourceFile("csv/名簿.xlsx", roster, "名簿.xlsx", "h")
     chunks = chunk_file(source, Settings())
     assert [c.metadata["source"] for c in chunks] == [
-        "名簿.xlsx:社員名簿!r1", "名簿.xlsx:社員名簿!r2", "名簿.xlsx:集計!r1", "名簿.xlsx:集計!r2"]
+        "名簿.xlsx:社員名簿!r1",
+        "名簿.xlsx:社員名簿!r2",
+        "名簿.xlsx:集計!r1",
+        "名簿.xlsx:集計!r2",
+    ]
     assert chunks[2].metadata["context"] == "名簿 — 集計 — 項目, 金額"
     assert [c.id for c in chunks] == [c.id for c in chunk_file(source, Settings())]
 
@@ -93,8 +104,11 @@ def test_xlsx_chunks_one_per_row_with_stable_ids(roster):
 def test_xlsx_limits(roster):
     with pytest.raises(DataSourceError, match=r"^名簿.xlsx: more than MAX_ROWS=3 data rows; skipped"):
         xlsx_document(roster, Limits(max_rows=3))
-    with pytest.raises(DataSourceError, match=r"^名簿.xlsx: sheet 社員名簿 data row 1 has a cell of 17 characters, "
-                                              r"more than MAX_CELL_CHARS=10"):
+    with pytest.raises(
+        DataSourceError,
+        match=r"^名簿.xlsx: sheet 社員名簿 data row 1 has a cell of 17 characters, "
+        r"more than MAX_CELL_CHARS=10",
+    ):
         xlsx_document(roster, Limits(max_cell_chars=10))
 
 
@@ -109,15 +123,26 @@ def test_xlsx_sheet_without_header_names_columns(tmp_path):
     wb.active.append([1, 2])
     wb.active.append([3, 4])
     wb.save(tmp_path / "n.xlsx")
-    assert xlsx_document(tmp_path / "n.xlsx") == [("列1:1\n列2:2", "n.xlsx:Sheet!r1", "n — Sheet"),
-                                                  ("列1:3\n列2:4", "n.xlsx:Sheet!r2", "n — Sheet")]
+    assert xlsx_document(tmp_path / "n.xlsx") == [
+        ("列1:1\n列2:2", "n.xlsx:Sheet!r1", "n — Sheet"),
+        ("列1:3\n列2:4", "n.xlsx:Sheet!r2", "n — Sheet"),
+    ]
 
 
-@pytest.mark.parametrize("value,number_format,expected", [
-    (None, None, ""), (True, None, "TRUE"), (3.0, None, "3"), (2.5, None, "2.5"), (0.125, "0.0%", "12.5%"),
-    (dt.datetime(2024, 4, 1), None, "2024-04-01"), (dt.datetime(2024, 4, 1, 9, 30), None, "2024-04-01 09:30"),
-    (dt.time(9, 0), None, "09:00"), ("  複数\n行 ", None, "複数 行"),
-])
+@pytest.mark.parametrize(
+    "value,number_format,expected",
+    [
+        (None, None, ""),
+        (True, None, "TRUE"),
+        (3.0, None, "3"),
+        (2.5, None, "2.5"),
+        (0.125, "0.0%", "12.5%"),
+        (dt.datetime(2024, 4, 1), None, "2024-04-01"),
+        (dt.datetime(2024, 4, 1, 9, 30), None, "2024-04-01 09:30"),
+        (dt.time(9, 0), None, "09:00"),
+        ("  複数\n行 ", None, "複数 行"),
+    ],
+)
 def test_format_value(value, number_format, expected):
     assert format_value(value, number_format) == expected
 
@@ -125,13 +150,19 @@ def test_format_value(value, number_format, expected):
 def test_fill_merged_fills_across_and_down():
     rows = [["見出し", None, None], ["a", 1, None], [None, 2, None]]
     assert list(fill_merged(rows, [(1, 1, 3, 1), (1, 2, 1, 3)])) == [
-        ["見出し", "見出し", "見出し"], ["a", 1, None], ["a", 2, None]]
+        ["見出し", "見出し", "見出し"],
+        ["a", 1, None],
+        ["a", 2, None],
+    ]
 
 
-@pytest.mark.parametrize("rows,expected", [
-    ([["表題"], ["日付", "2024-04-01"], ["品名", "単価", "数量"], ["りんご", 100, 3]], 2),
-    ([["表題", "表題", "表題"], ["品名", "単価", "数量"]], 1),  # a title merged across the table
-    ([[1, 2], [3, 4]], None),
-])
+@pytest.mark.parametrize(
+    "rows,expected",
+    [
+        ([["表題"], ["日付", "2024-04-01"], ["品名", "単価", "数量"], ["りんご", 100, 3]], 2),
+        ([["表題", "表題", "表題"], ["品名", "単価", "数量"]], 1),  # a title merged across the table
+        ([[1, 2], [3, 4]], None),
+    ],
+)
 def test_find_header(rows, expected):
     assert find_header(rows) == expected

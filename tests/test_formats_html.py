@@ -1,4 +1,5 @@
 """HTML pages read by app.formats.html: main content only, cut at headings."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,9 +29,12 @@ def test_html_main_content_cut_at_headings(tmp_path, charset):
     assert [(source, heading) for _, source, heading in units] == [
         ("keihi.html#経費精算の手引き", "経費精算の手引き"),
         ("keihi.html#申請の方法", "経費精算の手引き > 申請の方法"),
-        ("keihi.html#振込日", "経費精算の手引き > 振込日")]
-    assert units[1][0] == ("経費精算システムにログインし、領収書の画像を添付して申請します。上長の承認後、経理部が確認します。"
-                           "\n\n- 領収書の原本は30日間保管すること\n- 1万円を超える場合は事前申請が必要")
+        ("keihi.html#振込日", "経費精算の手引き > 振込日"),
+    ]
+    assert units[1][0] == (
+        "経費精算システムにログインし、領収書の画像を添付して申請します。上長の承認後、経理部が確認します。"
+        "\n\n- 領収書の原本は30日間保管すること\n- 1万円を超える場合は事前申請が必要"
+    )
     text = "\n".join(t for t, _, _ in units)
     assert "ホーム" not in text and "情報システム" not in text and "プライバシーポリシー" not in text
 

@@ -1,5 +1,6 @@
 """OCR with the real Tesseract on images drawn with a Japanese font (skipped, with the reason, without
 them); the one-line refusal when Tesseract is missing needs neither."""
+
 from __future__ import annotations
 
 import shutil
@@ -24,15 +25,18 @@ def japanese_font() -> str | None:
     if shutil.which("fc-list") is None:
         return None
     listed = subprocess.run(["fc-list", ":lang=ja", "file"], capture_output=True, text=True).stdout.split("\n")
-    files = sorted((line.strip().rstrip(":") for line in listed if line.strip()),
-                   key=lambda f: ("gothic" not in f.lower(), "ipagp" not in f, f))  # Gothic reads best
+    files = sorted(
+        (line.strip().rstrip(":") for line in listed if line.strip()),
+        key=lambda f: ("gothic" not in f.lower(), "ipagp" not in f, f),
+    )  # Gothic reads best
     return files[0] if files else None
 
 
 FONT = japanese_font()
-needs_ocr = pytest.mark.skipif(Ocr().missing() is not None or FONT is None,
-                               reason=f"needs Tesseract with jpn/jpn_vert/eng ({INSTALL_HINT}) and a Japanese font "
-                                      "(fonts-ipafont-gothic)")
+needs_ocr = pytest.mark.skipif(
+    Ocr().missing() is not None or FONT is None,
+    reason=f"needs Tesseract with jpn/jpn_vert/eng ({INSTALL_HINT}) and a Japanese font (fonts-ipafont-gothic)",
+)
 
 
 def page_image(lines=LINES) -> Image.Image:
@@ -46,19 +50,27 @@ def page_image(lines=LINES) -> Image.Image:
 
 
 def test_clean_ocr_text_drops_spaces_between_japanese_characters():
-    assert clean_ocr_text("勤 務 時 間 は 9 時 で す 。\n\fVersion 2.1 です。") == "勤務時間は 9 時です。\nVersion 2.1 です。"
+    assert (
+        clean_ocr_text("勤 務 時 間 は 9 時 で す 。\n\fVersion 2.1 です。")
+        == "勤務時間は 9 時です。\nVersion 2.1 です。"
+    )
 
 
 def test_without_tesseract_an_image_is_one_line(tmp_path):
     Image.new("L", (10, 10), 255).save(tmp_path / "scan.png")
     with pytest.raises(DataSourceError) as caught:
         image_document(tmp_path / "scan.png", MISSING)
-    assert str(caught.value) == f"scan.png: needs OCR, but Tesseract is not installed; skipped (install it: {INSTALL_HINT})"
+    assert (
+        str(caught.value)
+        == f"scan.png: needs OCR, but Tesseract is not installed; skipped (install it: {INSTALL_HINT})"
+    )
 
 
 def test_without_tesseract_an_image_only_pdf_is_one_line(tmp_path):
     Image.new("L", (100, 100), 255).save(tmp_path / "scan.pdf")
-    with pytest.raises(DataSourceError, match=r"^scan.pdf: needs OCR, but Tesseract is not installed; skipped \(install"):
+    with pytest.raises(
+        DataSourceError, match=r"^scan.pdf: needs OCR, but Tesseract is not installed; skipped \(install"
+    ):
         pdf_document(tmp_path / "scan.pdf", ocr=lambda path, numbers, count: MISSING.pdf_pages(path, numbers, count))
 
 
@@ -86,8 +98,9 @@ def test_multipage_tiff_has_a_source_per_page(tmp_path):
 
 @needs_ocr
 def test_image_only_pdf_pages_are_ocrd_with_page_sources(tmp_path):
-    page_image().save(tmp_path / "scan.pdf", resolution=300.0, save_all=True,
-                      append_images=[page_image(["有給休暇は年10日とする。"])])
+    page_image().save(
+        tmp_path / "scan.pdf", resolution=300.0, save_all=True, append_images=[page_image(["有給休暇は年10日とする。"])]
+    )
     chunks = chunk_file(SourceFile("pdf/scan.pdf", tmp_path / "scan.pdf", "scan.pdf", "h"), Settings())
     assert [c.metadata["source"] for c in chunks] == ["scan.pdf:p1", "scan.pdf:p2"]
     assert "午前9時から午後6時まで" in chunks[0].page_content

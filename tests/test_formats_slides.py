@@ -1,4 +1,5 @@
 """Decks built with python-pptx, read back by app.formats.slides (exact sources, titles and texts)."""
+
 from __future__ import annotations
 
 import pytest
@@ -37,17 +38,25 @@ def deck(tmp_path):
 
 def test_pptx_one_unit_per_slide_in_reading_order_with_notes(deck):
     assert pptx_document(deck) == [
-        ("新人研修 概要\n\n研修は4月1日から始まります。\n場所は本社3階です。\n\nノート:\n出席を取ること",
-         "研修.pptx:s1", "新人研修 概要"),
-        ("日程\n\n日付:4月1日\n内容:入社式\n内容:本社\n\n日付:4月2日\n内容:ビジネスマナー\n内容:研修室\n\n持ち物: 筆記用具",
-         "研修.pptx:s2", "日程"),
+        (
+            "新人研修 概要\n\n研修は4月1日から始まります。\n場所は本社3階です。\n\nノート:\n出席を取ること",
+            "研修.pptx:s1",
+            "新人研修 概要",
+        ),
+        (
+            "日程\n\n日付:4月1日\n内容:入社式\n内容:本社\n\n日付:4月2日\n内容:ビジネスマナー\n内容:研修室\n\n持ち物: 筆記用具",
+            "研修.pptx:s2",
+            "日程",
+        ),
     ]
 
 
 def test_pptx_chunks_carry_the_slide_title(deck):
     chunks = chunk_file(SourceFile("docs/研修.pptx", deck, "研修.pptx", "h"), Settings())
     assert [(c.metadata["source"], c.metadata["context"], c.metadata["title"]) for c in chunks] == [
-        ("研修.pptx:s1", "研修 — 新人研修 概要", "新人研修 概要"), ("研修.pptx:s2", "研修 — 日程", "日程")]
+        ("研修.pptx:s1", "研修 — 新人研修 概要", "新人研修 概要"),
+        ("研修.pptx:s2", "研修 — 日程", "日程"),
+    ]
 
 
 def test_empty_deck_is_one_line(tmp_path):

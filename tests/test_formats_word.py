@@ -1,4 +1,5 @@
 """Word files built with python-docx, read back by app.formats.word (exact sources, paths and texts)."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,8 +43,11 @@ def test_docx_document_cuts_at_headings_with_paths_lists_and_tables(rules_docx):
     assert docx_document(rules_docx) == [
         ("この規則は社員に適用する。", "規則.docx#就業規則", "就業規則"),
         ("目的を定める。\n\n・項目一\n・項目二", "規則.docx#第1章-総則", "就業規則 > 第1章 総則"),
-        ("区分:正社員\n時間:9時\n時間:18時\n\n区分:契約社員\n時間:10時\n時間:19時", "規則.docx#11-勤務時間",
-         "就業規則 > 第1章 総則 > 1.1 勤務時間"),
+        (
+            "区分:正社員\n時間:9時\n時間:18時\n\n区分:契約社員\n時間:10時\n時間:19時",
+            "規則.docx#11-勤務時間",
+            "就業規則 > 第1章 総則 > 1.1 勤務時間",
+        ),
         ("慶弔休暇がある。", "規則.docx#特別休暇", "就業規則 > 第1章 総則 > 特別休暇"),
         ("繰り返しの見出し。", "規則.docx#第1章-総則-1", "就業規則 > 第1章 総則"),
     ]
@@ -69,7 +73,8 @@ def test_docx_chunks_carry_stem_and_heading_path_as_context(rules_docx):
     chunks = chunk_file(source, Settings())
     assert [(c.metadata["source"], c.metadata["context"], c.metadata.get("title")) for c in chunks][:2] == [
         ("規則.docx#就業規則", "規則 — 就業規則", "就業規則"),
-        ("規則.docx#第1章-総則", "規則 — 就業規則 > 第1章 総則", "就業規則 > 第1章 総則")]
+        ("規則.docx#第1章-総則", "規則 — 就業規則 > 第1章 総則", "就業規則 > 第1章 総則"),
+    ]
     assert [c.id for c in chunks] == [c.id for c in chunk_file(source, Settings())]  # stable IDs
 
 

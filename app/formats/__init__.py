@@ -13,6 +13,7 @@ One module per format, each built on a maintained reader:
 :func:`read_document` is the one entry point a sync calls; every failure is a DataSourceError of
 one line naming the file.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -73,8 +74,10 @@ def read_document(path: Path, settings) -> FormatDocument:
             from app.formats.html import html_document
 
             title, sections = html_document(path, limits)
-        return FormatDocument([(text, source, _joined(stem, heading or title)) for text, source, heading in sections],
-                              {source: heading for _, source, heading in sections if heading})
+        return FormatDocument(
+            [(text, source, _joined(stem, heading or title)) for text, source, heading in sections],
+            {source: heading for _, source, heading in sections if heading},
+        )
     if suffix in SHEET_SUFFIXES:
         from app.formats import excel
 
@@ -84,8 +87,10 @@ def read_document(path: Path, settings) -> FormatDocument:
         from app.formats.slides import pptx_document
 
         slides = pptx_document(path, limits)
-        return FormatDocument([(text, source, _joined(stem, title)) for text, source, title in slides],
-                              {source: title for _, source, title in slides if title})
+        return FormatDocument(
+            [(text, source, _joined(stem, title)) for text, source, title in slides],
+            {source: title for _, source, title in slides if title},
+        )
     if suffix in IMAGE_SUFFIXES:
         from app.formats.ocr import Ocr, image_document
 

@@ -14,18 +14,22 @@ Formulas give the value Excel cached when it last saved the file (``data_only=Tr
 never calculated (a file written by a program, not saved by Excel) has none and reads as empty.
 MAX_ROWS counts the workbook's data rows, MAX_CELL_CHARS one cell.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import logging
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from app.errors import DataSourceError
 from app.formats.tables import cell_text, row_lines
 from app.loaders import Deadline, Limits, display_name
+
+DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +120,7 @@ def find_header(rows: list[list[Any]]) -> int | None:
     best, width = None, 0
     for index, row in enumerate(rows):
         cells = _filled(row)
-        if (len({str(c).strip() for c in cells}) >= 2 and all(isinstance(c, str) for c in cells)
-                and len(cells) > width):
+        if len({str(c).strip() for c in cells}) >= 2 and all(isinstance(c, str) for c in cells) and len(cells) > width:
             best, width = index, len(cells)
     return best
 
@@ -135,16 +138,22 @@ def header_names(header: list[Any], below: list[Any] | None, spans: set[int]) ->
         return names, False
     cells = {col: value for col, value in enumerate(below, start=1) if _filled([value])}
     under = {col for col in cells if col in spans}
-    if not under or not all(isinstance(v, str) for v in cells.values()) or not all(
-            col in spans or (col <= len(header) and header[col - 1] == value) for col, value in cells.items()):
+    if (
+        not under
+        or not all(isinstance(v, str) for v in cells.values())
+        or not all(col in spans or (col <= len(header) and header[col - 1] == value) for col, value in cells.items())
+    ):
         return names, False
     for col in under:
-        names[col - 1] = f"{names[col - 1]}/{format_value(cells[col])}" if col <= len(names) else format_value(cells[col])
+        names[col - 1] = (
+            f"{names[col - 1]}/{format_value(cells[col])}" if col <= len(names) else format_value(cells[col])
+        )
     return names, True
 
 
-def sheet_units(name: str, stem: str, sheet: Sheet, limits: Limits, deadline: Deadline,
-                counted: list[int]) -> list[tuple[str, str, str]]:
+def sheet_units(
+    name: str, stem: str, sheet: Sheet, limits: Limits, deadline: Deadline, counted: list[int]
+) -> list[tuple[str, str, str]]:
     """One visible sheet's data rows as ``[(text, "file.xlsx:<sheet>!r<N>", context), ...]``.
     ``counted[0]`` is the workbook's data rows so far (MAX_ROWS spans the workbook)."""
     rows = fill_merged(sheet.rows, sheet.merges)
@@ -158,14 +167,19 @@ def sheet_units(name: str, stem: str, sheet: Sheet, limits: Limits, deadline: De
     title, header, first = "", [], 0
     if at is not None:
         header_row_number = head[at][0]
-        spans = {col for min_col, min_row, max_col, max_row in sheet.merges if min_col < max_col
-                 and min_row <= header_row_number <= max_row for col in range(min_col, max_col + 1)}
+        spans = {
+            col
+            for min_col, min_row, max_col, max_row in sheet.merges
+            if min_col < max_col and min_row <= header_row_number <= max_row
+            for col in range(min_col, max_col + 1)
+        }
         below = head[at + 1][1] if at + 1 < len(head) else None
         header, two_rows = header_names(head[at][1], below, spans)
         title = " ".join(dict.fromkeys(format_value(v) for _, row in head[:at] for v in _filled(row)))
         first = at + (2 if two_rows else 1)
-    context = " — ".join(part for part in (stem, sheet.name, title[:TITLE_MAX_CHARS],
-                                           ", ".join(h for h in header if h)) if part)
+    context = " — ".join(
+        part for part in (stem, sheet.name, title[:TITLE_MAX_CHARS], ", ".join(h for h in header if h)) if part
+    )
     units: list[tuple[str, str, str]] = []
 
     def data_rows() -> Iterator[list[Any]]:
@@ -175,16 +189,20 @@ def sheet_units(name: str, stem: str, sheet: Sheet, limits: Limits, deadline: De
     for row in data_rows():
         counted[0] += 1
         if counted[0] > limits.max_rows:
-            raise DataSourceError(f"{name}: more than MAX_ROWS={limits.max_rows} data rows; skipped "
-                                  "(raise MAX_ROWS, or split the workbook)")
+            raise DataSourceError(
+                f"{name}: more than MAX_ROWS={limits.max_rows} data rows; skipped "
+                "(raise MAX_ROWS, or split the workbook)"
+            )
         if counted[0] % 1000 == 0:
             deadline.check(f"sheet {sheet.name}, row {len(units) + 1}")
         values = [format_value(v) for v in row]
         longest = max((len(v) for v in values), default=0)
         if longest > limits.max_cell_chars:
-            raise DataSourceError(f"{name}: sheet {sheet.name} data row {len(units) + 1} has a cell of {longest} "
-                                  f"characters, more than MAX_CELL_CHARS={limits.max_cell_chars}; skipped "
-                                  "(raise MAX_CELL_CHARS to read it)")
+            raise DataSourceError(
+                f"{name}: sheet {sheet.name} data row {len(units) + 1} has a cell of {longest} "
+                f"characters, more than MAX_CELL_CHARS={limits.max_cell_chars}; skipped "
+                "(raise MAX_CELL_CHARS to read it)"
+            )
         text = row_lines(header, values)
         if text:
             units.append((text, f"{name}:{sheet.name}!r{len(units) + 1}", context))
@@ -227,9 +245,15 @@ def _openpyxl_rows(ws) -> Iterator[list[Any]]:
         while expected < number:
             yield []
             expected += 1
-        yield [_Cell(cell.value, cell.number_format) if isinstance(cell.value, (int, float))
-               and not isinstance(cell.value, bool) and cell.number_format and "%" in cell.number_format
-               else cell.value for cell in row]
+        yield [
+            _Cell(cell.value, cell.number_format)
+            if isinstance(cell.value, (int, float))
+            and not isinstance(cell.value, bool)
+            and cell.number_format
+            and "%" in cell.number_format
+            else cell.value
+            for cell in row
+        ]
         expected += 1
 
 
@@ -255,7 +279,7 @@ def _merged_ranges(ws) -> list[tuple[int, int, int, int]]:
     return ranges
 
 
-def xlsx_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str, str]]:
+def xlsx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, str, str]]:
     """An ``.xlsx``/``.xlsm`` workbook as row units (:func:`workbook_units`). The container is checked
     first (:mod:`app.formats.zipguard`: encrypted, corrupt, zip bomb). DataSourceError on any failure."""
     from openpyxl import load_workbook
@@ -305,7 +329,7 @@ def _xlrd_sheets(book) -> Iterator[Sheet]:
         yield Sheet(sheet.name, sheet.visibility != 0, merges, rows())
 
 
-def xls_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str, str]]:
+def xls_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, str, str]]:
     """An old binary ``.xls`` workbook (Excel 97–2003) read with xlrd, as :func:`xlsx_document` reads
     ``.xlsx``. DataSourceError if it is encrypted, corrupt or unreadable."""
     import xlrd
@@ -320,8 +344,11 @@ def xls_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str, 
     except DataSourceError:
         raise
     except xlrd.biffh.XLRDError as exc:
-        reason = "password-protected (encrypted) workbook; remove the password" if "encrypt" in str(exc).lower() \
+        reason = (
+            "password-protected (encrypted) workbook; remove the password"
+            if "encrypt" in str(exc).lower()
             else f"unreadable .xls workbook ({exc})"
+        )
         raise DataSourceError(f"{name}: {reason}; skipped") from exc
     except (OSError, MemoryError) as exc:
         raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc})") from exc

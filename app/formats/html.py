@@ -6,6 +6,7 @@ Markdown, which is then cut at its headings as a ``.md`` file is: source ``file.
 heading path as context. A page where trafilatura finds no main content is read whole (its text
 without markup). No model, nothing fetched: links and images are not followed.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 from app.errors import DataSourceError
 from app.formats.sections import section_units
 from app.loaders import Deadline, Limits, display_name, markdown_sections, strip_nul
+
+DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
 
 def _config():
@@ -32,9 +35,18 @@ def main_text(raw: bytes) -> tuple[str, str]:
     no main content is found, '' when the page has no text at all."""
     import trafilatura
 
-    markdown = trafilatura.extract(raw, output_format="markdown", include_tables=True, include_links=False,
-                                   include_images=False, include_comments=False, include_formatting=True,
-                                   favor_recall=True, with_metadata=False, config=_config())
+    markdown = trafilatura.extract(
+        raw,
+        output_format="markdown",
+        include_tables=True,
+        include_links=False,
+        include_images=False,
+        include_comments=False,
+        include_formatting=True,
+        favor_recall=True,
+        with_metadata=False,
+        config=_config(),
+    )
     metadata = trafilatura.extract_metadata(raw)
     title = (metadata.title or "").strip() if metadata is not None else ""
     if not markdown or not markdown.strip():
@@ -42,7 +54,7 @@ def main_text(raw: bytes) -> tuple[str, str]:
     return strip_nul(title), strip_nul(markdown)
 
 
-def html_document(path: Path, limits: Limits = Limits()) -> tuple[str, list[tuple[str, str, str]]]:
+def html_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> tuple[str, list[tuple[str, str, str]]]:
     """An HTML page as ``(title, [(text, "file.html#slug", heading path), ...])``; the title is the
     page's ``<title>`` (or ''). DataSourceError if unreadable or without text."""
     name = display_name(path)

@@ -10,6 +10,7 @@ file that needs OCR fails with one line saying what to install.
 OCR is slow (seconds per page), but a sync reads a file again only when its bytes change: the OCR'd
 text is stored with the document's chunks, so an unchanged scan is never OCR'd twice.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,7 +25,9 @@ from pathlib import Path
 
 from app.config import OCR_LANGS_DEFAULT
 from app.errors import DataSourceError
-from app.loaders import Deadline, Limits, clean_pdf_text, display_name, strip_nul
+from app.loaders import Limits, clean_pdf_text, display_name, strip_nul
+
+DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class Ocr:
     command: str = "tesseract"
 
     @classmethod
-    def from_settings(cls, settings) -> "Ocr":
+    def from_settings(cls, settings) -> Ocr:
         """The OCR a :class:`app.config.Settings` sets."""
         return cls(settings.ocr_langs, settings.ocr_dpi)
 
@@ -80,11 +83,18 @@ class Ocr:
         image.convert("L").save(buffer, format="PNG")
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
         try:
-            done = subprocess.run([self.command, "stdin", "stdout", "-l", self.langs, "--psm", "3"],
-                                  input=buffer.getvalue(), capture_output=True, timeout=seconds, env=env)
+            done = subprocess.run(
+                [self.command, "stdin", "stdout", "-l", self.langs, "--psm", "3"],
+                input=buffer.getvalue(),
+                capture_output=True,
+                timeout=seconds,
+                env=env,
+            )
         except subprocess.TimeoutExpired:
-            raise DataSourceError(f"{name}: OCR of {where} took longer than PARSE_TIMEOUT_S={seconds:g} s; skipped "
-                                  "(raise PARSE_TIMEOUT_S to read it)") from None
+            raise DataSourceError(
+                f"{name}: OCR of {where} took longer than PARSE_TIMEOUT_S={seconds:g} s; skipped "
+                "(raise PARSE_TIMEOUT_S to read it)"
+            ) from None
         except OSError as exc:
             raise DataSourceError(f"{name}: OCR failed ({exc.__class__.__name__}: {exc}); skipped") from None
         if done.returncode != 0:
@@ -92,7 +102,9 @@ class Ocr:
             raise DataSourceError(f"{name}: OCR of {where} failed ({lines[-1] if lines else done.returncode}); skipped")
         return clean_ocr_text(done.stdout.decode("utf-8", "replace"))
 
-    def pdf_pages(self, path: Path, numbers: list[int], page_count: int, limits: Limits = Limits()) -> dict[int, str]:
+    def pdf_pages(
+        self, path: Path, numbers: list[int], page_count: int, limits: Limits = DEFAULT_LIMITS
+    ) -> dict[int, str]:
         """The OCR text of the PDF pages ``numbers`` (1-based; those with no text layer) as
         ``{number: text}`` (pages where Tesseract reads nothing left out).
 
@@ -104,8 +116,13 @@ class Ocr:
         if refused:
             if len(numbers) == page_count:
                 raise DataSourceError(refused)
-            log.warning("%s: %d of %d pages have no text layer and were not OCR'd (install Tesseract: %s)",
-                        name, len(numbers), page_count, INSTALL_HINT)
+            log.warning(
+                "%s: %d of %d pages have no text layer and were not OCR'd (install Tesseract: %s)",
+                name,
+                len(numbers),
+                page_count,
+                INSTALL_HINT,
+            )
             return {}
         import pypdfium2 as pdfium
 
@@ -119,8 +136,9 @@ class Ocr:
                 started = time.monotonic()
                 image = render_page(document[number - 1], self.dpi)
                 text = self.read_image(image, name, f"page {number}", limits.parse_timeout_s)
-                log.info("%s: OCR page %d (%d/%d) in %.1f s", name, number, done, len(numbers),
-                         time.monotonic() - started)
+                log.info(
+                    "%s: OCR page %d (%d/%d) in %.1f s", name, number, done, len(numbers), time.monotonic() - started
+                )
                 if text:
                     texts[number] = text
         finally:
@@ -135,7 +153,7 @@ def render_page(page, dpi: int):
     return page.render(scale=scale, grayscale=True).to_pil()
 
 
-def image_document(path: Path, ocr: Ocr, limits: Limits = Limits()) -> list[tuple[str, str]]:
+def image_document(path: Path, ocr: Ocr, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, str]]:
     """An image file OCR'd: ``[(text, source), ...]``, source ``file.png`` for a single image and
     ``file.tif:p<N>`` for each page of a multi-page TIFF. DataSourceError if OCR cannot run (one line
     saying what to install), the image is unreadable or too large (MAX_PIXELS), or no text is read."""
@@ -151,8 +169,10 @@ def image_document(path: Path, ocr: Ocr, limits: Limits = Limits()) -> list[tupl
             frames = getattr(image, "n_frames", 1)
             for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
                 if frame.width * frame.height > MAX_PIXELS:
-                    raise DataSourceError(f"{name}: {frame.width}×{frame.height} pixels, more than {MAX_PIXELS:,} "
-                                          "(a decompression bomb?); skipped")
+                    raise DataSourceError(
+                        f"{name}: {frame.width}×{frame.height} pixels, more than {MAX_PIXELS:,} "
+                        "(a decompression bomb?); skipped"
+                    )
                 started = time.monotonic()
                 text = ocr.read_image(frame, name, f"page {number}", limits.parse_timeout_s)
                 log.info("%s: OCR page %d/%d in %.1f s", name, number, frames, time.monotonic() - started)

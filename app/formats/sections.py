@@ -4,6 +4,7 @@ Word and HTML documents are read into ``(heading path, body)`` sections; this mo
 into text units exactly as :func:`app.loaders.text_document` does for Markdown, so a section of a
 ``.docx`` and of a ``.md`` with the same headings get the same kind of source ID.
 """
+
 from __future__ import annotations
 
 from app.loaders import heading_slug

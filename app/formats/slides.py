@@ -6,6 +6,7 @@ right (grouped shapes inside their group), tables as ``column:value`` lines unde
 ``file.pptx:s<N>`` (N = the slide's number in the deck), context ``stem — slide title``. Pictures,
 charts and SmartArt are not read. A slide with no text is left out; a deck with none is an error.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 from app.errors import DataSourceError
 from app.formats.tables import cell_text, grid_text
 from app.loaders import Deadline, Limits, display_name, strip_nul
+
+DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
 NOTES_LABEL = "ノート:"
 
@@ -67,7 +70,7 @@ def slide_text(slide) -> tuple[str, str]:
     return title, "\n\n".join(parts)
 
 
-def pptx_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str, str]]:
+def pptx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, str, str]]:
     """A ``.pptx`` as ``[(text, "file.pptx:s<N>", slide title), ...]`` (slides without text left out).
     The container is checked first (:mod:`app.formats.zipguard`). DataSourceError if the deck is
     encrypted, corrupt, too large inflated, unreadable, or has no text (an empty deck)."""

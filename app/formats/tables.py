@@ -1,4 +1,5 @@
 """A table's rows as ``column:value`` lines, the way CSV rows are rendered (:func:`app.loaders.row_to_text`)."""
+
 from __future__ import annotations
 
 from app.loaders import strip_nul

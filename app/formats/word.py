@@ -6,6 +6,7 @@ paragraph drawn all bold and large (≥ 14 pt). List items are marked ``・`` (i
 a table's rows become ``column:value`` lines under its first row. Headers, footers, text boxes and
 comments are not read.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,6 +16,8 @@ from app.errors import DataSourceError
 from app.formats.sections import cut_at_headings, section_units
 from app.formats.tables import cell_text, grid_text
 from app.loaders import Deadline, Limits, display_name, strip_nul
+
+DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
 _HEADING_STYLE = re.compile(r"^(?:heading|見出し)\s*([1-9])$", re.IGNORECASE)
 BOLD_HEADING_PT = 14  # an all-bold paragraph at least this large (and short) is a heading
@@ -95,15 +98,20 @@ def _join_lists(blocks: list[tuple[int | None, str]]) -> list[tuple[int | None, 
     """Consecutive list items as one block (one item per line, not a paragraph each)."""
     out: list[tuple[int | None, str]] = []
     for level, text in blocks:
-        if out and level is None and out[-1][0] is None and text.lstrip("　").startswith("・") \
-                and out[-1][1].rsplit("\n", 1)[-1].lstrip("　").startswith("・"):
+        if (
+            out
+            and level is None
+            and out[-1][0] is None
+            and text.lstrip("　").startswith("・")
+            and out[-1][1].rsplit("\n", 1)[-1].lstrip("　").startswith("・")
+        ):
             out[-1] = (None, out[-1][1] + "\n" + text)
         else:
             out.append((level, text))
     return out
 
 
-def docx_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str, str]]:
+def docx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, str, str]]:
     """A ``.docx`` as ``[(text, "file.docx#heading-slug", heading path), ...]``, cut at headings as
     Markdown is. The container is checked first (:mod:`app.formats.zipguard`). DataSourceError if it
     is encrypted, corrupt, too large inflated, unreadable, or has no text."""

@@ -7,6 +7,7 @@ millions of entries) must be refused from the archive's directory alone, before 
 inflated: the readers (openpyxl, python-docx, python-pptx) inflate through :mod:`zipfile`, which
 never reads past an entry's declared size, so the declared sizes bound what they can inflate.
 """
+
 from __future__ import annotations
 
 import zipfile
@@ -27,9 +28,11 @@ def check_office_zip(path: Path, name: str, max_mb: int, max_entries: int) -> No
     except OSError as exc:
         raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
     if head == OLE_MAGIC:
-        raise DataSourceError(f"{name}: password-protected (encrypted) Office file, or an old binary format saved "
-                              "under a new name; skipped (remove the password, or save it again as "
-                              f"{path.suffix.lower() or 'an Office Open XML file'})")
+        raise DataSourceError(
+            f"{name}: password-protected (encrypted) Office file, or an old binary format saved "
+            "under a new name; skipped (remove the password, or save it again as "
+            f"{path.suffix.lower() or 'an Office Open XML file'})"
+        )
     try:
         with zipfile.ZipFile(path) as archive:
             entries = archive.infolist()
@@ -38,9 +41,13 @@ def check_office_zip(path: Path, name: str, max_mb: int, max_entries: int) -> No
     except OSError as exc:
         raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
     if len(entries) > max_entries:
-        raise DataSourceError(f"{name}: {len(entries)} entries in its zip, more than MAX_ZIP_ENTRIES={max_entries}; "
-                              "skipped (a zip bomb? raise MAX_ZIP_ENTRIES to read it)")
+        raise DataSourceError(
+            f"{name}: {len(entries)} entries in its zip, more than MAX_ZIP_ENTRIES={max_entries}; "
+            "skipped (a zip bomb? raise MAX_ZIP_ENTRIES to read it)"
+        )
     inflated = sum(entry.file_size for entry in entries)
     if inflated > max_mb * 1024 * 1024:
-        raise DataSourceError(f"{name}: {inflated / 1024 / 1024:.0f} MB uncompressed, more than MAX_ZIP_MB={max_mb}; "
-                              "skipped (a zip bomb? raise MAX_ZIP_MB to read it)")
+        raise DataSourceError(
+            f"{name}: {inflated / 1024 / 1024:.0f} MB uncompressed, more than MAX_ZIP_MB={max_mb}; "
+            "skipped (a zip bomb? raise MAX_ZIP_MB to read it)"
+        )

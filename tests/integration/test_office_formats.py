@@ -1,6 +1,7 @@
 """Word, Excel, PowerPoint, HTML and a scan synced into the real database (issue 26): found by search
 under their row/section/slide sources, a bad file is one failure, an unchanged folder embeds nothing,
 a removed file leaves the store."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,7 +45,8 @@ def make_folder(data):
     (data / "docs" / "wifi.html").write_text(
         "<html><head><title>無線LAN</title></head><body><nav><a href='/'>ホーム</a></nav><main><h1>来客用Wi-Fi</h1>"
         "<p>来客用の無線LANのSSIDはGUEST-NETで、パスワードは受付で毎朝更新されます。</p></main></body></html>",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     broken = data / "docs" / "壊れた.docx"
     broken.write_bytes((data / "docs" / "出張規程.docx").read_bytes()[:500])
     if OCR_READY:
@@ -60,11 +62,19 @@ def test_office_formats_sync_search_and_remove(own_store, engine, tmp_path):
     name = own_store.settings.collection_name
     _, report = own_store.sync(data, graph=False)
     assert (report.added, report.failed) == (5 if OCR_READY else 4, 1)
-    assert report.failures == [f for f in report.failures if f.startswith("docs/壊れた.docx")] and len(
-        report.failures) == 1 and "\n" not in report.failures[0]
+    assert (
+        report.failures == [f for f in report.failures if f.startswith("docs/壊れた.docx")]
+        and len(report.failures) == 1
+        and "\n" not in report.failures[0]
+    )
     stored = {source for source, _ in rows(engine, name)}
-    assert {"備品.xlsx:備品台帳!r1", "備品.xlsx:備品台帳!r2", "出張規程.docx#日当", "防災.pptx:s1",
-            "wifi.html#来客用wi-fi"} <= stored
+    assert {
+        "備品.xlsx:備品台帳!r1",
+        "備品.xlsx:備品台帳!r2",
+        "出張規程.docx#日当",
+        "防災.pptx:s1",
+        "wifi.html#来客用wi-fi",
+    } <= stored
     assert keyword_search(engine, name, "延長コード", 1)[0].metadata["source"] == "備品.xlsx:備品台帳!r2"
     hits = own_store.search("プロジェクターはどこに保管されていますか", search_mode="hybrid", top_k=3)
     assert hits[0].metadata["source"] == "備品.xlsx:備品台帳!r1"
