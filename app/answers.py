@@ -12,6 +12,7 @@ are dropped (:func:`clean_citations`, and :class:`CitationFilter` while streamin
 The abstention signals (:func:`question_coverage`, :func:`says_not_in_documents`,
 :func:`unsupported_numbers`) are used by the generate node in app.graph.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,8 +41,10 @@ GRAPH_PREAMBLE = "知識グラフ（資料から抽出したエンティティ�
 # [1] [12] [1, 2] [1][2] ［１］ 【1】 — half- or full-width brackets and digits.
 _CITATION = re.compile(r"[\[［【]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］】]")
 # The model's own ways of saying the documents do not hold the answer.
-_ABSTAIN = re.compile(r"記載(が|は)(ありません|ない)|記載されていません|"
-                      r"(情報|記述|記載)(が|は)(見つかりません|ありません|含まれていません)")
+_ABSTAIN = re.compile(
+    r"記載(が|は)(ありません|ない)|記載されていません|"
+    r"(情報|記述|記載)(が|は)(見つかりません|ありません|含まれていません)"
+)
 
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|\n+")
@@ -77,8 +80,11 @@ def focus_context(text: str, query: str, max_chars: int) -> str:
                 used += len(parts[i])
         if used >= max_chars:
             break
-    return "".join(parts[i] if i - 1 in chosen or i == min(chosen) else "…" + parts[i]
-                   for i in sorted(chosen)) if chosen else text[:max_chars]
+    return (
+        "".join(parts[i] if i - 1 in chosen or i == min(chosen) else "…" + parts[i] for i in sorted(chosen))
+        if chosen
+        else text[:max_chars]
+    )
 
 
 def numbered_context(number: int, source: str, text: str) -> str:
@@ -91,8 +97,9 @@ def system_prompt(style: str) -> str | None:
     return CITED_SYSTEM if style == "cited" else None
 
 
-def build_prompt(query: str, contexts: Sequence[str], sources: Sequence[str] | None = None,
-                 style: str = "cited", preamble: str = "") -> str:
+def build_prompt(
+    query: str, contexts: Sequence[str], sources: Sequence[str] | None = None, style: str = "cited", preamble: str = ""
+) -> str:
     """The prompt (user message) for ``style``; ``cited`` numbers the contexts with their sources
     (``unknown`` if absent) and goes with :func:`system_prompt`. ``preamble`` (local graph search's
     tables) comes first, under GRAPH_PREAMBLE."""
@@ -102,8 +109,10 @@ def build_prompt(query: str, contexts: Sequence[str], sources: Sequence[str] | N
     if style != "cited":
         raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, got {style!r}")
     sources = list(sources or [])
-    blocks = [numbered_context(i, sources[i - 1] if i <= len(sources) else "unknown", text)
-              for i, text in enumerate(contexts, start=1)]
+    blocks = [
+        numbered_context(i, sources[i - 1] if i <= len(sources) else "unknown", text)
+        for i, text in enumerate(contexts, start=1)
+    ]
     return head + CITED_TEMPLATE.format(contexts="\n\n".join(blocks), query=query)
 
 
@@ -258,7 +267,7 @@ class CitationFilter:
         whitespace waits for more text (the answer is stripped at the end)."""
         text = self.space + self._feed(piece)
         body = text.rstrip()
-        self.space = text[len(body):]
+        self.space = text[len(body) :]
         return body
 
     def _feed(self, piece: str) -> str:
@@ -281,7 +290,7 @@ class CitationFilter:
             match = _CITATION.match(rest)
             if match:
                 out.append(clean_citations(match.group(0), self.n_contexts))
-                text = rest[match.end():]
+                text = rest[match.end() :]
             elif len(rest) < self.MAX_HELD and not re.search(r"[\]］】]", rest):
                 self.held = rest  # may still become a citation
                 break

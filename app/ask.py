@@ -1,5 +1,6 @@
 """Ask a question (§4.8): ``python -m app.ask "質問"`` runs the LangGraph workflow and
 prints the answer and its sources."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,9 +13,16 @@ from app.config import Settings, get_settings
 from app.errors import RagError
 
 
-def search(query: str, k: int | None = None, top_k: int | None = None, vectorstore: Any = None,
-           reranker: Any = "load", settings: Settings | None = None, mode: str | None = None,
-           search_fn: Any = None) -> list[dict]:
+def search(
+    query: str,
+    k: int | None = None,
+    top_k: int | None = None,
+    vectorstore: Any = None,
+    reranker: Any = "load",
+    settings: Settings | None = None,
+    mode: str | None = None,
+    search_fn: Any = None,
+) -> list[dict]:
     """First-stage search (SEARCH_K) then cross-encoder re-ranking (RERANK_TOP_K) via ContextualCompressionRetriever.
 
     The first stage is ``vectorstore.as_retriever`` when a vectorstore is given
@@ -48,8 +56,12 @@ def search(query: str, k: int | None = None, top_k: int | None = None, vectorsto
 
         docs = get_compression_retriever(base, reranker).invoke(query)[:top_k]
     return [
-        {"content": d.page_content, "source": d.metadata.get("source", "unknown"),
-         "chunk_index": d.metadata.get("chunk_index"), "score": d.metadata.get("rerank_score")}
+        {
+            "content": d.page_content,
+            "source": d.metadata.get("source", "unknown"),
+            "chunk_index": d.metadata.get("chunk_index"),
+            "score": d.metadata.get("rerank_score"),
+        }
         for d in docs
     ]
 
@@ -70,8 +82,13 @@ def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, a
     return "\n".join([header] + (lines or ["(none)"]))
 
 
-def format_output(answer: str, sources: Sequence[str], cited: Sequence[str] | None = None,
-                  abstained: bool = False, quote: str | None = None) -> str:
+def format_output(
+    answer: str,
+    sources: Sequence[str],
+    cited: Sequence[str] | None = None,
+    abstained: bool = False,
+    quote: str | None = None,
+) -> str:
     """The §4.8 output: an Answer section (the answer, then the ``根拠: 「…」[n]`` line quoting the context
     it was taken from, when found), then one ``- source`` line per source."""
     body = answer.strip() + (f"\n{quote}" if quote else "")
@@ -108,7 +125,7 @@ class TokenPrinter:
             self.started = True
         text = self.pending + piece
         body = text.rstrip()
-        self.pending = text[len(body):]
+        self.pending = text[len(body) :]
         if body:
             self.out.write(body)
             self.out.flush()
@@ -137,13 +154,33 @@ def timing_report(state: dict, first_token_at: float | None) -> str:
     import json
 
     peak_mb = peak_rss_mb()
-    return json.dumps({"mode": state.get("mode"), "route_reason": state.get("route_reason"),
-                       "timings": state.get("timings", {}), "peak_rss_mb": round(peak_mb, 1),
-                       "process_start_to_first_token_s": first_token_at}, ensure_ascii=False)
+    return json.dumps(
+        {
+            "mode": state.get("mode"),
+            "route_reason": state.get("route_reason"),
+            "timings": state.get("timings", {}),
+            "peak_rss_mb": round(peak_mb, 1),
+            "process_start_to_first_token_s": first_token_at,
+        },
+        ensure_ascii=False,
+    )
 
 
-JSON_KEYS = ("answer", "quote", "sources", "cited_sources", "warnings", "mode", "route_reason", "abstained", "confidence",
-             "graph", "traceability", "map_results", "timings")
+JSON_KEYS = (
+    "answer",
+    "quote",
+    "sources",
+    "cited_sources",
+    "warnings",
+    "mode",
+    "route_reason",
+    "abstained",
+    "confidence",
+    "graph",
+    "traceability",
+    "map_results",
+    "timings",
+)
 
 
 def json_report(state: dict, seconds: float | None = None) -> str:
@@ -172,14 +209,22 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
 
     parser = argparse.ArgumentParser(prog="python -m app.ask", description=__doc__.split("\n")[0])
     parser.add_argument("query", nargs="*", help="the question (quote it)")
-    parser.add_argument("--mode", default=None, metavar="MODE",
-                        help="hybrid | vector | keyword (first-stage search), local | global (graph search) or "
-                             "auto (chosen per question); default: SEARCH_MODE or hybrid")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object: answer, sources, the mode chosen, traceability, timings")
+    parser.add_argument(
+        "--mode",
+        default=None,
+        metavar="MODE",
+        help="hybrid | vector | keyword (first-stage search), local | global (graph search) or "
+        "auto (chosen per question); default: SEARCH_MODE or hybrid",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: answer, sources, the mode chosen, traceability, timings",
+    )
     parser.add_argument("--no-stream", action="store_true", help="print the answer only when complete")
-    parser.add_argument("--timings", action="store_true",
-                        help="print per-node timings and peak memory as JSON on stderr")
+    parser.add_argument(
+        "--timings", action="store_true", help="print per-node timings and peak memory as JSON on stderr"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     query = " ".join(args.query).strip()

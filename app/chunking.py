@@ -8,6 +8,7 @@ prefers to cut, in this order, at a paragraph break, at the end of a sentence
 forward to the next space" (what the spec describes for Latin text) would turn a
 whole page into one chunk; we never exceed ``chunk_size`` instead.
 """
+
 from __future__ import annotations
 
 import re
@@ -96,9 +97,7 @@ def split_paragraphs(text: str | None) -> list[str]:
     return [p.strip() for p in _PARAGRAPH_SPLIT.split(text) if p.strip()]
 
 
-def split_by_structure(
-    text: str | None, chunk_size: int | None = None, overlap: int = 100
-) -> list[str]:
+def split_by_structure(text: str | None, chunk_size: int | None = None, overlap: int = 100) -> list[str]:
     """Split into paragraphs (blank-line separated); split long ones with :func:`split_text`.
 
     With ``chunk_size=None`` the paragraphs are returned as they are.

@@ -1,4 +1,5 @@
 """What every command-line entry point shares: logging setup and one-line errors."""
+
 from __future__ import annotations
 
 import logging

@@ -4,6 +4,7 @@ Every other module receives a :class:`Settings` (or calls :func:`get_settings`)
 instead of touching ``os.environ``. Numeric variables are validated here, and a
 bad value raises ``ValueError`` naming the variable and the value.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,6 +77,8 @@ PROMPT_STYLES = ("cited", "spec")  # app.answers: numbered contexts with citatio
 # question and a candidate chunk is lower. `make tune` on both tuning sets (sample and real) with
 # multilingual-e5-small: the highest value that refuses no answerable question (README, "Abstention").
 ABSTAIN_MIN_SIMILARITY_DEFAULT = 0.82
+
+
 # Hybrid fusion defaults (README, "Hybrid search"): plain RRF, k=60, equal weights. `make tune` chose
 # them on data/tuning_questions.json with multilingual-e5-small and BM25; on the real tuning set
 # (data/real/) they tie for the best Retrieval@3 and @10 (k=5 1:1 wins on MRR by one rank).
@@ -138,8 +141,7 @@ def _read_weights(env: Mapping[str, str]) -> tuple[float, float]:
     except ValueError:
         weights = ()
     if len(weights) != 2 or not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
-        raise ValueError(f"HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', "
-                         f"not both 0, got {raw!r}")
+        raise ValueError(f"HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got {raw!r}")
     return weights  # type: ignore[return-value]
 
 
@@ -215,8 +217,9 @@ def _read_password(env: Mapping[str, str], host: str | None) -> str:
     if "DB_PASSWORD" in env:
         return env["DB_PASSWORD"]
     if host is not None:
-        raise ValueError("DB_HOST is set, so DB_PASSWORD or DB_PASSWORD_FILE must be set too (there is no default "
-                         "password)")
+        raise ValueError(
+            "DB_HOST is set, so DB_PASSWORD or DB_PASSWORD_FILE must be set too (there is no default password)"
+        )
     return ""
 
 
@@ -232,7 +235,8 @@ def mask_url(url: str) -> str:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
     query = "&".join(
         f"{name}=***" if sep and any(word in name.lower() for word in SECRET_QUERY_WORDS) else f"{name}{sep}{value}"
-        for name, sep, value in (item.partition("=") for item in parts.query.split("&") if item))
+        for name, sep, value in (item.partition("=") for item in parts.query.split("&") if item)
+    )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -244,7 +248,9 @@ def split_userinfo(url: str) -> tuple[str, str]:
         return url, ""
     userinfo, host = parts.netloc.rsplit("@", 1)
     user, _, password = userinfo.partition(":")
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"{unquote(user)}:{unquote(password)}"
+    return urlunsplit(
+        (parts.scheme, host, parts.path, parts.query, parts.fragment)
+    ), f"{unquote(user)}:{unquote(password)}"
 
 
 def _read_base_url(env: Mapping[str, str], name: str, key_name: str) -> tuple[str | None, str]:
@@ -262,13 +268,16 @@ def _read_base_url(env: Mapping[str, str], name: str, key_name: str) -> tuple[st
     except ValueError:
         hostname = None
     if parts.scheme not in ("http", "https") or not hostname:
-        raise ValueError(f"{name} must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, "
-                         f"got {mask_url(raw)!r}")
+        raise ValueError(
+            f"{name} must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got {mask_url(raw)!r}"
+        )
     url, userinfo = split_userinfo(raw.rstrip("/"))
     if userinfo and env.get(key_name, ""):
-        raise ValueError(f"{name} carries a user:password and {key_name} is set too; a request sends one "
-                         f"Authorization header: keep the password in the URL (HTTP Basic) or {key_name} "
-                         "(Bearer), not both")
+        raise ValueError(
+            f"{name} carries a user:password and {key_name} is set too; a request sends one "
+            f"Authorization header: keep the password in the URL (HTTP Basic) or {key_name} "
+            "(Bearer), not both"
+        )
     return url, userinfo
 
 
@@ -285,8 +294,10 @@ def _read_database_url(env: Mapping[str, str], host: str | None) -> str | None:
         raise ValueError("DATABASE_URL and DB_HOST are both set; set one of them")
     scheme, sep, rest = raw.partition("://")
     if not sep or scheme not in DATABASE_URL_SCHEMES or not rest:
-        raise ValueError("DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
-                         f"(scheme {scheme or '?'!r} is not one of {', '.join(DATABASE_URL_SCHEMES)})")
+        raise ValueError(
+            "DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
+            f"(scheme {scheme or '?'!r} is not one of {', '.join(DATABASE_URL_SCHEMES)})"
+        )
     try:
         urlsplit(raw).port  # noqa: B018 (validates the port)
     except ValueError:
@@ -376,15 +387,20 @@ class Settings:
     def __repr__(self) -> str:
         """Settings as they may be shown: passwords, keys and tokens masked."""
         hidden = {"db_password", "llm_api_key", "embed_api_key", "llm_url_auth", "embed_url_auth", "mcp_token"}
-        shown = ", ".join(f"{f.name}={'***' if f.name in hidden and getattr(self, f.name) else getattr(self, f.name)!r}"
-                          for f in fields(self) if f.name != "database_url")
+        shown = ", ".join(
+            f"{f.name}={'***' if f.name in hidden and getattr(self, f.name) else getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.name != "database_url"
+        )
         return f"Settings({shown})"
 
     def _checked(self) -> Settings:
         """Checks across variables (ValueError naming them)."""
         if self.graph_community_prop + self.graph_text_unit_prop > 1.0:
-            raise ValueError(f"GRAPH_COMMUNITY_PROP + GRAPH_TEXT_UNIT_PROP must be at most 1, got "
-                             f"{self.graph_community_prop:g} + {self.graph_text_unit_prop:g}")
+            raise ValueError(
+                f"GRAPH_COMMUNITY_PROP + GRAPH_TEXT_UNIT_PROP must be at most 1, got "
+                f"{self.graph_community_prop:g} + {self.graph_text_unit_prop:g}"
+            )
         return self
 
     @property

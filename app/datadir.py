@@ -12,6 +12,7 @@ Problems come back as ``(doc_id, reason, keep)``: ``keep`` is True when the file
 be read this time (its stored version stays), False when the policy refuses it (a stored version
 from before the policy is removed by the sync, as for a deleted file).
 """
+
 from __future__ import annotations
 
 import os
@@ -116,8 +117,10 @@ class Walker:
                 self.skip(directory, f"a link to {escape(str(real))}: system folders are never read")
                 return None
             if not self.follow_external:
-                self.skip(directory, f"a link to a folder outside the data directory ({escape(str(real))}): "
-                                     f"not walked ({ALLOW_HINT})")
+                self.skip(
+                    directory,
+                    f"a link to a folder outside the data directory ({escape(str(real))}): not walked ({ALLOW_HINT})",
+                )
                 return None
         info = real.stat()
         key = (info.st_dev, info.st_ino)
@@ -132,8 +135,9 @@ class Walker:
         real = resolve_link(path)
         if isinstance(real, str):
             if path.suffix.lower() in suffixes or (recursive and not path.suffix):
-                self.skip(path, real + ("" if real.startswith("broken") else ": skipped"),
-                          keep=real.startswith("broken"))
+                self.skip(
+                    path, real + ("" if real.startswith("broken") else ": skipped"), keep=real.startswith("broken")
+                )
             return
         if real.is_dir():
             if recursive:
@@ -158,14 +162,16 @@ class Walker:
             self.skip(path, "not a regular file (a FIFO, socket or device): skipped")
             return
         if linked_out and not self.follow_external:
-            self.skip(path, f"a link to a file outside the data directory ({escape(str(real))}): "
-                            f"not followed ({ALLOW_HINT})")
+            self.skip(
+                path, f"a link to a file outside the data directory ({escape(str(real))}): not followed ({ALLOW_HINT})"
+            )
             return
         self.result.files.append(path)
 
 
-def walk_data_dir(data_dir: Path, folders: dict[str, tuple[str, ...]], recursive: set[str],
-                  follow_external: bool = False) -> Walk:
+def walk_data_dir(
+    data_dir: Path, folders: dict[str, tuple[str, ...]], recursive: set[str], follow_external: bool = False
+) -> Walk:
     """The supported files under ``data_dir/<folder>`` (``folders``: folder -> suffixes; those in
     ``recursive`` are walked down), hidden names skipped, in folder order then by path."""
     walker = Walker(data_dir, follow_external)

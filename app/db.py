@@ -10,6 +10,7 @@ Two ways to reach PostgreSQL:
 
 Every SQL statement of the app lives in this module, with bound values.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,7 @@ CONNECT_TIMEOUT_S = 5
 
 # --- SQL -----------------------------------------------------------------
 SQL_CREATE_HNSW = (
-    f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON {EMBEDDING_TABLE} "
-    "USING hnsw (embedding vector_cosine_ops)"
+    f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON {EMBEDDING_TABLE} USING hnsw (embedding vector_cosine_ops)"
 )
 SQL_CREATE_COLLECTION_INDEX = (
     f"CREATE INDEX IF NOT EXISTS ix_langchain_pg_embedding_collection ON {EMBEDDING_TABLE} (collection_id)"
@@ -77,8 +77,7 @@ SQL_CREATE_KEYWORD_TABLE = (
 # fastupdate off: new rows go straight into the index instead of a pending list that
 # every search must scan (and that makes the planner avoid the index until VACUUM).
 SQL_CREATE_KEYWORD_GIN = (
-    f"CREATE INDEX IF NOT EXISTS {KEYWORD_TABLE}_tsv_gin ON {KEYWORD_TABLE} USING gin (tsv) "
-    "WITH (fastupdate = off)"
+    f"CREATE INDEX IF NOT EXISTS {KEYWORD_TABLE}_tsv_gin ON {KEYWORD_TABLE} USING gin (tsv) WITH (fastupdate = off)"
 )
 SQL_CREATE_KEYWORD_COLLECTION = (
     f"CREATE INDEX IF NOT EXISTS {KEYWORD_TABLE}_collection ON {KEYWORD_TABLE} (collection_id)"
@@ -208,13 +207,18 @@ SQL_CREATE_STATS_FUNCTION = (
     "RETURN NULL; END $$"
 )
 SQL_STATS_TRIGGERS = tuple(
-    statement for name, event, tables in (
+    statement
+    for name, event, tables in (
         ("rag_keyword_stats_ins", "INSERT", "NEW TABLE AS new_rows"),
         ("rag_keyword_stats_del", "DELETE", "OLD TABLE AS old_rows"),
-        ("rag_keyword_stats_upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"))
-    for statement in (f"DROP TRIGGER IF EXISTS {name} ON {KEYWORD_TABLE}",
-                      f"CREATE TRIGGER {name} AFTER {event} ON {KEYWORD_TABLE} REFERENCING {tables} "
-                      "FOR EACH STATEMENT EXECUTE FUNCTION rag_keyword_stats()"))
+        ("rag_keyword_stats_upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+    )
+    for statement in (
+        f"DROP TRIGGER IF EXISTS {name} ON {KEYWORD_TABLE}",
+        f"CREATE TRIGGER {name} AFTER {event} ON {KEYWORD_TABLE} REFERENCING {tables} "
+        "FOR EACH STATEMENT EXECUTE FUNCTION rag_keyword_stats()",
+    )
+)
 # From an older schema: lengths from the stored tsvectors, then the statistics from scratch.
 SQL_REBUILD_STATS = (
     f"UPDATE {KEYWORD_TABLE} k SET dl = (SELECT coalesce(sum(coalesce(cardinality(u.positions), 1)), 0) "
@@ -359,11 +363,24 @@ SQL_MARK_API_ORIGIN = (  # documents stored through the API before origins were 
     f"UPDATE {DOCUMENT_TABLE} SET origin = 'api' WHERE settings_hash = 'document' AND origin <> 'api'"
 )
 SCHEMA_DDL = (
-    SQL_CREATE_HNSW, SQL_CREATE_COLLECTION_INDEX, SQL_CREATE_KEYWORD_TABLE, SQL_ADD_KEYWORD_DL, SQL_CREATE_KEYWORD_GIN,
-    SQL_CREATE_KEYWORD_COLLECTION, SQL_CREATE_DOCUMENT_TABLE, SQL_ADD_ORIGIN, SQL_MARK_API_ORIGIN,
-    SQL_CREATE_DOC_ID_INDEX, SQL_CREATE_CONTENT_HASH_INDEX, SQL_CREATE_META_TABLE,
-    SQL_CREATE_TERM_STATS, SQL_CREATE_COLLECTION_STATS, SQL_CREATE_STATS_FUNCTION, *SQL_STATS_TRIGGERS,
-    SQL_CREATE_STAGING_TABLE, SQL_CREATE_STAGING_HASH_INDEX,
+    SQL_CREATE_HNSW,
+    SQL_CREATE_COLLECTION_INDEX,
+    SQL_CREATE_KEYWORD_TABLE,
+    SQL_ADD_KEYWORD_DL,
+    SQL_CREATE_KEYWORD_GIN,
+    SQL_CREATE_KEYWORD_COLLECTION,
+    SQL_CREATE_DOCUMENT_TABLE,
+    SQL_ADD_ORIGIN,
+    SQL_MARK_API_ORIGIN,
+    SQL_CREATE_DOC_ID_INDEX,
+    SQL_CREATE_CONTENT_HASH_INDEX,
+    SQL_CREATE_META_TABLE,
+    SQL_CREATE_TERM_STATS,
+    SQL_CREATE_COLLECTION_STATS,
+    SQL_CREATE_STATS_FUNCTION,
+    *SQL_STATS_TRIGGERS,
+    SQL_CREATE_STAGING_TABLE,
+    SQL_CREATE_STAGING_HASH_INDEX,
 )
 # One database-wide writer lock (a session advisory lock; the key fits in objid, classid 0).
 WRITER_LOCK_KEY = 0x52414701
@@ -382,8 +399,10 @@ SQL_WRITER_LOCK_HOLDER = (
 #   p50 with generic plans against 8.5 ms with custom ones (and 100+ ms runs in make bench);
 # * pgvector >= 0.8: when a filter (here: the collection) rejects rows the HNSW scan returned,
 #   keep scanning instead of returning fewer than k rows.
-SQL_SESSION_SETTINGS = ("SET plan_cache_mode = force_custom_plan",
-                        "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 100")
+SQL_SESSION_SETTINGS = (
+    "SET plan_cache_mode = force_custom_plan",
+    "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 100",
+)
 # `python -m app.db check`: what the server offers (read-only queries, then one rolled-back CREATE EXTENSION).
 PGVECTOR_MIN_VERSION = (0, 7)
 SQL_SERVER_FACTS = (
@@ -415,21 +434,33 @@ def _provision(admin_url: str, db_admin_url: str, dbname: str, role: str, passwo
         # One process at a time (ALTER ROLE / ALTER DATABASE at once fail with "tuple concurrently
         # updated"); the lock is the session's, released when this connection closes.
         conn.execute(SQL_PROVISION_LOCK)
-        _ignore_races(conn, sql.SQL(SQL_CREATE_APP_ROLE).format(sql.Identifier(role), sql.Literal(password)),
-                      errors.DuplicateObject, errors.UniqueViolation)
+        _ignore_races(
+            conn,
+            sql.SQL(SQL_CREATE_APP_ROLE).format(sql.Identifier(role), sql.Literal(password)),
+            errors.DuplicateObject,
+            errors.UniqueViolation,
+        )
         conn.execute(sql.SQL(SQL_SET_APP_ROLE).format(sql.Identifier(role), sql.Literal(password)))
         if conn.execute(SQL_DATABASE_EXISTS, (dbname,)).fetchone() is None:
-            _ignore_races(conn, sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(dbname),
-                                                                             sql.Identifier(role)),
-                          errors.DuplicateDatabase, errors.UniqueViolation)
+            _ignore_races(
+                conn,
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(dbname), sql.Identifier(role)),
+                errors.DuplicateDatabase,
+                errors.UniqueViolation,
+            )
         conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(dbname), sql.Identifier(role)))
-        with psycopg.connect(db_admin_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True,
-                             connect_timeout=CONNECT_TIMEOUT_S) as db_conn:
-            _ignore_races(db_conn, "CREATE EXTENSION IF NOT EXISTS vector", errors.UniqueViolation,
-                          errors.DuplicateObject)
+        with psycopg.connect(
+            db_admin_url.replace("postgresql+psycopg://", "postgresql://", 1),
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT_S,
+        ) as db_conn:
+            _ignore_races(
+                db_conn, "CREATE EXTENSION IF NOT EXISTS vector", errors.UniqueViolation, errors.DuplicateObject
+            )
             for kind, name in db_conn.execute(SQL_NOT_OWNED, {"role": role}).fetchall():
-                db_conn.execute(sql.SQL("ALTER {} {} OWNER TO {}").format(sql.SQL(kind), sql.SQL(name),
-                                                                          sql.Identifier(role)))
+                db_conn.execute(
+                    sql.SQL("ALTER {} {} OWNER TO {}").format(sql.SQL(kind), sql.SQL(name), sql.Identifier(role))
+                )
 
 
 def _ignore_races(conn, statement, *races: type[Exception]) -> None:
@@ -448,9 +479,13 @@ def resolve_connection_string(settings: Settings) -> str:
 
     embedded_pg.ensure_running(settings.pgdata_dir)
     pgdata = settings.pgdata_dir
-    _provision(embedded_pg.connection_url(pgdata, "postgres", admin=True),
-               embedded_pg.connection_url(pgdata, settings.db_name, admin=True), settings.db_name,
-               embedded_pg.APP_ROLE, embedded_pg.app_password(pgdata))
+    _provision(
+        embedded_pg.connection_url(pgdata, "postgres", admin=True),
+        embedded_pg.connection_url(pgdata, settings.db_name, admin=True),
+        settings.db_name,
+        embedded_pg.APP_ROLE,
+        embedded_pg.app_password(pgdata),
+    )
     return embedded_pg.connection_url(settings.pgdata_dir, settings.db_name)
 
 
@@ -498,17 +533,20 @@ def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
     if isinstance(exc, DBAPIError) and isinstance(orig, psycopg.errors.InsufficientPrivilege):
         return DatabaseUnavailableError(
             f"the database user may not do this ({_first_line(exc)}); ingest, remove and `db init` need a user "
-            "that may create and write the tables, reads only need SELECT")
+            "that may create and write the tables, reads only need SELECT"
+        )
     if isinstance(exc, DBAPIError) and isinstance(orig, psycopg.errors.ReadOnlySqlTransaction):
         return DatabaseUnavailableError(
             f"the database is read-only ({_first_line(exc)}); a read replica answers questions, but ingest, "
-            "remove and `db init` must go to the primary")
+            "remove and `db init` must go to the primary"
+        )
     if not isinstance(exc, (OperationalError, InterfaceError)):
         return None
     if isinstance(orig, psycopg.errors.DiskFull):
         return DatabaseUnavailableError(
             f"the database disk is full ({_first_line(exc)}); free some space and run the command again "
-            "(every document is stored in its old or its new version, none half-written)")
+            "(every document is stored in its old or its new version, none half-written)"
+        )
     return DatabaseUnavailableError(f"the database failed: {_first_line(exc)}")
 
 
@@ -518,8 +556,17 @@ def get_engine(settings: Settings | None = None) -> Engine:
     from app.resources import cached
 
     s = settings or get_settings()
-    key = (s.db_host, s.db_port, s.db_user, s.db_password, s.db_name, str(s.pgdata_dir.expanduser().absolute()),
-           s.database_url, s.db_pool_size, s.db_statement_timeout_ms)
+    key = (
+        s.db_host,
+        s.db_port,
+        s.db_user,
+        s.db_password,
+        s.db_name,
+        str(s.pgdata_dir.expanduser().absolute()),
+        s.database_url,
+        s.db_pool_size,
+        s.db_statement_timeout_ms,
+    )
     return cached("engine", key, lambda: _connect(s))
 
 
@@ -539,9 +586,14 @@ def _connect(s: Settings) -> Engine:
 
     url = resolve_connection_string(s)
     # hide_parameters: error messages and logs never show bound values (they hold document text).
-    engine = create_engine(url, pool_pre_ping=True, hide_parameters=True,
-                           pool_size=s.db_pool_size, max_overflow=s.db_pool_size,
-                           connect_args=_connect_args(s, url))
+    engine = create_engine(
+        url,
+        pool_pre_ping=True,
+        hide_parameters=True,
+        pool_size=s.db_pool_size,
+        max_overflow=s.db_pool_size,
+        connect_args=_connect_args(s, url),
+    )
     event.listen(engine, "connect", _configure_session)
     try:
         with engine.connect() as conn:
@@ -603,8 +655,10 @@ def check_schema(engine: Engine, collection_name: str) -> None:
     if version == 0:
         raise StoreNotReadyError("nothing has been ingested yet; run `make ingest` first")
     if version != SCHEMA_VERSION:
-        raise StoreNotReadyError(f"the store has schema version {version}, this version needs {SCHEMA_VERSION}; "
-                                 "run `make ingest` (or `python -m app.db init`) once to upgrade it")
+        raise StoreNotReadyError(
+            f"the store has schema version {version}, this version needs {SCHEMA_VERSION}; "
+            "run `make ingest` (or `python -m app.db init`) once to upgrade it"
+        )
     if collection_id(engine, collection_name) is None:
         raise StoreNotReadyError(f"the collection '{collection_name}' does not exist; run `make ingest` first")
 
@@ -644,8 +698,9 @@ def create_schema(engine: Engine, embeddings, collection_name: str) -> PGVector:
     return store
 
 
-def init_db(settings: Settings | None = None, embeddings=None, engine: Engine | None = None,
-            wait: bool = True) -> PGVector:
+def init_db(
+    settings: Settings | None = None, embeddings=None, engine: Engine | None = None, wait: bool = True
+) -> PGVector:
     """Create or upgrade the schema under the writer lock (``python -m app.db init``) and return the store."""
     s = settings or get_settings()
     engine = engine or get_engine(s)
@@ -697,8 +752,9 @@ def _backfill_keywords(conn) -> int:
     from sqlalchemy import text
 
     rows = conn.execute(text(SQL_MISSING_KEYWORD_ROWS)).all()
-    upsert_keywords(conn, [keyword_row(r.id, r.collection_id, r.document, (r.cmetadata or {}).get("context", ""))
-                           for r in rows])
+    upsert_keywords(
+        conn, [keyword_row(r.id, r.collection_id, r.document, (r.cmetadata or {}).get("context", "")) for r in rows]
+    )
     return len(rows)
 
 
@@ -707,10 +763,16 @@ def upsert_keywords(conn, rows: Sequence[Mapping]) -> None:
     from sqlalchemy import text
 
     if rows:
-        conn.execute(text(SQL_UPSERT_KEYWORDS), {
-            "ids": [r["id"] for r in rows], "collections": [str(r["collection"]) for r in rows],
-            "contexts": [r["context"] for r in rows], "tokens": [r["tokens"] for r in rows],
-            "dls": [r["dl"] for r in rows]})
+        conn.execute(
+            text(SQL_UPSERT_KEYWORDS),
+            {
+                "ids": [r["id"] for r in rows],
+                "collections": [str(r["collection"]) for r in rows],
+                "contexts": [r["context"] for r in rows],
+                "tokens": [r["tokens"] for r in rows],
+                "dls": [r["dl"] for r in rows],
+            },
+        )
 
 
 def keyword_row(chunk_id: str, collection, body: str, context: str = "") -> dict:
@@ -718,8 +780,13 @@ def keyword_row(chunk_id: str, collection, body: str, context: str = "") -> dict
     from app.keywords import tokenize
 
     body_tokens, context_tokens = tokenize(body), tokenize(context)
-    return {"id": chunk_id, "collection": collection, "tokens": " ".join(body_tokens),
-            "context": " ".join(context_tokens), "dl": len(body_tokens) + len(context_tokens)}
+    return {
+        "id": chunk_id,
+        "collection": collection,
+        "tokens": " ".join(body_tokens),
+        "context": " ".join(context_tokens),
+        "dl": len(body_tokens) + len(context_tokens),
+    }
 
 
 # --- queries ---------------------------------------------------------------
@@ -737,9 +804,16 @@ def _chunk_rows(collection, docs: Sequence, vectors: Sequence[Sequence[float]]) 
     """Bound parameters for the vector rows and the keyword rows of ``docs``."""
     import json
 
-    rows = [{"id": d.id, "collection": collection, "embedding": _vector_literal(v),
-             "document": d.page_content, "cmetadata": json.dumps(d.metadata, ensure_ascii=False)}
-            for d, v in zip(docs, vectors)]
+    rows = [
+        {
+            "id": d.id,
+            "collection": collection,
+            "embedding": _vector_literal(v),
+            "document": d.page_content,
+            "cmetadata": json.dumps(d.metadata, ensure_ascii=False),
+        }
+        for d, v in zip(docs, vectors)
+    ]
     keywords = [keyword_row(d.id, collection, d.page_content, d.metadata.get("context", "")) for d in docs]
     return rows, keywords
 
@@ -751,8 +825,15 @@ def _require_collection(engine: Engine, collection_name: str):
     return collection
 
 
-def replace_document(engine: Engine, collection_name: str, doc: Mapping, chunks: Sequence,
-                     vectors: Sequence[Sequence[float]], graphs: Mapping | None = None, extractor: str = "") -> None:
+def replace_document(
+    engine: Engine,
+    collection_name: str,
+    doc: Mapping,
+    chunks: Sequence,
+    vectors: Sequence[Sequence[float]],
+    graphs: Mapping | None = None,
+    extractor: str = "",
+) -> None:
     """Write one document in a single transaction: its old chunks out, the new ones in (vector +
     keyword rows, and the graph's entity links of ``graphs``: chunk ID -> ChunkGraph, made by
     ``extractor``, '' for none), and its ``rag_document`` row. Chunk rows whose id and metadata are unchanged stay as they are (see
@@ -762,8 +843,12 @@ def replace_document(engine: Engine, collection_name: str, doc: Mapping, chunks:
 
     collection = _require_collection(engine, collection_name)
     with engine.begin() as conn:
-        stored = dict(conn.execute(text(SQL_DOC_CHUNK_METADATA), {"collection": collection, "doc": doc["doc_id"],
-                                                                  "file": doc["source_file"]}).all())
+        stored = dict(
+            conn.execute(
+                text(SQL_DOC_CHUNK_METADATA),
+                {"collection": collection, "doc": doc["doc_id"], "file": doc["source_file"]},
+            ).all()
+        )
         keep = {d.id for d in chunks if d.id in stored and stored[d.id] == d.metadata}
         gone = [chunk for chunk in stored if chunk not in keep]
         if gone:
@@ -780,14 +865,23 @@ def replace_document(engine: Engine, collection_name: str, doc: Mapping, chunks:
             graph_store.mark_written(conn, collection, extractor if graphs is not None else "")
         elif gone:
             graph_store.mark_dirty(conn, collection)
-        conn.execute(text(SQL_UPSERT_DOCUMENT), {
-            "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],
-            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": len(chunks),
-            "origin": doc.get("origin", "data_dir")})
+        conn.execute(
+            text(SQL_UPSERT_DOCUMENT),
+            {
+                "collection": collection,
+                "doc": doc["doc_id"],
+                "file": doc["source_file"],
+                "hash": doc["content_hash"],
+                "settings": doc["settings_hash"],
+                "chunks": len(chunks),
+                "origin": doc.get("origin", "data_dir"),
+            },
+        )
 
 
-def claim_staged(engine: Engine, collection_name: str, doc_id: str, generation: str, run: str,
-                 ids: Sequence[str]) -> set[str]:
+def claim_staged(
+    engine: Engine, collection_name: str, doc_id: str, generation: str, run: str, ids: Sequence[str]
+) -> set[str]:
     """Which of ``ids`` an earlier, interrupted sync of the same bytes and settings (``generation``)
     staged already; they are claimed for ``run`` (moved in by its switch) and need no embedding."""
     from sqlalchemy import text
@@ -796,14 +890,24 @@ def claim_staged(engine: Engine, collection_name: str, doc_id: str, generation: 
         return set()
     collection = _require_collection(engine, collection_name)
     with engine.begin() as conn:
-        return set(conn.execute(text(SQL_CLAIM_STAGED), {"collection": collection, "doc": doc_id,
-                                                         "generation": generation, "run": run,
-                                                         "ids": list(ids)}).scalars())
+        return set(
+            conn.execute(
+                text(SQL_CLAIM_STAGED),
+                {"collection": collection, "doc": doc_id, "generation": generation, "run": run, "ids": list(ids)},
+            ).scalars()
+        )
 
 
-def stage_chunks(engine: Engine, collection_name: str, doc_id: str, generation: str, run: str,
-                 chunks: Sequence[tuple[int, object]], vectors: Sequence[Sequence[float]],
-                 graphs: Mapping | None = None) -> None:
+def stage_chunks(
+    engine: Engine,
+    collection_name: str,
+    doc_id: str,
+    generation: str,
+    run: str,
+    chunks: Sequence[tuple[int, object]],
+    vectors: Sequence[Sequence[float]],
+    graphs: Mapping | None = None,
+) -> None:
     """Write one batch of a document's chunks to the staging table and commit it (searches do not
     see it). ``chunks`` are ``(position in the document, Document)``; ``graphs`` chunk ID -> ChunkGraph."""
     from sqlalchemy import text
@@ -811,8 +915,10 @@ def stage_chunks(engine: Engine, collection_name: str, doc_id: str, generation: 
     if not chunks:
         return
     collection = _require_collection(engine, collection_name)
-    rows = [_staging_row(collection, doc_id, generation, run, position, d, v, (graphs or {}).get(d.id))
-            for (position, d), v in zip(chunks, vectors)]
+    rows = [
+        _staging_row(collection, doc_id, generation, run, position, d, v, (graphs or {}).get(d.id))
+        for (position, d), v in zip(chunks, vectors)
+    ]
     with engine.begin() as conn:
         conn.execute(text(SQL_STAGE_CHUNK), rows)
 
@@ -822,13 +928,23 @@ def _staging_row(collection, doc_id: str, generation: str, run: str, position: i
     import json
 
     keyword = keyword_row(chunk.id, collection, chunk.page_content, chunk.metadata.get("context", ""))
-    return {"collection": collection, "doc": doc_id, "generation": generation, "run": run, "id": chunk.id,
-            "position": position, "document": chunk.page_content,
-            "cmetadata": json.dumps(chunk.metadata, ensure_ascii=False), "embedding": _vector_literal(vector),
-            "content_hash": chunk.metadata.get("content_hash", ""),
-            "embed_model": chunk.metadata.get("embed_model", ""),
-            "context": keyword["context"], "tokens": keyword["tokens"], "dl": keyword["dl"],
-            "graph": _graph_json(graph)}
+    return {
+        "collection": collection,
+        "doc": doc_id,
+        "generation": generation,
+        "run": run,
+        "id": chunk.id,
+        "position": position,
+        "document": chunk.page_content,
+        "cmetadata": json.dumps(chunk.metadata, ensure_ascii=False),
+        "embedding": _vector_literal(vector),
+        "content_hash": chunk.metadata.get("content_hash", ""),
+        "embed_model": chunk.metadata.get("embed_model", ""),
+        "context": keyword["context"],
+        "tokens": keyword["tokens"],
+        "dl": keyword["dl"],
+        "graph": _graph_json(graph),
+    }
 
 
 def _graph_json(graph) -> str | None:
@@ -837,14 +953,21 @@ def _graph_json(graph) -> str | None:
 
     if not graph:
         return None
-    return json.dumps({
-        "mentions": [{"entity": m.key, "title": m.title, "kind": m.kind, "n": m.count, "sentence": m.sentence}
-                     for m in graph.mentions.values()],
-        "pairs": [{"source": a, "target": b, "n": n} for (a, b), n in graph.pairs.items()]}, ensure_ascii=False)
+    return json.dumps(
+        {
+            "mentions": [
+                {"entity": m.key, "title": m.title, "kind": m.kind, "n": m.count, "sentence": m.sentence}
+                for m in graph.mentions.values()
+            ],
+            "pairs": [{"source": a, "target": b, "n": n} for (a, b), n in graph.pairs.items()],
+        },
+        ensure_ascii=False,
+    )
 
 
-def switch_document(engine: Engine, collection_name: str, doc: Mapping, run: str, chunks: int,
-                    extractor: str = "") -> None:
+def switch_document(
+    engine: Engine, collection_name: str, doc: Mapping, run: str, chunks: int, extractor: str = ""
+) -> None:
     """Replace a document by its rows staged in ``run``, in one transaction: its stored chunk rows that
     are not among them (same id and metadata) out, with their keyword rows and links; the staged rows
     in (vector, keyword and link rows); its ``rag_document`` row; its staging rows deleted. Readers
@@ -869,10 +992,18 @@ def switch_document(engine: Engine, collection_name: str, doc: Mapping, run: str
             graph_store.mark_written(conn, collection, extractor)
         elif gone:
             graph_store.mark_dirty(conn, collection)
-        conn.execute(text(SQL_UPSERT_DOCUMENT), {
-            "collection": collection, "doc": doc["doc_id"], "file": doc["source_file"],
-            "hash": doc["content_hash"], "settings": doc["settings_hash"], "chunks": chunks,
-            "origin": doc.get("origin", "data_dir")})
+        conn.execute(
+            text(SQL_UPSERT_DOCUMENT),
+            {
+                "collection": collection,
+                "doc": doc["doc_id"],
+                "file": doc["source_file"],
+                "hash": doc["content_hash"],
+                "settings": doc["settings_hash"],
+                "chunks": chunks,
+                "origin": doc.get("origin", "data_dir"),
+            },
+        )
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc["doc_id"]})
 
 
@@ -887,8 +1018,12 @@ def clean_staging(engine: Engine, collection_name: str, current: Mapping[str, st
         return 0
     params = {"collection": collection, "docs": list(current), "generations": list(current.values())}
     with engine.begin() as conn:
-        return conn.execute(text(SQL_DELETE_STALE_DOC_STAGING if only_these else SQL_DELETE_STALE_STAGING),
-                            params).rowcount or 0
+        return (
+            conn.execute(
+                text(SQL_DELETE_STALE_DOC_STAGING if only_these else SQL_DELETE_STALE_STAGING), params
+            ).rowcount
+            or 0
+        )
 
 
 def staged_progress(engine: Engine, collection_name: str, run: str) -> dict[str, int]:
@@ -899,8 +1034,9 @@ def staged_progress(engine: Engine, collection_name: str, run: str) -> dict[str,
     if collection is None:
         return {}
     with engine.connect() as conn:
-        return {doc: int(n) for doc, n in conn.execute(text(SQL_STAGED_PROGRESS),
-                                                       {"collection": collection, "run": run})}
+        return {
+            doc: int(n) for doc, n in conn.execute(text(SQL_STAGED_PROGRESS), {"collection": collection, "run": run})
+        }
 
 
 def delete_document(engine: Engine, collection_name: str, doc_id: str, source_file: str = "") -> int:
@@ -909,8 +1045,12 @@ def delete_document(engine: Engine, collection_name: str, doc_id: str, source_fi
 
     collection = _require_collection(engine, collection_name)
     with engine.begin() as conn:
-        deleted = conn.execute(text(SQL_DELETE_DOC_CHUNKS), {"collection": collection, "doc": doc_id,
-                                                             "file": source_file}).rowcount or 0
+        deleted = (
+            conn.execute(
+                text(SQL_DELETE_DOC_CHUNKS), {"collection": collection, "doc": doc_id, "file": source_file}
+            ).rowcount
+            or 0
+        )
         conn.execute(text(SQL_DELETE_DOCUMENT), {"collection": collection, "doc": doc_id})
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc_id})
         if deleted:  # the chunks' entity links went with them (ON DELETE CASCADE)
@@ -924,8 +1064,12 @@ def delete_legacy_chunks(engine: Engine, collection_name: str, present_files: Se
 
     collection = _require_collection(engine, collection_name)
     with engine.begin() as conn:
-        deleted = conn.execute(text(SQL_DELETE_LEGACY_CHUNKS),
-                               {"collection": collection, "files": list(present_files)}).rowcount or 0
+        deleted = (
+            conn.execute(
+                text(SQL_DELETE_LEGACY_CHUNKS), {"collection": collection, "files": list(present_files)}
+            ).rowcount
+            or 0
+        )
         if deleted:
             graph_store.mark_dirty(conn, collection)
         return deleted
@@ -960,8 +1104,9 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def keyword_search(engine: Engine, collection_name: str, terms: Sequence[str], k: int,
-                   budget: int | None = None) -> list[tuple]:
+def keyword_search(
+    engine: Engine, collection_name: str, terms: Sequence[str], k: int, budget: int | None = None
+) -> list[tuple]:
     """Rows ``(id, document, cmetadata, score)`` for the query ``terms``, best BM25 score first.
 
     Terms found in more than a tenth of the chunks, or beyond the postings budget, score but do
@@ -996,10 +1141,17 @@ def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget
     chosen = keywords.candidate_terms(terms, dfs, n, budget=keywords.CANDIDATE_POSTINGS if budget is None else budget)
     if not chosen:
         return None
-    return {"terms": list(terms), "idfs": [keywords.bm25_idf(n, dfs[t]) for t in terms],
-            "tsquery": keywords.to_tsquery_terms(chosen),
-            "collection": collection, "k": k, "k1": keywords.K1, "b": keywords.B, "avgdl": max(total / n, 1.0),
-            "cap": max(CANDIDATE_CAP, k)}
+    return {
+        "terms": list(terms),
+        "idfs": [keywords.bm25_idf(n, dfs[t]) for t in terms],
+        "tsquery": keywords.to_tsquery_terms(chosen),
+        "collection": collection,
+        "k": k,
+        "k1": keywords.K1,
+        "b": keywords.B,
+        "avgdl": max(total / n, 1.0),
+        "cap": max(CANDIDATE_CAP, k),
+    }
 
 
 def analyze_keyword_stats(engine: Engine) -> None:
@@ -1051,7 +1203,8 @@ def check_server(engine: Engine) -> dict:
     if version is None:
         raise DatabaseUnavailableError(
             f"pgvector is not installed on this PostgreSQL {facts['server']} server; install pgvector >= {need} "
-            "(e.g. the pgvector/pgvector image, or the postgresql-NN-pgvector package)")
+            "(e.g. the pgvector/pgvector image, or the postgresql-NN-pgvector package)"
+        )
     if _version_tuple(version) < PGVECTOR_MIN_VERSION:
         raise DatabaseUnavailableError(f"pgvector {version} is too old; this app needs pgvector >= {need}")
     facts["can_create"] = bool(facts["installed"])
@@ -1066,7 +1219,8 @@ def check_server(engine: Engine) -> dict:
                 raise
             raise DatabaseUnavailableError(
                 f"the database user '{facts['db_user']}' may not create the vector extension; ask an "
-                "administrator to run `CREATE EXTENSION vector;` once in this database") from None
+                "administrator to run `CREATE EXTENSION vector;` once in this database"
+            ) from None
     return facts
 
 
@@ -1095,8 +1249,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             facts = check_server(engine)
             pgvector = facts["installed"] and f"{facts['installed']} installed" or f"{facts['available']} available"
             role = "read replica" if facts["replica"] else "primary"
-            print(f"{describe_target(s)}: PostgreSQL {facts['server']} ({role}), pgvector {pgvector}, "
-                  f"user {facts['db_user']}: OK")
+            print(
+                f"{describe_target(s)}: PostgreSQL {facts['server']} ({role}), pgvector {pgvector}, "
+                f"user {facts['db_user']}: OK"
+            )
             return 0
         if args.action == "init":
             init_db(s, engine=engine, wait=not args.no_wait)

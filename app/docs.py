@@ -1,4 +1,5 @@
 """Stored documents: ``python -m app.docs list`` and ``python -m app.docs remove <id|path>``."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,11 @@ def format_graph(counts: dict) -> str:
         return "Graph: not built (run `make graph`)"
     when = counts["built_at"].astimezone().strftime("%Y-%m-%d %H:%M:%S")
     stale = "; documents changed since: run `make graph` or `make ingest`" if counts.get("dirty") else ""
-    return (f"Graph: {counts['entities']} entities, {counts['relationships']} relationships, "
-            f"{counts['communities']} communities, {counts['reports']} reports, {counts['links']} entity-chunk links "
-            f"(built {when} by {counts['extractor']}{stale})")
+    return (
+        f"Graph: {counts['entities']} entities, {counts['relationships']} relationships, "
+        f"{counts['communities']} communities, {counts['reports']} reports, {counts['links']} entity-chunk links "
+        f"(built {when} by {counts['extractor']}{stale})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

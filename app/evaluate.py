@@ -1,5 +1,6 @@
 """Evaluation (§4.11, §14.3): run each question through the same workflow as ``ask`` and
 score Retrieval@k (before and after re-ranking), faithfulness, exact match and latency."""
+
 from __future__ import annotations
 
 import argparse
@@ -43,15 +44,20 @@ def load_questions(path: str | Path = "data/eval_questions.json") -> list[dict]:
     if not isinstance(items, list) or not items:
         raise DataSourceError(f"{path}: expected a non-empty JSON list of questions")
     for i, item in enumerate(items):
-        missing = [k for k in REQUIRED_KEYS if not isinstance(item, dict) or (
-            k not in item and not (k == "expected_source" and "expected_sources" in item))]
+        missing = [
+            k
+            for k in REQUIRED_KEYS
+            if not isinstance(item, dict)
+            or (k not in item and not (k == "expected_source" and "expected_sources" in item))
+        ]
         if missing:
             raise DataSourceError(f"{path}: question {i + 1} lacks {', '.join(missing)}")
         if not isinstance(item["expected_keywords"], list):
             raise DataSourceError(f"{path}: question {i + 1}: expected_keywords must be a list")
         if "expected_sources" in item:
             if not isinstance(item["expected_sources"], list) or not all(
-                    isinstance(f, str) for f in item["expected_sources"]):
+                isinstance(f, str) for f in item["expected_sources"]
+            ):
                 raise DataSourceError(f"{path}: question {i + 1}: expected_sources must be a list of file names")
             continue
         if item["expected_source"] is not None and not isinstance(item["expected_source"], str):
@@ -69,16 +75,34 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
     keywords = question.get("expected_keywords") or []
     expected = question.get("expected_source")
     overview = "expected_sources" in question
-    result = {"query": question["query"], "expected_source": expected, "expected_keywords": keywords,
-              "answerable": expected is not None and not overview, "overview": overview,
-              **({"expected_sources": question["expected_sources"]} if overview else {})}
+    result = {
+        "query": question["query"],
+        "expected_source": expected,
+        "expected_keywords": keywords,
+        "answerable": expected is not None and not overview,
+        "overview": overview,
+        **({"expected_sources": question["expected_sources"]} if overview else {}),
+    }
     try:
         state, seconds = measure_latency(run_rag, question["query"], context, graph)
     except Exception as exc:  # one bad question must not end the evaluation
-        return {**result, "error": f"{type(exc).__name__}: {exc}", "retrieval_hit": False,
-                "retrieval_hit_search_k": False, "faithfulness": 0.0, "exact_match": False,
-                "latency": 0.0, "timings": {}, "answer": "", "sources": [], "cited_sources": [],
-                "retrieved": [], "abstained": None, "confidence": None, "answer_tokens": 0}
+        return {
+            **result,
+            "error": f"{type(exc).__name__}: {exc}",
+            "retrieval_hit": False,
+            "retrieval_hit_search_k": False,
+            "faithfulness": 0.0,
+            "exact_match": False,
+            "latency": 0.0,
+            "timings": {},
+            "answer": "",
+            "sources": [],
+            "cited_sources": [],
+            "retrieved": [],
+            "abstained": None,
+            "confidence": None,
+            "answer_tokens": 0,
+        }
     answer = state.get("answer", "")
     count = getattr(context, "count_tokens", None)
     if overview:
@@ -129,9 +153,12 @@ def abstention_scores(results: Sequence[dict]) -> dict:
     abstained = [r for r in results if r.get("abstained")]
     unanswerable = [r for r in results if not r.get("answerable", True) and not r.get("overview")]
     right = [r for r in abstained if not r.get("answerable", True) and not r.get("overview")]
-    return {"abstained": len(abstained), "unanswerable": len(unanswerable),
-            "abstention_precision": len(right) / len(abstained) if abstained else None,
-            "abstention_recall": len(right) / len(unanswerable) if unanswerable else None}
+    return {
+        "abstained": len(abstained),
+        "unanswerable": len(unanswerable),
+        "abstention_precision": len(right) / len(abstained) if abstained else None,
+        "abstention_recall": len(right) / len(unanswerable) if unanswerable else None,
+    }
 
 
 def answer_outcomes(results: Sequence[dict]) -> dict:
@@ -142,8 +169,10 @@ def answer_outcomes(results: Sequence[dict]) -> dict:
     unanswerable = [r for r in results if not r.get("answerable", True) and not r.get("overview")]
     refused = sum(bool(r.get("abstained")) for r in answerable)
     invented = sum(not r.get("abstained") and not r.get("error") for r in unanswerable)
-    return {"false_abstention_rate": refused / len(answerable) if answerable else None,
-            "invented_rate": invented / len(unanswerable) if unanswerable else None}
+    return {
+        "false_abstention_rate": refused / len(answerable) if answerable else None,
+        "invented_rate": invented / len(unanswerable) if unanswerable else None,
+    }
 
 
 def evidence_hits(answerable: Sequence[dict]) -> dict:
@@ -152,8 +181,11 @@ def evidence_hits(answerable: Sequence[dict]) -> dict:
     found = [r for r in answerable if r.get("retrieval_hit_search_k")]
     if not found:
         return {"evidence_hit": None, "quoted": None}
-    return {"evidence_hit": sum(r.get("evidence_keywords", 0.0) == 1.0 and bool(r.get("quote")) for r in found)
-            / len(found), "quoted": sum(bool(r.get("quote")) for r in found) / len(found)}
+    return {
+        "evidence_hit": sum(r.get("evidence_keywords", 0.0) == 1.0 and bool(r.get("quote")) for r in found)
+        / len(found),
+        "quoted": sum(bool(r.get("quote")) for r in found) / len(found),
+    }
 
 
 def citation_rate(results: Sequence[dict]) -> float | None:
@@ -169,9 +201,13 @@ def generation_speed(results: Sequence[dict]) -> dict:
     prompt_s = [r["timings"]["first_token"] for r in gen]
     decode_s = [r["timings"]["generate"] - r["timings"]["first_token"] for r in gen]
     tokens = sum(max(r.get("answer_tokens", 0) - 1, 0) for r in gen)  # the first token came with the prompt
-    return {"llm_calls": len(gen), "prompt_eval_mean": mean(prompt_s), "first_token_median": percentile(prompt_s, 50),
-            "generation_mean": mean(decode_s),
-            "tokens_per_s": tokens / sum(decode_s) if sum(decode_s) > 0 else None}
+    return {
+        "llm_calls": len(gen),
+        "prompt_eval_mean": mean(prompt_s),
+        "first_token_median": percentile(prompt_s, 50),
+        "generation_mean": mean(decode_s),
+        "tokens_per_s": tokens / sum(decode_s) if sum(decode_s) > 0 else None,
+    }
 
 
 def summarize(results: Sequence[dict]) -> dict:
@@ -187,10 +223,14 @@ def summarize(results: Sequence[dict]) -> dict:
     rate = lambda key: (sum(bool(r[key]) for r in answerable) / n) if n else 0.0  # noqa: E731
     ok = [r for r in results if not r.get("error")]
     latency = [r["latency"] for r in ok]
-    stages = {stage: {"mean": mean([r["timings"].get(stage, 0.0) for r in ok]),
-                      "p95": percentile([r["timings"].get(stage, 0.0) for r in ok], 95)}
-              for stage in STAGES if stage in ("retrieve", "rerank", "generate")
-              or any(stage in r["timings"] for r in ok)}
+    stages = {
+        stage: {
+            "mean": mean([r["timings"].get(stage, 0.0) for r in ok]),
+            "p95": percentile([r["timings"].get(stage, 0.0) for r in ok], 95),
+        }
+        for stage in STAGES
+        if stage in ("retrieve", "rerank", "generate") or any(stage in r["timings"] for r in ok)
+    }
     return {
         "questions": len(results),
         "answerable": n,
@@ -220,18 +260,23 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
     """The §4.11 report, plus both retrieval figures, per-stage latency and the models used."""
     s = settings
     lines = [
-        "=== Evaluation Report ===", "",
+        "=== Evaluation Report ===",
+        "",
         f"Chunk={s.chunk_size} overlap={s.chunk_overlap}",
         f"Top-k={s.search_k}",
         f"Re-rank={'ON' if reranked else 'OFF'} (top_k={s.rerank_top_k})",
         f"Search: {models.get('mode', s.search_mode)} (RRF k={s.rrf_k}, weights vector={s.hybrid_weights[0]:g} "
-        f"keyword={s.hybrid_weights[1]:g})" if models.get("mode", s.search_mode) == "hybrid"
+        f"keyword={s.hybrid_weights[1]:g})"
+        if models.get("mode", s.search_mode) == "hybrid"
         else f"Search: {models.get('mode', s.search_mode)}",
         f"Models: embed={models.get('embed')} reranker={models.get('reranker')} llm={models.get('llm')}",
         "",
         *retrieval_lines(summary, s, models.get("mode", s.search_mode)),
-        *(generation_lines(summary, s) if not str(models.get("llm", "")).startswith("none")
-          else ["Faithfulness, Exact Match, Abstention: - (--no-generate)"]),
+        *(
+            generation_lines(summary, s)
+            if not str(models.get("llm", "")).startswith("none")
+            else ["Faithfulness, Exact Match, Abstention: - (--no-generate)"]
+        ),
         *overview_lines(summary),
         f"Latency: {summary['latency_mean']:.1f}s  (mean; p95 {summary['latency_p95']:.1f}s)",
     ]
@@ -239,15 +284,24 @@ def format_report(summary: dict, settings: Settings, models: dict, reranked: boo
         lines.append(f"  {stage:<9} mean {st['mean']:.2f}s  p95 {st['p95']:.2f}s")
     if summary.get("llm_calls"):
         tps = summary["tokens_per_s"]
-        lines.append(f"  LLM: prompt evaluation (to the first token) mean {summary['prompt_eval_mean']:.2f}s "
-                     f"(median {summary['first_token_median']:.2f}s), "
-                     f"generation mean {summary['generation_mean']:.2f}s"
-                     + (f", {tps:.1f} tokens/s" if tps else "") + f" ({summary['llm_calls']} calls)")
+        lines.append(
+            f"  LLM: prompt evaluation (to the first token) mean {summary['prompt_eval_mean']:.2f}s "
+            f"(median {summary['first_token_median']:.2f}s), "
+            f"generation mean {summary['generation_mean']:.2f}s"
+            + (f", {tps:.1f} tokens/s" if tps else "")
+            + f" ({summary['llm_calls']} calls)"
+        )
     unanswerable = summary.get("unanswerable", 0)
-    lines += ["", f"Questions evaluated: {summary['questions']}"
-              + (f" ({summary['answerable']} answerable, {unanswerable} not answered by the documents)"
-                 if unanswerable else "")
-              + (f" (failed: {summary['failed']})" if summary["failed"] else "")]
+    lines += [
+        "",
+        f"Questions evaluated: {summary['questions']}"
+        + (
+            f" ({summary['answerable']} answerable, {unanswerable} not answered by the documents)"
+            if unanswerable
+            else ""
+        )
+        + (f" (failed: {summary['failed']})" if summary["failed"] else ""),
+    ]
     return "\n".join(lines)
 
 
@@ -260,27 +314,34 @@ def retrieval_lines(summary: dict, settings: Settings, mode: str) -> list[str]:
         return ["Retrieval@k: -  (global search reads community reports, not chunks)"]
     pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
     if mode == "local":
-        return [f"Retrieval (graph context): {pct(summary['retrieval_at_top_k'])}  (the chunks local search gave the "
-                f"LLM, {summary.get('context_chunks_mean', 0):.1f} on average)"]
-    return [f"Retrieval@k: {pct(summary['retrieval_at_top_k'])}  (k={settings.rerank_top_k}: the chunks given to the LLM)",
-            f"Retrieval@{settings.search_k}: {pct(summary['retrieval_at_search_k'])}  (before re-ranking)"]
+        return [
+            f"Retrieval (graph context): {pct(summary['retrieval_at_top_k'])}  (the chunks local search gave the "
+            f"LLM, {summary.get('context_chunks_mean', 0):.1f} on average)"
+        ]
+    return [
+        f"Retrieval@k: {pct(summary['retrieval_at_top_k'])}  (k={settings.rerank_top_k}: the chunks given to the LLM)",
+        f"Retrieval@{settings.search_k}: {pct(summary['retrieval_at_search_k'])}  (before re-ranking)",
+    ]
 
 
 def overview_lines(summary: dict) -> list[str]:
     """Coverage and source recall of the overview questions (those with ``expected_sources``)."""
     if not summary.get("overview"):
         return []
-    return [f"Coverage: {100 * summary['coverage']:.1f}%  (share of the expected keywords across the corpus that "
-            f"the answers hold; {summary['overview']} overview questions)",
-            f"Source recall: {100 * summary['source_recall']:.1f}%  (share of the expected files among the "
-            "answers' sources)"]
+    return [
+        f"Coverage: {100 * summary['coverage']:.1f}%  (share of the expected keywords across the corpus that "
+        f"the answers hold; {summary['overview']} overview questions)",
+        f"Source recall: {100 * summary['source_recall']:.1f}%  (share of the expected files among the "
+        "answers' sources)",
+    ]
 
 
 def generation_lines(summary: dict, settings: Settings) -> list[str]:
     """Faithfulness, exact match and abstention lines of the report."""
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
     return [
-        f"Faithfulness: {pct(summary['faithfulness'])}", f"Exact Match: {pct(summary['exact_match'])}",
+        f"Faithfulness: {pct(summary['faithfulness'])}",
+        f"Exact Match: {pct(summary['exact_match'])}",
         f"Keywords in the context given to the LLM: {pct(summary.get('context_keywords'))}  (in the answer: the "
         "faithfulness; dates and numbers compared in one form)",
         f"Evidence hit: {pct(summary.get('evidence_hit'))} of the questions whose source was found have a quote "
@@ -311,11 +372,14 @@ def format_table(results: Sequence[dict]) -> str:
         hit_search = mark(r["retrieval_hit_search_k"]) if answerable else "-"
         score = r.get("coverage", 0.0) if r.get("overview") else r["faithfulness"]
         faith = f"{score:>5.2f}" if answerable or r.get("overview") else f"{'-':>5}"
-        expected = (", ".join(r["expected_sources"]) if r.get("overview")
-                    else r["expected_source"] or "(not in the documents)")
+        expected = (
+            ", ".join(r["expected_sources"]) if r.get("overview") else r["expected_source"] or "(not in the documents)"
+        )
         mode = f" ({r['mode']})" if r.get("mode") else ""
-        rows.append(f"{i:>2}  {hit_k:<3} {hit_search:<3} {faith} {r['latency']:>5.1f}s  {r['query']}{mode}  "
-                    f"[{expected} → {got}]")
+        rows.append(
+            f"{i:>2}  {hit_k:<3} {hit_search:<3} {faith} {r['latency']:>5.1f}s  {r['query']}{mode}  "
+            f"[{expected} → {got}]"
+        )
         preview = " ".join(str(r.get("answer", "")).split())[:ANSWER_PREVIEW]
         if preview:
             why = f"  (abstained: {r['abstained']})" if r.get("abstained") else ""
@@ -341,11 +405,16 @@ def model_names(context: Any, settings: Settings) -> dict:
 
 def add_question_options(parser: argparse.ArgumentParser, default_file: str, json_help: str) -> None:
     """The options shared by the commands that run a question set: --questions, --data-dir, --json."""
-    parser.add_argument("--questions", type=Path, default=None,
-                        help=f"question set (default: <data dir>/{default_file})")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="sync this folder (pdf/, csv/) into its own collection first and use that "
-                             "(default: the main collection as stored)")
+    parser.add_argument(
+        "--questions", type=Path, default=None, help=f"question set (default: <data dir>/{default_file})"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="sync this folder (pdf/, csv/) into its own collection first and use that "
+        "(default: the main collection as stored)",
+    )
     parser.add_argument("--json", type=Path, default=None, help=json_help)
 
 
@@ -366,8 +435,11 @@ def prepare_data_dir(settings: Settings, data_dir: Path | None) -> Settings:
     from app.store import RagStore
 
     own = replace(settings, collection_name=collection_for(data_dir))
-    print(f"Using collection '{own.collection_name}', synced from {data_dir} "
-          f"(the main collection '{settings.collection_name}' is not touched)", file=sys.stderr)
+    print(
+        f"Using collection '{own.collection_name}', synced from {data_dir} "
+        f"(the main collection '{settings.collection_name}' is not touched)",
+        file=sys.stderr,
+    )
     RagStore(own).sync(data_dir)
     return own
 
@@ -385,10 +457,17 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.evaluate", description=__doc__.split("\n")[0])
     add_question_options(parser, "eval_questions.json", "write per-question results and the summary here")
     parser.add_argument("--per-question", action="store_true", help="print a line per question")
-    parser.add_argument("--mode", default=None, metavar="MODE",
-                        help="hybrid | vector | keyword | local | global | auto (default: SEARCH_MODE or hybrid)")
-    parser.add_argument("--no-generate", action="store_true",
-                        help="retrieval and re-ranking only: the LLM is not loaded (seconds, not minutes)")
+    parser.add_argument(
+        "--mode",
+        default=None,
+        metavar="MODE",
+        help="hybrid | vector | keyword | local | global | auto (default: SEARCH_MODE or hybrid)",
+    )
+    parser.add_argument(
+        "--no-generate",
+        action="store_true",
+        help="retrieval and re-ranking only: the LLM is not loaded (seconds, not minutes)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)

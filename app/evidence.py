@@ -8,6 +8,7 @@ it or its context (app.normalize). A cited context is searched first. No sentenc
 half of the answer's terms: no quote (the answer is then shown without one). Shown as
 ``根拠: 「…」[n]`` under the answer.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -55,8 +56,8 @@ def _cut(sentence: str, wanted: set[str]) -> str:
 
     step = MAX_QUOTE_CHARS // 4
     starts = range(0, len(sentence) - MAX_QUOTE_CHARS + step, step)
-    best = max(starts, key=lambda i: (len(wanted & set(tokenize(sentence[i:i + MAX_QUOTE_CHARS]))), -i))
-    part = sentence[best:best + MAX_QUOTE_CHARS]
+    best = max(starts, key=lambda i: (len(wanted & set(tokenize(sentence[i : i + MAX_QUOTE_CHARS]))), -i))
+    part = sentence[best : best + MAX_QUOTE_CHARS]
     return ("…" if best else "") + part + ("…" if best + MAX_QUOTE_CHARS < len(sentence) else "")
 
 

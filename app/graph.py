@@ -9,6 +9,7 @@ their dependencies (search function, reranker, LLM, graph search) from the run's
 (:class:`RAGContext`), never load them; ``default_context`` builds the real ones lazily, tests
 pass fakes. Each node returns only the keys it sets, plus its wall time under ``timings``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -105,7 +106,10 @@ class RAGContext:
 
 
 def fit_contexts(
-    query: str, contexts: Sequence[str], count_tokens: Callable[[str], int] | None, budget: int | None,
+    query: str,
+    contexts: Sequence[str],
+    count_tokens: Callable[[str], int] | None,
+    budget: int | None,
     make_prompt: Callable[[str, Sequence[str]], str] = lambda q, c: build_prompt(q, c, style="spec"),
 ) -> list[str]:
     """Trim the lowest-ranked contexts until the prompt fits ``budget`` tokens.
@@ -150,8 +154,7 @@ def rerank_node(state: RAGState, runtime) -> dict:
         kept, reranked = list(docs[: ctx.rerank_top_k]), False
     else:
         kept, reranked = list(ctx.reranker.compress_documents(docs, state["query"]))[: ctx.rerank_top_k], True
-    return {"reranked_documents": kept, "reranked": reranked,
-            "timings": {"rerank": time.perf_counter() - start}}
+    return {"reranked_documents": kept, "reranked": reranked, "timings": {"rerank": time.perf_counter() - start}}
 
 
 def confidence(documents: Sequence[Document]) -> float | None:
@@ -164,8 +167,15 @@ def abstain(docs: Sequence[Document], reason: str, conf: float | None, on_token,
     """The answer ``資料に記載がありません`` with the closest sources, without asking the LLM."""
     if on_token:
         on_token(ABSTAIN_ANSWER)
-    return {"contexts": [], "answer": ABSTAIN_ANSWER, "sources": unique_sources(docs), "cited_sources": [],
-            "abstained": reason, "confidence": conf, "timings": {"generate": time.perf_counter() - start}}
+    return {
+        "contexts": [],
+        "answer": ABSTAIN_ANSWER,
+        "sources": unique_sources(docs),
+        "cited_sources": [],
+        "abstained": reason,
+        "confidence": conf,
+        "timings": {"generate": time.perf_counter() - start},
+    }
 
 
 def with_context_line(doc: Document) -> str:
@@ -175,8 +185,14 @@ def with_context_line(doc: Document) -> str:
     return f"{context}\n{doc.page_content}" if context else doc.page_content
 
 
-def pre_llm_abstention(ctx: RAGContext, query: str, docs: Sequence[Document], conf: float | None,
-                       preamble: str = "", candidates: Sequence[Document] = ()) -> str | None:
+def pre_llm_abstention(
+    ctx: RAGContext,
+    query: str,
+    docs: Sequence[Document],
+    conf: float | None,
+    preamble: str = "",
+    candidates: Sequence[Document] = (),
+) -> str | None:
     """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``absent_value``,
     ``low_coverage``), or None. The coverage counts the question's tokens in the chunks (with their
     context lines) and in ``preamble`` (local search's graph tables, which the LLM reads too);
@@ -194,8 +210,9 @@ def pre_llm_abstention(ctx: RAGContext, query: str, docs: Sequence[Document], co
     return None
 
 
-def prepare_prompt(ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str = ""
-                   ) -> tuple[str | None, str, list[str]]:
+def prepare_prompt(
+    ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str = ""
+) -> tuple[str | None, str, list[str]]:
     """(system text, prompt, contexts): the contexts focused (CONTEXT_MAX_CHARS) and trimmed to the token
     budget; ``preamble`` (local search's graph tables) goes before them."""
     sources = unique_sources_per_doc(docs)
@@ -210,8 +227,9 @@ def prepare_prompt(ctx: RAGContext, query: str, docs: Sequence[Document], preamb
     return system, build_prompt(query, contexts, sources, style=ctx.prompt_style, preamble=preamble), contexts
 
 
-def call_llm(ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float
-             ) -> tuple[str, list[float]]:
+def call_llm(
+    ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float
+) -> tuple[str, list[float]]:
     """The model's answer (a leading prompt echo dropped) and, in a list, the time of its first token.
 
     Streamed pieces reach ``ctx.on_token`` through a CitationFilter, so invalid
@@ -249,8 +267,15 @@ def generate_node(state: RAGState, runtime) -> dict:
     query = state["query"]
     conf = confidence(state.get("documents") or docs)
     if ctx.llm is None:  # retrieval only (evaluate --no-generate)
-        return {"contexts": [d.page_content for d in docs], "answer": "", "sources": unique_sources(docs),
-                "cited_sources": [], "abstained": None, "confidence": conf, "timings": {"generate": 0.0}}
+        return {
+            "contexts": [d.page_content for d in docs],
+            "answer": "",
+            "sources": unique_sources(docs),
+            "cited_sources": [],
+            "abstained": None,
+            "confidence": conf,
+            "timings": {"generate": 0.0},
+        }
     preamble = state.get("graph_context") or ""
     reason = pre_llm_abstention(ctx, query, docs, conf, preamble, state.get("documents") or docs)
     system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble) if reason is None else (None, "", [])
@@ -259,12 +284,22 @@ def generate_node(state: RAGState, runtime) -> dict:
     raw, first = call_llm(ctx, prompt, system, len(contexts), start)
     answer, cited = clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts))
     abstained = answer_check(answer, cited, [prompt], query)  # the prompt: contexts and their source IDs
-    base = {"contexts": contexts, "prompt": prompt, "abstained": abstained, "confidence": conf,
-            "timings": timings_of(start, first)}
+    base = {
+        "contexts": contexts,
+        "prompt": prompt,
+        "abstained": abstained,
+        "confidence": conf,
+        "timings": timings_of(start, first),
+    }
     if abstained == "unsupported":  # the model's text is kept for the record, not given as the answer
-        return {**base, "answer": ABSTAIN_ANSWER, "model_answer": answer, "cited_sources": [],
-                "unsupported": unsupported_numbers(answer, [prompt], query),
-                "sources": unique_sources(docs[: len(contexts)])}
+        return {
+            **base,
+            "answer": ABSTAIN_ANSWER,
+            "model_answer": answer,
+            "cited_sources": [],
+            "unsupported": unsupported_numbers(answer, [prompt], query),
+            "sources": unique_sources(docs[: len(contexts)]),
+        }
     matched = None if cited or abstained else best_matching_context(answer, contexts)
     if matched:  # the model cited nothing: the context its text was taken from is cited for it
         answer += f"[{matched}]"
@@ -273,13 +308,20 @@ def generate_node(state: RAGState, runtime) -> dict:
     per_context = unique_sources_per_doc(docs)[: len(contexts)]
     ordered = ordered_sources(per_context, cited or ([matched] if matched else []))
     warnings = answer_warnings(answer, query, contexts, per_context)
-    return {**base, "answer": answer, "model_cited": bool(cited), "sources": [src for src, _ in ordered],
-            "cited_sources": [src for src, c in ordered if c], "warnings": warnings,
-            "quote": quote_of(answer, contexts, per_context, query, cited or ([matched] if matched else []))}
+    return {
+        **base,
+        "answer": answer,
+        "model_cited": bool(cited),
+        "sources": [src for src, _ in ordered],
+        "cited_sources": [src for src, c in ordered if c],
+        "warnings": warnings,
+        "quote": quote_of(answer, contexts, per_context, query, cited or ([matched] if matched else [])),
+    }
 
 
-def quote_of(answer: str, contexts: Sequence[str], sources: Sequence[str], query: str,
-             cited: Sequence[int]) -> dict | None:
+def quote_of(
+    answer: str, contexts: Sequence[str], sources: Sequence[str], query: str, cited: Sequence[int]
+) -> dict | None:
     """The sentence of a context the answer was taken from (app.evidence), with its number and source;
     None for an abstention or when no sentence holds most of the answer."""
     if not answer or answer == ABSTAIN_ANSWER:
@@ -287,8 +329,12 @@ def quote_of(answer: str, contexts: Sequence[str], sources: Sequence[str], query
     quote = find_quote(answer, contexts, query, cited)
     if quote is None:
         return None
-    return {"number": quote.number, "text": quote.text, "source": sources[quote.number - 1]
-            if quote.number <= len(sources) else "unknown", "line": quote.line()}
+    return {
+        "number": quote.number,
+        "text": quote.text,
+        "source": sources[quote.number - 1] if quote.number <= len(sources) else "unknown",
+        "line": quote.line(),
+    }
 
 
 def timings_of(start: float, first: list[float]) -> dict[str, float]:
@@ -352,19 +398,39 @@ def local_node(state: RAGState, runtime) -> dict:
     start = time.perf_counter()
     result = require_graph(ctx, "local").local(state["query"])
     used = result.context
-    graph = {"entity_ids": [e.id for e in used.entities_used], "entities": [e.title for e in used.entities_used],
-             "relationship_ids": [r.id for r in used.relationships_used],
-             "report_ids": [r.id for r in used.reports_used], "chunk_ids": [u.id for u in used.text_units_used],
-             "section_tokens": used.section_tokens, "total_tokens": used.total_tokens}
+    graph = {
+        "entity_ids": [e.id for e in used.entities_used],
+        "entities": [e.title for e in used.entities_used],
+        "relationship_ids": [r.id for r in used.relationships_used],
+        "report_ids": [r.id for r in used.reports_used],
+        "chunk_ids": [u.id for u in used.text_units_used],
+        "section_tokens": used.section_tokens,
+        "total_tokens": used.total_tokens,
+    }
     timings = {"local": time.perf_counter() - start, **{f"local_{k}": v for k, v in result.timings.items()}}
     if not used.entities_used:
         if ctx.on_token:
             ctx.on_token(NO_ENTITIES_ANSWER)
-        return {"documents": [], "reranked_documents": [], "graph": graph, "graph_context": "",
-                "answer": NO_ENTITIES_ANSWER, "sources": [], "cited_sources": [], "abstained": "no_entities",
-                "contexts": [], "timings": timings}
-    return {"documents": result.documents, "reranked_documents": result.documents, "graph": graph,
-            "graph_context": used.context_text, "reranked": False, "timings": timings}
+        return {
+            "documents": [],
+            "reranked_documents": [],
+            "graph": graph,
+            "graph_context": "",
+            "answer": NO_ENTITIES_ANSWER,
+            "sources": [],
+            "cited_sources": [],
+            "abstained": "no_entities",
+            "contexts": [],
+            "timings": timings,
+        }
+    return {
+        "documents": result.documents,
+        "reranked_documents": result.documents,
+        "graph": graph,
+        "graph_context": used.context_text,
+        "reranked": False,
+        "timings": timings,
+    }
 
 
 def after_local(state: RAGState) -> str:
@@ -388,13 +454,23 @@ def global_node(state: RAGState, runtime) -> dict:
     if ctx.on_token:
         ctx.on_token(result.response)
     abstained = "no_points" if result.response == NO_DATA_ANSWER else None
-    return {"documents": [], "reranked_documents": [], "answer": result.response, "sources": sources,
-            "cited_sources": [], "abstained": abstained, "contexts": [],
-            "traceability": asdict(result.traceability), "map_results": [asdict(m) for m in result.map_results],
-            "graph": {"reports_considered": result.reports_considered, "reports_left_out": result.reports_left_out,
-                      "total_tokens": result.total_tokens},
-            "timings": {"global": time.perf_counter() - start,
-                        **{f"global_{k}": v for k, v in result.timings.items()}}}
+    return {
+        "documents": [],
+        "reranked_documents": [],
+        "answer": result.response,
+        "sources": sources,
+        "cited_sources": [],
+        "abstained": abstained,
+        "contexts": [],
+        "traceability": asdict(result.traceability),
+        "map_results": [asdict(m) for m in result.map_results],
+        "graph": {
+            "reports_considered": result.reports_considered,
+            "reports_left_out": result.reports_left_out,
+            "total_tokens": result.total_tokens,
+        },
+        "timings": {"global": time.perf_counter() - start, **{f"global_{k}": v for k, v in result.timings.items()}},
+    }
 
 
 def build_rag_graph():
@@ -433,8 +509,7 @@ def load_reranker(settings: Settings):
     try:
         return get_reranker(settings)
     except ModelNotFoundError as exc:
-        log.warning("reranking is off: %s; keeping retrieval order for the top %d",
-                    exc, settings.rerank_top_k)
+        log.warning("reranking is off: %s; keeping retrieval order for the top %d", exc, settings.rerank_top_k)
         return None
 
 
@@ -446,8 +521,14 @@ def llm_token_counter(llm: Any) -> Callable[[str], int] | None:
     return lambda text: len(client.tokenize(text.encode("utf-8"), add_bos=True))
 
 
-def default_context(settings: Settings | None = None, search=None, llm=None, reranker="load",
-                    mode: str | None = None, generate: bool = True) -> RAGContext:
+def default_context(
+    settings: Settings | None = None,
+    search=None,
+    llm=None,
+    reranker="load",
+    mode: str | None = None,
+    generate: bool = True,
+) -> RAGContext:
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
     (not loaded with ``generate=False``: retrieval and re-ranking only), and for ``local``, ``global`` and
     ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones)."""
@@ -474,16 +555,25 @@ def default_context(settings: Settings | None = None, search=None, llm=None, rer
         if mode != "auto":
             graph.collection()  # GraphNotReadyError now, with what to run, rather than inside the workflow
     return RAGContext(
-        search=search, llm=llm, reranker=reranker, search_k=s.search_k,
-        rerank_top_k=s.rerank_top_k, count_tokens=llm_token_counter(llm),
-        token_budget=s.llm_n_ctx - s.llm_max_tokens, prompt_style=s.prompt_style,
-        min_confidence=s.abstain_min_similarity, context_max_chars=s.context_max_chars,
-        min_coverage=s.abstain_min_coverage, mode=mode, graph=graph,
+        search=search,
+        llm=llm,
+        reranker=reranker,
+        search_k=s.search_k,
+        rerank_top_k=s.rerank_top_k,
+        count_tokens=llm_token_counter(llm),
+        token_budget=s.llm_n_ctx - s.llm_max_tokens,
+        prompt_style=s.prompt_style,
+        min_confidence=s.abstain_min_similarity,
+        context_max_chars=s.context_max_chars,
+        min_coverage=s.abstain_min_coverage,
+        mode=mode,
+        graph=graph,
     )
 
 
-def check_question_fits(query: str, count_tokens: Callable[[str], int] | None, budget: int | None,
-                        style: str = "cited") -> None:
+def check_question_fits(
+    query: str, count_tokens: Callable[[str], int] | None, budget: int | None, style: str = "cited"
+) -> None:
     """QuestionTooLongError if the prompt with no context at all is already over ``budget`` tokens."""
     if count_tokens is None or budget is None:
         return
@@ -492,7 +582,8 @@ def check_question_fits(query: str, count_tokens: Callable[[str], int] | None, b
     if needed > budget:
         raise QuestionTooLongError(
             f"the question is too long: the prompt needs {needed} tokens without any document text, but only "
-            f"{budget} fit (LLM_N_CTX - LLM_MAX_TOKENS); shorten the question or raise LLM_N_CTX")
+            f"{budget} fit (LLM_N_CTX - LLM_MAX_TOKENS); shorten the question or raise LLM_N_CTX"
+        )
 
 
 def run_rag(query: str, context: RAGContext, graph=None) -> RAGState:

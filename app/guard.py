@@ -13,6 +13,7 @@ such a sentence. So after the answer is written:
 The warnings are shown under the answer (CLI, MCP, evaluate's per-question report); nothing is
 opened or followed.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,11 +23,17 @@ from collections.abc import Sequence
 _URL = re.compile(r"(?:https?|ftp)://[^\s<>\"'）)」』\]]+|www\.[^\s<>\"'）)」』\]]+", re.IGNORECASE)
 # A sentence addressed to the model: names it, and asks or orders something.
 # ASCII names bounded by non-letters only: in Japanese text, ``だAIは`` has word characters around it.
-_ADDRESSEE = re.compile(r"(?:(?<![A-Za-z])(?:AI|LLM|GPT|ChatGPT)(?![A-Za-z])|人工知能|アシスタント|言語モデル|"
-                        r"チャットボット|\bassistant\b|\bchatbot\b|\blanguage model\b)", re.IGNORECASE)
-_ORDER = re.compile(r"(?:てください|て下さい|なさい|せよ|すること|するように|従って|無視し|必ず|"
-                    r"アクセス|\bignore\b|\bmust\b|\binstruction|\bdisregard\b|"
-                    r"\bpretend\b|\bsay\b|\breply\b|\brespond\b)", re.IGNORECASE)
+_ADDRESSEE = re.compile(
+    r"(?:(?<![A-Za-z])(?:AI|LLM|GPT|ChatGPT)(?![A-Za-z])|人工知能|アシスタント|言語モデル|"
+    r"チャットボット|\bassistant\b|\bchatbot\b|\blanguage model\b)",
+    re.IGNORECASE,
+)
+_ORDER = re.compile(
+    r"(?:てください|て下さい|なさい|せよ|すること|するように|従って|無視し|必ず|"
+    r"アクセス|\bignore\b|\bmust\b|\binstruction|\bdisregard\b|"
+    r"\bpretend\b|\bsay\b|\breply\b|\brespond\b)",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"(?<=[。！？])|(?<=[!?.])(?=\s)|\n+")  # not inside a URL's ``?q=`` or ``a.b``
 COPY_SHARE = 0.5  # an answer holding this share of an instruction's character bigrams copies it
 
@@ -38,7 +45,7 @@ def _norm(text: str) -> str:
 
 def _bigrams(text: str) -> set[str]:
     norm = _norm(text)
-    return {norm[i:i + 2] for i in range(len(norm) - 1)}
+    return {norm[i : i + 2] for i in range(len(norm) - 1)}
 
 
 def urls(text: str) -> list[str]:
@@ -49,8 +56,11 @@ def urls(text: str) -> list[str]:
 
 def instructions(text: str) -> list[str]:
     """The sentences of ``text`` addressed to an AI that ask or order something."""
-    return [s.strip() for s in _SENTENCE.split(unicodedata.normalize("NFKC", text or ""))
-            if s and s.strip() and _ADDRESSEE.search(s) and _ORDER.search(s)]
+    return [
+        s.strip()
+        for s in _SENTENCE.split(unicodedata.normalize("NFKC", text or ""))
+        if s and s.strip() and _ADDRESSEE.search(s) and _ORDER.search(s)
+    ]
 
 
 def copies(answer: str, sentence: str, share: float = COPY_SHARE) -> bool:
@@ -83,7 +93,10 @@ def answer_warnings(answer: str, query: str, contexts: Sequence[str], sources: S
         for sentence in instructions(context):
             if copies(answer, sentence):
                 source = sources[context_no] if context_no < len(sources) else ""
-                out.append(f"the answer repeats an instruction addressed to an AI in the document "
-                           f"[{context_no + 1}] {source}".rstrip() + ": it may not be an answer to your question")
+                out.append(
+                    f"the answer repeats an instruction addressed to an AI in the document "
+                    f"[{context_no + 1}] {source}".rstrip()
+                    + ": it may not be an answer to your question"
+                )
                 return out
     return out

@@ -6,6 +6,7 @@ rows) split with LangChain's RecursiveCharacterTextSplitter. ``make ingest`` is
 a sync (app.sync): unchanged files are skipped, changed ones replaced in one
 transaction, deleted ones purged. A bad file is skipped with a warning; the rest go in.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,14 +73,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.cli import run
 
     parser = argparse.ArgumentParser(prog="python -m app.ingest", description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)")
-    parser.add_argument("--dry-run", action="store_true", help="print what would be added/updated/removed; change nothing")
-    parser.add_argument("--allow-empty", action="store_true",
-                        help="let an empty data dir remove every stored document")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="fail at once if another ingest/remove is running (default: wait for it)")
-    parser.add_argument("--workers", type=_positive_int, default=None,
-                        help="processes that read, chunk and embed in parallel (default: INGEST_WORKERS or 1)")
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print what would be added/updated/removed; change nothing"
+    )
+    parser.add_argument("--allow-empty", action="store_true", help="let an empty data dir remove every stored document")
+    parser.add_argument(
+        "--no-wait", action="store_true", help="fail at once if another ingest/remove is running (default: wait for it)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="processes that read, chunk and embed in parallel (default: INGEST_WORKERS or 1)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -92,12 +101,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tqdm.contrib.logging import logging_redirect_tqdm
 
         with logging_redirect_tqdm():  # warnings print above the progress bar, not glued to it
-            plan, report = store.sync(data_dir, dry_run=args.dry_run, progress=not args.dry_run,
-                                      allow_empty=args.allow_empty, wait=not args.no_wait, workers=args.workers)
+            plan, report = store.sync(
+                data_dir,
+                dry_run=args.dry_run,
+                progress=not args.dry_run,
+                allow_empty=args.allow_empty,
+                wait=not args.no_wait,
+                workers=args.workers,
+            )
         if args.dry_run:
             print("\n".join(plan.lines() or ["nothing to do"]))
-            print(f"Dry run: {len(plan.added)} to add, {len(plan.updated)} to update, "
-                  f"{len(plan.unchanged)} unchanged, {len(plan.removed)} to remove")
+            print(
+                f"Dry run: {len(plan.added)} to add, {len(plan.updated)} to update, "
+                f"{len(plan.unchanged)} unchanged, {len(plan.removed)} to remove"
+            )
             return 0
         if not (report.added or report.updated or report.unchanged or report.removed or report.failed):
             print(f"Nothing to ingest: no PDF or CSV under {data_dir}/pdf or {data_dir}/csv")

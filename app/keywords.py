@@ -13,6 +13,7 @@ Bigrams need no dictionary, never miss an unknown product name, and match
 partial words; the trade-off (noise from common bigrams such as ``です``) is
 reduced by a short stop list and handled by ranking.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,12 +36,48 @@ CANDIDATE_POSTINGS = 4000
 _JA = "\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ヵヶ"
 _TOKEN_RUNS = re.compile(rf"[a-z0-9]+|[{_JA}]+")
 # Bigrams made only of grammar (particles, copula, polite endings): they match everything.
-STOP_BIGRAMS = frozenset({
-    "です", "ます", "まし", "した", "すか", "ませ", "せん", "いま", "てい", "ので", "から", "まで",
-    "には", "では", "とは", "への", "との", "での", "もの", "こと", "くだ", "ださ", "さい", "して",
-    "する", "され", "れて", "ある", "あり", "りま", "おり", "どう", "どの", "どれ", "なに", "教え",
-    "えて", "てく",
-})
+STOP_BIGRAMS = frozenset(
+    {
+        "です",
+        "ます",
+        "まし",
+        "した",
+        "すか",
+        "ませ",
+        "せん",
+        "いま",
+        "てい",
+        "ので",
+        "から",
+        "まで",
+        "には",
+        "では",
+        "とは",
+        "への",
+        "との",
+        "での",
+        "もの",
+        "こと",
+        "くだ",
+        "ださ",
+        "さい",
+        "して",
+        "する",
+        "され",
+        "れて",
+        "ある",
+        "あり",
+        "りま",
+        "おり",
+        "どう",
+        "どの",
+        "どれ",
+        "なに",
+        "教え",
+        "えて",
+        "てく",
+    }
+)
 
 
 def normalize_text(text: str) -> str:
@@ -52,7 +89,7 @@ def _bigrams(run: str) -> list[str]:
     """Overlapping character bigrams of a Japanese run (the run itself if one character)."""
     if len(run) == 1:
         return [run]
-    return [run[i:i + 2] for i in range(len(run) - 1)]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def tokenize(text: str | None) -> list[str]:
@@ -98,8 +135,14 @@ def bm25_term_score(tf: float, idf: float, dl: float, avgdl: float, k1: float = 
     return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
 
 
-def candidate_terms(terms: Sequence[str], dfs: Mapping[str, int], n: int, share: float = FREQUENT_SHARE,
-                    keep: int = MIN_CANDIDATE_TERMS, budget: int = CANDIDATE_POSTINGS) -> list[str]:
+def candidate_terms(
+    terms: Sequence[str],
+    dfs: Mapping[str, int],
+    n: int,
+    share: float = FREQUENT_SHARE,
+    keep: int = MIN_CANDIDATE_TERMS,
+    budget: int = CANDIDATE_POSTINGS,
+) -> list[str]:
     """The query terms that select candidates, in query order.
 
     Those in at most ``share`` of the ``n`` chunks (if every term is that frequent, the ``keep``

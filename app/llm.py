@@ -1,6 +1,7 @@
 """LLM inference (§4.4): a local GGUF model through LangChain's LlamaCpp, loaded lazily once, or,
 with LLM_BASE_URL, any OpenAI-compatible server (llama.cpp's llama-server, vLLM, TGI, Ollama's /v1)
 through LangChain's ChatOpenAI: the same prompt as chat messages, the same stop sequences."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,8 +22,7 @@ N_BATCH = 512
 
 # Generation ends where the answer ends: a small model otherwise goes on to invent the next
 # "質問:" turn, or to copy the next numbered context ("\n[2]（出典: …"), as Qwen 1.5B did in `make demo`.
-STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n\n\n", "</s>", "<|im_end|>",
-                  "<|endoftext|>"]
+STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
 
 
 def get_llm(settings: Settings | None = None):
@@ -32,8 +32,16 @@ def get_llm(settings: Settings | None = None):
 
     s = settings or get_settings()
     if s.llm_base_url:
-        key = (s.llm_base_url, s.llm_api_key, s.llm_url_auth, s.llm_server_model, s.llm_max_tokens, s.llm_temperature,
-               s.llm_timeout_s, s.llm_max_retries)
+        key = (
+            s.llm_base_url,
+            s.llm_api_key,
+            s.llm_url_auth,
+            s.llm_server_model,
+            s.llm_max_tokens,
+            s.llm_temperature,
+            s.llm_timeout_s,
+            s.llm_max_retries,
+        )
         return cached("llm", key, lambda: _server_llm(s))
     key = (s.llm_model_path, str(s.models_dir), s.llm_n_ctx, s.llm_max_tokens, s.llm_n_threads, s.llm_temperature)
     return cached("llm", key, lambda: _load_llm(s))
@@ -151,8 +159,9 @@ def as_model_input(prompt: str, llm: object, system: str | None = None) -> str:
     return formatter(messages=messages).prompt
 
 
-def generate(prompt: str, llm: object | None = None, on_token: Callable[[str], None] | None = None,
-             system: str | None = None) -> str:
+def generate(
+    prompt: str, llm: object | None = None, on_token: Callable[[str], None] | None = None, system: str | None = None
+) -> str:
     """Return the model's completion of ``prompt``, stripped.
 
     With ``on_token``, the completion is streamed and each piece is passed to it

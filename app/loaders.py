@@ -12,6 +12,7 @@ naming the file and the reason, so a sync can count that one file as failed and
 go on with the others. Text is cleaned of NUL characters (PostgreSQL text
 cannot hold them) wherever it comes from.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -29,8 +30,11 @@ from app.errors import DataSourceError
 
 # Byte-order marks, longest first (a UTF-32-LE BOM starts with the UTF-16-LE one).
 _BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
 )
 CSV_ENCODINGS = ("utf-8", "cp932")  # without a BOM: UTF-8, then Shift_JIS/CP932
 _SENTENCE_END = tuple("。！？!?」』）)：:")
@@ -60,8 +64,13 @@ class Limits:
     @classmethod
     def from_settings(cls, settings) -> Limits:
         """The limits a :class:`app.config.Settings` sets."""
-        return cls(settings.max_rows, settings.max_cell_chars, float(settings.parse_timeout_s),
-                   settings.max_zip_mb, settings.max_zip_entries)
+        return cls(
+            settings.max_rows,
+            settings.max_cell_chars,
+            float(settings.parse_timeout_s),
+            settings.max_zip_mb,
+            settings.max_zip_entries,
+        )
 
 
 class Deadline:
@@ -76,8 +85,10 @@ class Deadline:
         """Raise DataSourceError if the budget is spent."""
         if self.clock() > self.end:
             at = f" (stopped at {where})" if where else ""
-            raise DataSourceError(f"{self.name}: reading took longer than PARSE_TIMEOUT_S={self.seconds:g} s{at}; "
-                                  "skipped (raise PARSE_TIMEOUT_S to read it)")
+            raise DataSourceError(
+                f"{self.name}: reading took longer than PARSE_TIMEOUT_S={self.seconds:g} s{at}; "
+                "skipped (raise PARSE_TIMEOUT_S to read it)"
+            )
 
 
 def display_name(path: Path) -> str:
@@ -148,8 +159,10 @@ def read_pdf_layout(path: Path, limits: Limits = Limits()) -> tuple[str, list[tu
         reader = PdfReader(path)
         if reader.is_encrypted:
             raise DataSourceError(f"{display_name(path)}: encrypted PDF (decrypt it first)")
-        pages = [_page_layout(page, lambda n=number: deadline.check(f"page {n}"))
-                 for number, page in enumerate(reader.pages, start=1)]
+        pages = [
+            _page_layout(page, lambda n=number: deadline.check(f"page {n}"))
+            for number, page in enumerate(reader.pages, start=1)
+        ]
         title = strip_nul(str((reader.metadata or {}).get("/Title") or "")).strip()
         return (title if title.lower() not in ("", "untitled") else path.stem), pages
     except DataSourceError:
@@ -194,7 +207,8 @@ def read_pdf_pages(path: Path) -> list[str]:
 
 
 _HEADING_START = re.compile(
-    r"^(第[0-9０-９一二三四五六七八九十百]+[章節条部編]|[0-9０-９]+(?:[.．][0-9０-９]+)*[.．][\s　]?\S|[■□●◆【])")
+    r"^(第[0-9０-９一二三四五六七八九十百]+[章節条部編]|[0-9０-９]+(?:[.．][0-9０-９]+)*[.．][\s　]?\S|[■□●◆【])"
+)
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 
 
@@ -210,8 +224,12 @@ def page_heading(text: str) -> str:
         return ""
     if _HEADING_START.match(first):
         return first
-    plain = (len(first) <= 25 and _JAPANESE.search(first) and not any(c in first for c in ":：")
-             and not first.endswith(_SENTENCE_END + (".", "、", "，", ",")))
+    plain = (
+        len(first) <= 25
+        and _JAPANESE.search(first)
+        and not any(c in first for c in ":：")
+        and not first.endswith(_SENTENCE_END + (".", "、", "，", ","))
+    )
     return first if plain else ""
 
 
@@ -243,16 +261,30 @@ def heading_levels(pages: list[tuple[str, list[float]]]) -> list[list[int | None
         return [[None] * len(sizes) for _, sizes in pages]
 
     def large(line: str, size: float) -> bool:
-        return size >= body * HEADING_SCALE and 0 < len(_compact(line)) <= HEADING_MAX_CHARS and bool(
-            re.search(r"\w", line))
+        return (
+            size >= body * HEADING_SCALE
+            and 0 < len(_compact(line)) <= HEADING_MAX_CHARS
+            and bool(re.search(r"\w", line))
+        )
 
-    spread = Counter(text for page_text, sizes in pages
-                     for text in {_compact(line) for line, size in zip(page_text.split("\n"), sizes)
-                                  if large(line, size)})
-    marks = [[size if large(line, size) and spread[_compact(line)] <= RUNNING_HEADER_PAGES else None
-              for line, size in zip(text.split("\n"), sizes)] for text, sizes in pages]
-    ranks = {size: level for level, size in enumerate(
-        sorted({size for page in marks for size in page if size is not None}, reverse=True))}
+    spread = Counter(
+        text
+        for page_text, sizes in pages
+        for text in {_compact(line) for line, size in zip(page_text.split("\n"), sizes) if large(line, size)}
+    )
+    marks = [
+        [
+            size if large(line, size) and spread[_compact(line)] <= RUNNING_HEADER_PAGES else None
+            for line, size in zip(text.split("\n"), sizes)
+        ]
+        for text, sizes in pages
+    ]
+    ranks = {
+        size: level
+        for level, size in enumerate(
+            sorted({size for page in marks for size in page if size is not None}, reverse=True)
+        )
+    }
     return [[None if size is None else ranks[size] for size in page] for page in marks]
 
 
@@ -276,8 +308,11 @@ def split_at_headings(text: str, levels: list[int | None]) -> list[tuple[int | N
         else:
             parts.append((level, [line.strip()], [line]))
             body = False
-    return [(level, " ".join(heading), "\n".join(lines)) for level, heading, lines in parts
-            if level is not None or "".join(lines).strip()]
+    return [
+        (level, " ".join(heading), "\n".join(lines))
+        for level, heading, lines in parts
+        if level is not None or "".join(lines).strip()
+    ]
 
 
 def pdf_document(path: Path, limits: Limits = Limits(), ocr=None) -> tuple[str, list[tuple[str, str, str]]]:
@@ -299,8 +334,10 @@ def pdf_document(path: Path, limits: Limits = Limits(), ocr=None) -> tuple[str, 
     blank = [number for number, (text, _) in enumerate(pages, start=1) if not text.strip()]
     if ocr is not None and blank:
         read = ocr(path, blank, len(pages))
-        pages = [(read[number], [0.0] * len(read[number].split("\n"))) if number in read else page
-                 for number, page in enumerate(pages, start=1)]
+        pages = [
+            (read[number], [0.0] * len(read[number].split("\n"))) if number in read else page
+            for number, page in enumerate(pages, start=1)
+        ]
     levels = heading_levels(pages)
     units: list[tuple[str, str, str]] = []
     stack: list[tuple[int, str]] = []
@@ -321,7 +358,9 @@ def pdf_document(path: Path, limits: Limits = Limits(), ocr=None) -> tuple[str, 
             if text and _compact(text) != _compact(heading):
                 units.append((text, source, " > ".join(h for _, h in stack)))
     if not units:
-        raise DataSourceError(f"{display_name(path)}: no extractable text (an image-only or scanned PDF? run OCR first)")
+        raise DataSourceError(
+            f"{display_name(path)}: no extractable text (an image-only or scanned PDF? run OCR first)"
+        )
     return title, units
 
 
@@ -359,8 +398,9 @@ def decode_text(raw: bytes, name: str) -> str:
             except UnicodeDecodeError as exc:
                 raise DataSourceError(f"{name}: invalid {encoding.upper()} text ({exc.reason})") from None
     if looks_like_wide_text(raw):  # CP932 would "decode" it into text full of NULs
-        raise DataSourceError(f"{name}: looks like UTF-16/32 without a byte-order mark, or binary data; "
-                              "save it as UTF-8")
+        raise DataSourceError(
+            f"{name}: looks like UTF-16/32 without a byte-order mark, or binary data; save it as UTF-8"
+        )
     for encoding in CSV_ENCODINGS:
         try:
             return strip_nul(raw.decode(encoding))
@@ -381,28 +421,35 @@ def read_csv_rows(path: Path, limits: Limits = Limits()) -> list[dict[str, str]]
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise DataSourceError(f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from exc
+        raise DataSourceError(
+            f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})"
+        ) from exc
     if not raw.strip():
         return []
     text = decode_text(raw, display_name(path))
     if not text.strip():
         return []
     try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True,
-                            nrows=limits.max_rows + 1)
+        frame = pd.read_csv(
+            io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True, nrows=limits.max_rows + 1
+        )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise DataSourceError(f"{display_name(path)}: unreadable CSV ({reason})") from exc
     if len(frame) > limits.max_rows:
-        raise DataSourceError(f"{display_name(path)}: more than MAX_ROWS={limits.max_rows} data rows; skipped "
-                              "(raise MAX_ROWS, or split the file)")
+        raise DataSourceError(
+            f"{display_name(path)}: more than MAX_ROWS={limits.max_rows} data rows; skipped "
+            "(raise MAX_ROWS, or split the file)"
+        )
     rows = []
     for number, record in enumerate(frame.to_dict(orient="records"), start=1):
         row = {str(k).strip(): str(v).strip() for k, v in record.items() if str(v).strip()}
         longest = max((len(v) for v in row.values()), default=0)
         if longest > limits.max_cell_chars:
-            raise DataSourceError(f"{display_name(path)}: row {number} has a cell of {longest} characters, more than "
-                                  f"MAX_CELL_CHARS={limits.max_cell_chars}; skipped (raise MAX_CELL_CHARS to read it)")
+            raise DataSourceError(
+                f"{display_name(path)}: row {number} has a cell of {longest} characters, more than "
+                f"MAX_CELL_CHARS={limits.max_cell_chars}; skipped (raise MAX_CELL_CHARS to read it)"
+            )
         rows.append(row)
     return rows
 
@@ -473,7 +520,9 @@ def text_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str,
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise DataSourceError(f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
+        raise DataSourceError(
+            f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})"
+        ) from None
     text = decode_text(raw, display_name(path))
     deadline = Deadline(display_name(path), limits.parse_timeout_s)
     sections = markdown_sections(text) if path.suffix.lower() == ".md" else [([], text)]

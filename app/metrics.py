@@ -5,6 +5,7 @@ NFKC-normalized (full-width ＡＢＣ１２３ → ABC123, half-width ｶﾅ →
 and stripped of whitespace before the containment test, so "９時" matches "9時"
 and "API キー" matches "APIキー".
 """
+
 from __future__ import annotations
 
 import time

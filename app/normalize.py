@@ -50,6 +50,7 @@ kanji numerals without a counter (``三つ``, ``一部``, ``二十``), 兆 and l
 beyond 1 ≤ month ≤ 12 and 1 ≤ day ≤ 31 (``6月31日`` is a date, and is unsupported unless stated),
 negative numbers and percentages as such (``-5`` and ``5%`` are the number 5).
 """
+
 from __future__ import annotations
 
 import re
@@ -70,35 +71,89 @@ _SEPARATOR = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _KANJI_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _SMALL_UNITS = {"十": 10, "百": 100, "千": 1000}
 _LARGE_UNITS = {"万": 10_000, "億": 100_000_000}
-_COUNTERS = ("営業日", "日間", "か月", "ヶ月", "カ月", "ヵ月", "箇月", "週間", "年間", "時間", "分間",
-             "年", "月", "日", "時", "分", "秒", "人", "名", "個", "件", "円", "回", "台", "割", "週", "歳",
-             "枚", "本", "階", "号", "番", "章", "条")
+_COUNTERS = (
+    "営業日",
+    "日間",
+    "か月",
+    "ヶ月",
+    "カ月",
+    "ヵ月",
+    "箇月",
+    "週間",
+    "年間",
+    "時間",
+    "分間",
+    "年",
+    "月",
+    "日",
+    "時",
+    "分",
+    "秒",
+    "人",
+    "名",
+    "個",
+    "件",
+    "円",
+    "回",
+    "台",
+    "割",
+    "週",
+    "歳",
+    "枚",
+    "本",
+    "階",
+    "号",
+    "番",
+    "章",
+    "条",
+)
 _NUMERAL_RUN = re.compile(
     r"(?<![\d.])(?P<run>(?:\d+(?:\.\d+)?|[〇零一二三四五六七八九十百千])"
     r"(?:\d+(?:\.\d+)?|[〇零一二三四五六七八九十百千万億])*)"
-    r"(?P<counter>" + "|".join(_COUNTERS) + ")?")
+    r"(?P<counter>" + "|".join(_COUNTERS) + ")?"
+)
 # Words whose numeral is not a count: left alone when the match is the word or the word's start.
-_WORDS = ("一時", "一部", "一番", "一日", "一月", "一年", "一人", "一本", "一分", "十分",
-          "三日月", "四日市", "五日市", "八日市", "十日町", "二日酔")
+_WORDS = (
+    "一時",
+    "一部",
+    "一番",
+    "一日",
+    "一月",
+    "一年",
+    "一人",
+    "一本",
+    "一分",
+    "十分",
+    "三日月",
+    "四日市",
+    "五日市",
+    "八日市",
+    "十日町",
+    "二日酔",
+)
 
 # 4. Dates, times and numbers: one pattern, the first alternative that matches at a place wins.
 _Y_OR_ERA = r"(?:(?P<{p}_era>" + _ERA + r")\s*(?P<{p}_ey>元|\d{{1,2}})|(?<!\d)(?P<{p}_y>\d{{4}}))\s*年"
-_FACT = re.compile("|".join([
-    _Y_OR_ERA.format(p="jd") + r"\s*(?P<jd_m>\d{1,2})\s*月\s*(?P<jd_d>\d{1,2})\s*日",
-    _Y_OR_ERA.format(p="jy") + r"\s*(?P<jy_m>\d{1,2})\s*月",
-    r"(?P<ey_era>" + _ERA + r")\s*(?P<ey_ey>元|\d{1,2})\s*年",
-    r"(?<![\d./\-])(?P<sd_y>(?:19|20|21)\d{2})(?P<sd_sep>[-/.])(?P<sd_m>\d{1,2})(?P=sd_sep)(?P<sd_d>\d{1,2})"
-    r"(?!\d|\.\d)",
-    r"(?<![A-Za-z])(?P<ab_era>[RHST])(?P<ab_ey>\d{1,2})(?P<ab_sep>[./])(?P<ab_m>\d{1,2})(?P=ab_sep)"
-    r"(?P<ab_d>\d{1,2})(?!\d|\.\d)",
-    r"(?<![\d./\-])(?P<sy_y>(?:19|20|21)\d{2})[-/](?P<sy_m>\d{1,2})(?!\d|[-/.]\d)",
-    r"(?<![\d.])(?P<md_m>\d{1,2})\s*月\s*(?P<md_d>\d{1,2})\s*日",
-    r"(?<![A-Za-z\d/.\-_:])(?P<sl_m>\d{1,2})/(?P<sl_d>\d{1,2})(?![A-Za-z\d/]|\.\d)",
-    r"(?<![\d.])(?P<jt_h>\d{1,2})\s*時\s*(?:(?P<jt_m>\d{1,2})\s*分|(?P<jt_half>半))",
-    r"(?<![\d.])(?P<hr_h>\d{1,2})\s*時(?!間)",
-    r"(?<![\d:.])(?P<tm_h>\d{1,2}):(?P<tm_m>\d{2})(?::\d{2})?(?![\d:])",
-    r"(?P<num>\d+(?:\.\d+)*)",
-]))
+_FACT = re.compile(
+    "|".join(
+        [
+            _Y_OR_ERA.format(p="jd") + r"\s*(?P<jd_m>\d{1,2})\s*月\s*(?P<jd_d>\d{1,2})\s*日",
+            _Y_OR_ERA.format(p="jy") + r"\s*(?P<jy_m>\d{1,2})\s*月",
+            r"(?P<ey_era>" + _ERA + r")\s*(?P<ey_ey>元|\d{1,2})\s*年",
+            r"(?<![\d./\-])(?P<sd_y>(?:19|20|21)\d{2})(?P<sd_sep>[-/.])(?P<sd_m>\d{1,2})(?P=sd_sep)(?P<sd_d>\d{1,2})"
+            r"(?!\d|\.\d)",
+            r"(?<![A-Za-z])(?P<ab_era>[RHST])(?P<ab_ey>\d{1,2})(?P<ab_sep>[./])(?P<ab_m>\d{1,2})(?P=ab_sep)"
+            r"(?P<ab_d>\d{1,2})(?!\d|\.\d)",
+            r"(?<![\d./\-])(?P<sy_y>(?:19|20|21)\d{2})[-/](?P<sy_m>\d{1,2})(?!\d|[-/.]\d)",
+            r"(?<![\d.])(?P<md_m>\d{1,2})\s*月\s*(?P<md_d>\d{1,2})\s*日",
+            r"(?<![A-Za-z\d/.\-_:])(?P<sl_m>\d{1,2})/(?P<sl_d>\d{1,2})(?![A-Za-z\d/]|\.\d)",
+            r"(?<![\d.])(?P<jt_h>\d{1,2})\s*時\s*(?:(?P<jt_m>\d{1,2})\s*分|(?P<jt_half>半))",
+            r"(?<![\d.])(?P<hr_h>\d{1,2})\s*時(?!間)",
+            r"(?<![\d:.])(?P<tm_h>\d{1,2}):(?P<tm_m>\d{2})(?::\d{2})?(?![\d:])",
+            r"(?P<num>\d+(?:\.\d+)*)",
+        ]
+    )
+)
 _DIGITS = re.compile(r"\d+(?:\.\d+)*")
 
 # 5. A range: a number with a unit of up to four letters, then から or a wave dash, then a number.
@@ -194,8 +249,9 @@ def _read_numeral(m: re.Match[str]) -> str:
     has_kanji = any(ch in _KANJI_DIGITS or ch in _SMALL_UNITS for ch in run)
     if has_kanji and not counter:
         return m.group(0)  # 一般, 統一, 三つ: not a count
-    if has_kanji and any(m.group(0) == w or (len(w) > len(m.group(0)) and m.string.startswith(w, m.start()))
-                         for w in _WORDS):
+    if has_kanji and any(
+        m.group(0) == w or (len(w) > len(m.group(0)) and m.string.startswith(w, m.start())) for w in _WORDS
+    ):
         return m.group(0)
     return _format(_numeral_value(run)) + counter
 

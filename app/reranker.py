@@ -5,6 +5,7 @@ also records each passage's score in a copy of its metadata). When no
 cross-encoder is available locally it raises ``ModelNotFoundError``; the graph
 then keeps retrieval order (see ``graph.rerank_node``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -44,8 +45,7 @@ def score_documents(model: Any, query: str, documents: Sequence[Document], top_n
     scores = model.score([(query, doc.page_content) for doc in documents])
     ranked = sorted(zip(documents, scores), key=lambda pair: float(pair[1]), reverse=True)
     return [
-        Document(page_content=doc.page_content, id=doc.id,
-                 metadata={**doc.metadata, SCORE_KEY: float(score)})
+        Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, SCORE_KEY: float(score)})
         for doc, score in ranked[:top_n]
     ]
 
@@ -74,9 +74,7 @@ def get_compression_retriever(
     """Wrap ``base_retriever`` so its results are re-ranked by the cross-encoder."""
     from langchain_classic.retrievers import ContextualCompressionRetriever
 
-    return ContextualCompressionRetriever(
-        base_compressor=reranker or get_reranker(), base_retriever=base_retriever
-    )
+    return ContextualCompressionRetriever(base_compressor=reranker or get_reranker(), base_retriever=base_retriever)
 
 
 def rerank(query: str, docs: Sequence[dict] | None, top_k: int = 3, reranker: Any = None) -> list[dict]:
@@ -95,5 +93,7 @@ def rerank(query: str, docs: Sequence[dict] | None, top_k: int = 3, reranker: An
             raise ValueError(f"docs[{i}] must be a dict with a 'content' string")
     model = (reranker or get_reranker()).model
     as_docs = [Document(page_content=item["content"], metadata={"_index": i}) for i, item in enumerate(docs)]
-    return [{**docs[d.metadata["_index"]], "score": d.metadata[SCORE_KEY]}
-            for d in score_documents(model, query, as_docs, top_k)]
+    return [
+        {**docs[d.metadata["_index"]], "score": d.metadata[SCORE_KEY]}
+        for d in score_documents(model, query, as_docs, top_k)
+    ]

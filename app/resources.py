@@ -1,5 +1,6 @@
 """One small cache for heavy resources (database engine, models, compiled graph), keyed by the
 settings that decide them: a change of settings gets a new resource, never a stale one."""
+
 from __future__ import annotations
 
 import threading

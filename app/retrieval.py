@@ -12,6 +12,7 @@ chunk: each search fetches COLLAPSE_DEPTH times ``k`` chunks and keeps the first
 source (:func:`best_per_source`), so ``k`` results are ``k`` different places to cite and the
 three chunks the LLM gets are never two overlapping pieces of one page.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -22,8 +23,16 @@ from langchain_core.retrievers import BaseRetriever
 
 from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
 
-__all__ = ["SEARCH_MODES", "SCORE_KEY", "reciprocal_rank_fusion", "best_per_source", "vector_search",
-           "keyword_search", "hybrid_search", "SearchRetriever"]
+__all__ = [
+    "SEARCH_MODES",
+    "SCORE_KEY",
+    "reciprocal_rank_fusion",
+    "best_per_source",
+    "vector_search",
+    "keyword_search",
+    "hybrid_search",
+    "SearchRetriever",
+]
 
 SCORE_KEY = "relevance_score"
 COLLAPSE_DEPTH = 3
@@ -77,10 +86,16 @@ def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = No
     """Top ``k`` chunks by cosine distance (through the HNSW index), one per source, best first."""
     if not query or not query.strip():
         return []
-    hits = vectorstore.similarity_search_with_score(query, k=k * COLLAPSE_DEPTH, **({"filter": filter} if filter else {}))
+    hits = vectorstore.similarity_search_with_score(
+        query, k=k * COLLAPSE_DEPTH, **({"filter": filter} if filter else {})
+    )
     return best_per_source(
-        [_copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
-         for doc, distance in hits], k)
+        [
+            _copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
+            for doc, distance in hits
+        ],
+        k,
+    )
 
 
 def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
@@ -91,13 +106,21 @@ def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> lis
 
     rows = db.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH)
     return best_per_source(
-        [Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
-         for id_, document, metadata, rank in rows], k)
+        [
+            Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
+            for id_, document, metadata, rank in rows
+        ],
+        k,
+    )
 
 
 def hybrid_search(
-    vector: Callable[[str, int], list[Document]], keyword: Callable[[str, int], list[Document]],
-    query: str, k: int, rrf_k: int = DEFAULT_RRF_K, weights: Sequence[float] = DEFAULT_HYBRID_WEIGHTS,
+    vector: Callable[[str, int], list[Document]],
+    keyword: Callable[[str, int], list[Document]],
+    query: str,
+    k: int,
+    rrf_k: int = DEFAULT_RRF_K,
+    weights: Sequence[float] = DEFAULT_HYBRID_WEIGHTS,
 ) -> list[Document]:
     """``k`` candidates from each search, fused with RRF by source; the best ``k`` are returned.
 
@@ -109,9 +132,14 @@ def hybrid_search(
     vector_keys, keyword_keys = [source_key(d) for d in by_vector], [source_key(d) for d in by_keyword]
     fused = reciprocal_rank_fusion([vector_keys, keyword_keys], k=rrf_k, weights=weights)
     return [
-        _copy(docs[name], **{SCORE_KEY: round(score, 6),
-                             "vector_rank": vector_keys.index(name) + 1 if name in vector_keys else None,
-                             "keyword_rank": keyword_keys.index(name) + 1 if name in keyword_keys else None})
+        _copy(
+            docs[name],
+            **{
+                SCORE_KEY: round(score, 6),
+                "vector_rank": vector_keys.index(name) + 1 if name in vector_keys else None,
+                "keyword_rank": keyword_keys.index(name) + 1 if name in keyword_keys else None,
+            },
+        )
         for name, score in fused[:k]
     ]
 

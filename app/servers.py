@@ -1,5 +1,6 @@
 """What the two OpenAI-compatible clients (LLM_BASE_URL, EMBED_BASE_URL) share: the one-line
 error for a server that is down, slow, refusing or breaking off."""
+
 from __future__ import annotations
 
 import base64
@@ -30,8 +31,9 @@ def mask_urls(text: str) -> str:
     return re.sub(r"https?://[^\s'\"<>]+", lambda m: mask_url(m.group(0)), text)
 
 
-def server_error(exc: BaseException, what: str, url: str, variable: str, error: type[RagError],
-                 streaming: bool = False) -> RagError | None:
+def server_error(
+    exc: BaseException, what: str, url: str, variable: str, error: type[RagError], streaming: bool = False
+) -> RagError | None:
     """``error`` with one line saying how the ``what`` server at ``url`` (set by ``variable``) failed:
     down, timed out, refused (HTTP status), or, once ``streaming`` pieces had arrived, broke off.
     None for an exception that is not the server's."""

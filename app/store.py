@@ -11,6 +11,7 @@
 The CLIs (ingest, docs, watch, ask, evaluate) and the graph's retrieve node use
 this same code.
 """
+
 from __future__ import annotations
 
 import logging
@@ -110,8 +111,9 @@ class RagStore:
                 self._writing, self._writer = 1, me
                 try:
                     if not self._schema_ready:
-                        self._vectorstore = db.create_schema(self.engine, self.embeddings,
-                                                             self.settings.collection_name)
+                        self._vectorstore = db.create_schema(
+                            self.engine, self.embeddings, self.settings.collection_name
+                        )
                         self._schema_ready = True
                     yield self
                 finally:
@@ -121,8 +123,17 @@ class RagStore:
 
     # --- documents --------------------------------------------------------------
 
-    def sync(self, data_dir: str | Path | None = None, *, dry_run: bool = False, progress: bool = False,
-             allow_empty: bool = False, wait: bool = True, workers: int | None = None, graph: bool = True):
+    def sync(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        dry_run: bool = False,
+        progress: bool = False,
+        allow_empty: bool = False,
+        wait: bool = True,
+        workers: int | None = None,
+        graph: bool = True,
+    ):
         """Make the store match ``data_dir`` (default DATA_DIR); returns (plan, report).
 
         Only documents that came from the data dir are updated or removed; those
@@ -134,11 +145,26 @@ class RagStore:
 
         data_dir = Path(data_dir or self.settings.data_dir)
         if dry_run:  # a plan only: no lock, no schema, no writes
-            return sync(data_dir, self.embeddings, self.engine, self.settings, dry_run=True,
-                        allow_empty=allow_empty, stored=self.list_documents())
+            return sync(
+                data_dir,
+                self.embeddings,
+                self.engine,
+                self.settings,
+                dry_run=True,
+                allow_empty=allow_empty,
+                stored=self.list_documents(),
+            )
         with self.writing(wait):
-            return sync(data_dir, self.embeddings, self.engine, self.settings, progress=progress,
-                        allow_empty=allow_empty, workers=workers or self.settings.ingest_workers, graph=graph)
+            return sync(
+                data_dir,
+                self.embeddings,
+                self.engine,
+                self.settings,
+                progress=progress,
+                allow_empty=allow_empty,
+                workers=workers or self.settings.ingest_workers,
+                graph=graph,
+            )
 
     def update_graph(self, wait: bool = True):
         """Rebuild the graph if chunks changed since it was built (under the writer lock); the
@@ -150,8 +176,9 @@ class RagStore:
         with self.writing(wait):
             return update_graph(self.engine, self.settings, self.embeddings)
 
-    def add_document(self, path_or_doc: str | Path | Document | Sequence[Document],
-                     data_dir: str | Path | None = None) -> list[str]:
+    def add_document(
+        self, path_or_doc: str | Path | Document | Sequence[Document], data_dir: str | Path | None = None
+    ) -> list[str]:
         """Add (or update) a file, a folder's files, or Documents; return the parent document IDs.
 
         Files must lie under ``data_dir/pdf`` or ``data_dir/csv`` (their ID is the
@@ -160,8 +187,9 @@ class RagStore:
         the parent ID, ``metadata['source']`` their source (default: the ID); a
         sync of the data dir never removes them.
         """
-        if isinstance(path_or_doc, Document) or (isinstance(path_or_doc, (list, tuple)) and path_or_doc
-                                                  and all(isinstance(d, Document) for d in path_or_doc)):
+        if isinstance(path_or_doc, Document) or (
+            isinstance(path_or_doc, (list, tuple)) and path_or_doc and all(isinstance(d, Document) for d in path_or_doc)
+        ):
             docs = [path_or_doc] if isinstance(path_or_doc, Document) else list(path_or_doc)
             with self.writing():
                 return [self._add_langchain_document(d) for d in docs]
@@ -170,13 +198,11 @@ class RagStore:
         data_dir = Path(data_dir or self.settings.data_dir)
         path = Path(path_or_doc)
         if path.is_dir():
-            files = [f for f in scan(data_dir, self.settings)[0]
-                     if f.path.absolute().is_relative_to(path.absolute())]
+            files = [f for f in scan(data_dir, self.settings)[0] if f.path.absolute().is_relative_to(path.absolute())]
         else:
             files = [resolve_file(path, data_dir, self.settings)]
         with self.writing():
-            _, report = sync(data_dir, self.embeddings, self.engine, self.settings, files=files,
-                             remove_missing=False)
+            _, report = sync(data_dir, self.embeddings, self.engine, self.settings, files=files, remove_missing=False)
         if report.failures:
             raise DataSourceError("; ".join(report.failures))
         return [f.doc_id for f in files]
@@ -203,16 +229,38 @@ class RagStore:
         context = str(doc.metadata.get("context", ""))
         for index, piece in enumerate(split_by_structure(text, self.settings.chunk_size, self.settings.chunk_overlap)):
             digest = text_hash(embedding_text(piece, context))
-            chunks.append(Document(
-                id=chunk_id(self.settings.collection_name, parent, index, digest), page_content=piece,
-                metadata={**doc.metadata, "source": source, "chunk_index": index, "file": source,
-                          "doc_id": parent, "content_hash": digest, "embed_model": self.settings.embed_model}))
+            chunks.append(
+                Document(
+                    id=chunk_id(self.settings.collection_name, parent, index, digest),
+                    page_content=piece,
+                    metadata={
+                        **doc.metadata,
+                        "source": source,
+                        "chunk_index": index,
+                        "file": source,
+                        "doc_id": parent,
+                        "content_hash": digest,
+                        "embed_model": self.settings.embed_model,
+                    },
+                )
+            )
         lookup = lambda hashes: db.vectors_by_hash(self.engine, hashes, self.settings.embed_model)  # noqa: E731
         vectors, _ = embed_with_reuse(chunks, self.embeddings, lookup)
-        db.replace_document(self.engine, self.settings.collection_name,
-                            {"doc_id": parent, "source_file": source, "content_hash": text_hash(text),
-                             "settings_hash": "document", "origin": ORIGIN_API},
-                            chunks, vectors, extract_graphs(chunks, self.settings), graph_extractor(self.settings))
+        db.replace_document(
+            self.engine,
+            self.settings.collection_name,
+            {
+                "doc_id": parent,
+                "source_file": source,
+                "content_hash": text_hash(text),
+                "settings_hash": "document",
+                "origin": ORIGIN_API,
+            },
+            chunks,
+            vectors,
+            extract_graphs(chunks, self.settings),
+            graph_extractor(self.settings),
+        )
         return parent
 
     def remove_document(self, doc_id_or_path: str | Path, wait: bool = True) -> int:
@@ -236,8 +284,9 @@ class RagStore:
                 raise DataSourceError(f"no stored document {wanted!r} (see `make docs`)")
             if len(match) > 1:
                 raise DataSourceError(f"{wanted!r} is ambiguous: {', '.join(d['doc_id'] for d in match)}")
-            return db.delete_document(self.engine, self.settings.collection_name, match[0]["doc_id"],
-                                      match[0]["source_file"])
+            return db.delete_document(
+                self.engine, self.settings.collection_name, match[0]["doc_id"], match[0]["source_file"]
+            )
 
     def list_documents(self) -> list[dict]:
         """Stored documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at, origin
@@ -253,9 +302,15 @@ class RagStore:
 
     # --- search -----------------------------------------------------------------
 
-    def search(self, query: str, search_mode: str | None = None, top_k: int | None = None,
-               k_vector: int | None = None, k_keyword: int | None = None,
-               vector_filter: dict | None = None) -> list[Document]:
+    def search(
+        self,
+        query: str,
+        search_mode: str | None = None,
+        top_k: int | None = None,
+        k_vector: int | None = None,
+        k_keyword: int | None = None,
+        vector_filter: dict | None = None,
+    ) -> list[Document]:
         """Search; Documents carry ``metadata['relevance_score']``.
 
         Modes: ``hybrid``, ``vector``, ``keyword`` (chunks); ``local`` (the chunks naming the
@@ -296,9 +351,14 @@ class RagStore:
         by_vector = self._pool().submit(vector_or_nothing, query)
         by_keyword = keyword(query, k_keyword or top_k)
         vector_hits = by_vector.result()
-        fused = hybrid_search(lambda q, _k: vector_hits, lambda q, _k: by_keyword,
-                              query, max(top_k, k_vector or 0, k_keyword or 0), rrf_k=self.settings.rrf_k,
-                              weights=self.settings.hybrid_weights)
+        fused = hybrid_search(
+            lambda q, _k: vector_hits,
+            lambda q, _k: by_keyword,
+            query,
+            max(top_k, k_vector or 0, k_keyword or 0),
+            rrf_k=self.settings.rrf_k,
+            weights=self.settings.hybrid_weights,
+        )
         return fused[:top_k]
 
     def graph_search(self, llm: Any = None, count_tokens: Any = None):
@@ -317,8 +377,10 @@ class RagStore:
         chosen = route(mode, query, graph_ready=graph.is_ready() if mode == "auto" else True).mode
         if chosen == "local":
             docs = graph.local(query, max_text_units=top_k).documents
-            return [Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, SCORE_KEY: round(1 / rank, 6)})
-                    for rank, d in enumerate(docs, start=1)]
+            return [
+                Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, SCORE_KEY: round(1 / rank, 6)})
+                for rank, d in enumerate(docs, start=1)
+            ]
         if chosen == "global":
             return [report_document(r) for r in graph.reports()][:top_k]
         return self.search(query, search_mode=chosen, top_k=top_k)
@@ -374,4 +436,3 @@ class RagStore:
     def search_function(self, mode: str | None = None):
         """``search(query, k)`` for the graph's retrieve node."""
         return lambda query, k: self.search(query, search_mode=mode, top_k=k)
-

@@ -24,6 +24,7 @@ A sync manages only the documents that came from the data dir (``origin = 'data_
 documents added through the Python API (``origin = 'api'``) are never removed by it.
 Writers (sync, remove, schema creation) are serialized by a PostgreSQL advisory lock.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,12 +59,20 @@ CHUNKER_VERSION = "4"  # bump when chunking changes, so every document is re-chu
 # folder -> file suffixes; docs/ is searched recursively (Dialogoi's **/*.md and **/*.txt). Scans
 # (images) go with the PDFs, workbooks with the CSVs; docs/ takes every document format but images
 # (a Markdown tree's screenshots are not documents to OCR).
-SUPPORTED = {"pdf": (".pdf",) + formats.IMAGE_SUFFIXES, "csv": (".csv",) + formats.SHEET_SUFFIXES,
-             "docs": (".md", ".txt") + formats.WORD_SUFFIXES + formats.SLIDE_SUFFIXES + formats.HTML_SUFFIXES
-             + formats.SHEET_SUFFIXES}
+SUPPORTED = {
+    "pdf": (".pdf",) + formats.IMAGE_SUFFIXES,
+    "csv": (".csv",) + formats.SHEET_SUFFIXES,
+    "docs": (".md", ".txt")
+    + formats.WORD_SUFFIXES
+    + formats.SLIDE_SUFFIXES
+    + formats.HTML_SUFFIXES
+    + formats.SHEET_SUFFIXES,
+}
 RECURSIVE = {"docs"}
-SUPPORTED_TEXT = ("pdf/*.pdf|*.png|*.jpg|*.jpeg|*.tif|*.tiff, csv/*.csv|*.xlsx|*.xlsm|*.xls and "
-                  "docs/**/*.md|*.txt|*.docx|*.pptx|*.html|*.htm|*.xlsx|*.xlsm|*.xls")
+SUPPORTED_TEXT = (
+    "pdf/*.pdf|*.png|*.jpg|*.jpeg|*.tif|*.tiff, csv/*.csv|*.xlsx|*.xlsm|*.xls and "
+    "docs/**/*.md|*.txt|*.docx|*.pptx|*.html|*.htm|*.xlsx|*.xlsm|*.xls"
+)
 EMBED_BATCH = 64
 ORIGIN_DATA_DIR = "data_dir"  # documents a sync of the data dir manages
 ORIGIN_API = "api"  # documents added through RagStore.add_document(Document); a sync leaves them alone
@@ -97,8 +106,11 @@ class SyncPlan:
 
     def lines(self) -> list[str]:
         """Human-readable plan, one line per file that would change."""
-        out = [f"would add:    {f.doc_id}" + (f"  (renamed from {self.renamed[f.doc_id]})"
-                                              if f.doc_id in self.renamed else "") for f in self.added]
+        out = [
+            f"would add:    {f.doc_id}"
+            + (f"  (renamed from {self.renamed[f.doc_id]})" if f.doc_id in self.renamed else "")
+            for f in self.added
+        ]
         out += [f"would update: {f.doc_id}" for f in self.updated]
         out += [f"would remove: {d['doc_id']}" for d in self.removed]
         return out
@@ -123,8 +135,10 @@ class SyncReport:
 
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
-        line = (f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-                f"{self.removed} removed, {self.failed} failed")
+        line = (
+            f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.removed} removed, {self.failed} failed"
+        )
         extra = f"; embedded {self.embedded} chunks, reused {self.reused}"
         if self.renamed:
             extra += f" ({self.renamed} renamed)"
@@ -193,9 +207,13 @@ def scan(data_dir: Path, settings: Settings | None = None) -> tuple[list[SourceF
 def size_refusal(doc_id: str, path: Path, settings: Settings) -> str | None:
     """The one-line reason a file is larger than its format's limit (MAX_PDF_MB …), or None."""
     suffix = Path(doc_id).suffix.lower()
-    name, limit = (("MAX_PDF_MB", settings.max_pdf_mb) if suffix == ".pdf" else
-                   ("MAX_CSV_MB", settings.max_csv_mb) if suffix == ".csv" else
-                   formats.size_limit(suffix, settings) or ("MAX_TEXT_MB", settings.max_text_mb))
+    name, limit = (
+        ("MAX_PDF_MB", settings.max_pdf_mb)
+        if suffix == ".pdf"
+        else ("MAX_CSV_MB", settings.max_csv_mb)
+        if suffix == ".csv"
+        else formats.size_limit(suffix, settings) or ("MAX_TEXT_MB", settings.max_text_mb)
+    )
     try:
         size = path.stat().st_size
     except OSError:
@@ -219,8 +237,11 @@ def resolve_file(path: Path, data_dir: Path, settings: Settings | None = None) -
     except ValueError:
         raise DataSourceError(f"{path} is not under the data directory {data_dir}") from None
     folder = doc_id.split("/", 1)[0]
-    if folder not in SUPPORTED or path.suffix.lower() not in SUPPORTED[folder] or (
-            folder not in RECURSIVE and doc_id.count("/") > 1):
+    if (
+        folder not in SUPPORTED
+        or path.suffix.lower() not in SUPPORTED[folder]
+        or (folder not in RECURSIVE and doc_id.count("/") > 1)
+    ):
         raise DataSourceError(f"{doc_id}: only {SUPPORTED_TEXT} are ingested")
     too_big = size_refusal(doc_id, path, settings)
     if too_big:
@@ -231,8 +252,13 @@ def resolve_file(path: Path, data_dir: Path, settings: Settings | None = None) -
         raise DataSourceError(f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
 
 
-def plan_sync(files: Sequence[SourceFile], stored: Sequence[dict], settings_key: str,
-              remove_missing: bool = True, keep: Sequence[str] = ()) -> SyncPlan:
+def plan_sync(
+    files: Sequence[SourceFile],
+    stored: Sequence[dict],
+    settings_key: str,
+    remove_missing: bool = True,
+    keep: Sequence[str] = (),
+) -> SyncPlan:
     """Compare files on disk with stored documents (pure: no I/O).
 
     Only documents whose ``origin`` is the data dir can be planned for removal, and
@@ -250,8 +276,9 @@ def plan_sync(files: Sequence[SourceFile], stored: Sequence[dict], settings_key:
         else:
             plan.updated.append(f)
     if remove_missing:
-        plan.removed = [d for d in stored if d["doc_id"] not in present
-                        and d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
+        plan.removed = [
+            d for d in stored if d["doc_id"] not in present and d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR
+        ]
         gone = {d["content_hash"]: d["doc_id"] for d in plan.removed}
         plan.renamed = {f.doc_id: gone[f.content_hash] for f in plan.added if f.content_hash in gone}
     return plan
@@ -291,8 +318,10 @@ def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
     elif suffix in (".md", ".txt"):
         sections = loaders.text_document(source.path, limits)
         titles = {source_id: heading for _, source_id, heading in sections if heading}
-        units = [(text, source_id, " — ".join(p for p in (source.path.stem, heading) if p))
-                 for text, source_id, heading in sections]
+        units = [
+            (text, source_id, " — ".join(p for p in (source.path.stem, heading) if p))
+            for text, source_id, heading in sections
+        ]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     elif suffix in formats.SUFFIXES:
         document = formats.read_document(source.path, settings)
@@ -314,9 +343,16 @@ def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
             yield Document(
                 id=chunk_id(settings.collection_name, source.doc_id, position, digest),
                 page_content=piece,
-                metadata={"source": source_id, "chunk_index": index, "file": source.name, "context": context,
-                          "doc_id": source.doc_id, "content_hash": digest, "embed_model": settings.embed_model,
-                          **({"title": titles[source_id]} if source_id in titles else {})},
+                metadata={
+                    "source": source_id,
+                    "chunk_index": index,
+                    "file": source.name,
+                    "context": context,
+                    "doc_id": source.doc_id,
+                    "content_hash": digest,
+                    "embed_model": settings.embed_model,
+                    **({"title": titles[source_id]} if source_id in titles else {}),
+                },
             )
             position += 1
 
@@ -326,7 +362,9 @@ def embedding_text(text: str, context: str = "") -> str:
     return f"{context}\n{text}" if context else text
 
 
-def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable[[list[str]], dict]) -> tuple[list, int]:
+def embed_with_reuse(
+    docs: Sequence[Document], embeddings: Any, lookup: Callable[[list[str]], dict]
+) -> tuple[list, int]:
     """Vectors for ``docs``: stored ones by text hash via ``lookup``, the rest embedded in batches.
 
     Returns (vectors in the order of docs, how many were embedded).
@@ -335,16 +373,27 @@ def embed_with_reuse(docs: Sequence[Document], embeddings: Any, lookup: Callable
     missing = list(dict.fromkeys(d.metadata["content_hash"] for d in docs if d.metadata["content_hash"] not in known))
     texts = {d.metadata["content_hash"]: embedding_text(d.page_content, d.metadata.get("context", "")) for d in docs}
     for start in range(0, len(missing), EMBED_BATCH):
-        batch = missing[start:start + EMBED_BATCH]
+        batch = missing[start : start + EMBED_BATCH]
         for digest, vector in zip(batch, embeddings.embed_documents([texts[h] for h in batch])):
             known[digest] = vector
     return [known[d.metadata["content_hash"]] for d in docs], len(missing)
 
 
-def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, files: Sequence[SourceFile] | None = None,
-         remove_missing: bool = True, dry_run: bool = False, progress: bool = False,
-         allow_empty: bool = False, stored: Sequence[dict] | None = None, workers: int = 1,
-         graph: bool = True) -> tuple[SyncPlan, SyncReport]:
+def sync(
+    data_dir: Path,
+    embeddings: Any,
+    engine: Any,
+    settings: Settings,
+    *,
+    files: Sequence[SourceFile] | None = None,
+    remove_missing: bool = True,
+    dry_run: bool = False,
+    progress: bool = False,
+    allow_empty: bool = False,
+    stored: Sequence[dict] | None = None,
+    workers: int = 1,
+    graph: bool = True,
+) -> tuple[SyncPlan, SyncReport]:
     """Bring the store in line with ``files`` (default: everything under ``data_dir``).
 
     The caller holds the writer lock (RagStore does); ``stored`` (default: read
@@ -370,7 +419,8 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
     if remove_missing and not files and not failures and managed and not allow_empty:
         raise DataSourceError(
             f"no PDF or CSV under {data_dir}, but {len(managed)} documents are stored; refusing to remove them "
-            "all (check the folder, or run `python -m app.ingest --allow-empty` to empty the store)")
+            "all (check the folder, or run `python -m app.ingest --allow-empty` to empty the store)"
+        )
     plan = plan_sync(files, stored, key, remove_missing, keep=[doc_id for doc_id, _ in failures if doc_id])
     report = SyncReport(unchanged=len(plan.unchanged), doc_ids=[f.doc_id for f in plan.unchanged])
     for _, reason in failures:
@@ -396,8 +446,12 @@ def sync(data_dir: Path, embeddings: Any, engine: Any, settings: Settings, *, fi
                 long_chunks.add(staged)
     # Batches no sync will switch over (of other bytes or settings, of files gone), now that they
     # served as a vector cache: the batches of files that failed stay, for the next sync to resume.
-    db.clean_staging(engine, settings.collection_name, {f.doc_id: generation(f, key, settings) for f, _ in work},
-                     only_these=not remove_missing)
+    db.clean_staging(
+        engine,
+        settings.collection_name,
+        {f.doc_id: generation(f, key, settings) for f, _ in work},
+        only_these=not remove_missing,
+    )
     for doc in plan.removed:
         db.delete_document(engine, settings.collection_name, doc["doc_id"], doc["source_file"])
         report.removed += 1
@@ -469,8 +523,15 @@ def batched(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
-def stage_file(source: SourceFile, embeddings: Any, settings: Settings, engine: Any, key: str, run: str,
-               on_batch: Callable[[int], None] | None = None) -> StagedFile:
+def stage_file(
+    source: SourceFile,
+    embeddings: Any,
+    settings: Settings,
+    engine: Any,
+    key: str,
+    run: str,
+    on_batch: Callable[[int], None] | None = None,
+) -> StagedFile:
     """Read, chunk, embed and extract the graph's entity links of one file, ``INGEST_BATCH_CHUNKS``
     chunks at a time, each batch committed to the staging table (app.db.stage_chunks): memory stays
     flat however large the file, and nothing is searchable before :func:`write_document`. Chunks an
@@ -500,8 +561,9 @@ def stage_file(source: SourceFile, embeddings: Any, settings: Settings, engine: 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-writer") as writer:
         try:
             for batch in batched(enumerate(iter_chunks(source, settings)), settings.ingest_batch_chunks):
-                claimed = db.claim_staged(engine, settings.collection_name, source.doc_id, gen, run,
-                                          [d.id for _, d in batch])
+                claimed = db.claim_staged(
+                    engine, settings.collection_name, source.doc_id, gen, run, [d.id for _, d in batch]
+                )
                 todo = [(position, d) for position, d in batch if d.id not in claimed]
                 vectors: list = []
                 if todo:
@@ -511,24 +573,34 @@ def stage_file(source: SourceFile, embeddings: Any, settings: Settings, engine: 
                 done.truncated += truncated
                 done.chunks += len(batch)
                 finish(in_flight)  # the batch before this one is staged before another is queued
-                in_flight = writer.submit(_stage_batch, engine, settings, source.doc_id, gen, run, todo, vectors,
-                                          len(batch))
+                in_flight = writer.submit(
+                    _stage_batch, engine, settings, source.doc_id, gen, run, todo, vectors, len(batch)
+                )
             finish(in_flight)
         finally:
             in_flight = None  # on an error, the executor's exit still waits for a batch being written
     return done
 
 
-def _stage_batch(engine: Any, settings: Settings, doc_id: str, gen: str, run: str,
-                 todo: Sequence[tuple[int, Document]], vectors: Sequence, size: int) -> int:
+def _stage_batch(
+    engine: Any,
+    settings: Settings,
+    doc_id: str,
+    gen: str,
+    run: str,
+    todo: Sequence[tuple[int, Document]],
+    vectors: Sequence,
+    size: int,
+) -> int:
     """Extract the links of one embedded batch and stage it (the writer thread of :func:`stage_file`);
     returns the batch's size (its chunks, claimed ones included)."""
     from app import db
 
     if todo:
         chunks = [d for _, d in todo]
-        db.stage_chunks(engine, settings.collection_name, doc_id, gen, run, todo, vectors,
-                        extract_graphs(chunks, settings))
+        db.stage_chunks(
+            engine, settings.collection_name, doc_id, gen, run, todo, vectors, extract_graphs(chunks, settings)
+        )
     return size
 
 
@@ -547,9 +619,20 @@ def write_document(engine: Any, settings: Settings, key: str, source: SourceFile
     links), in one transaction (the caller holds the writer lock)."""
     from app import db
 
-    db.switch_document(engine, settings.collection_name,
-                       {"doc_id": source.doc_id, "source_file": source.name, "content_hash": source.content_hash,
-                        "settings_hash": key, "origin": ORIGIN_DATA_DIR}, run, chunks, graph_extractor(settings))
+    db.switch_document(
+        engine,
+        settings.collection_name,
+        {
+            "doc_id": source.doc_id,
+            "source_file": source.name,
+            "content_hash": source.content_hash,
+            "settings_hash": key,
+            "origin": ORIGIN_DATA_DIR,
+        },
+        run,
+        chunks,
+        graph_extractor(settings),
+    )
 
 
 def _count_written(report: SyncReport, plan: SyncPlan, kind: str, source: SourceFile, staged: StagedFile) -> None:
@@ -571,8 +654,15 @@ def graph_extractor(settings: Settings) -> str:
     return extractor_name(settings)
 
 
-def _stage_safely(source: SourceFile, embeddings: Any, settings: Settings, engine: Any, key: str, run: str,
-                  on_batch: Callable[[int], None] | None = None) -> StagedFile | str:
+def _stage_safely(
+    source: SourceFile,
+    embeddings: Any,
+    settings: Settings,
+    engine: Any,
+    key: str,
+    run: str,
+    on_batch: Callable[[int], None] | None = None,
+) -> StagedFile | str:
     """:func:`stage_file`, or the one-line reason it failed; a lost database or a missing model raises."""
     try:
         return stage_file(source, embeddings, settings, engine, key, run, on_batch)
@@ -582,22 +672,42 @@ def _stage_safely(source: SourceFile, embeddings: Any, settings: Settings, engin
         return describe_failure(source.doc_id, exc)
 
 
-def _stage_all(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, engine: Any, key: str,
-               run: str, workers: int, bar: _Progress):
+def _stage_all(
+    work: Sequence[tuple[SourceFile, str]],
+    embeddings: Any,
+    settings: Settings,
+    engine: Any,
+    key: str,
+    run: str,
+    workers: int,
+    bar: _Progress,
+):
     """Yield ((source, kind), StagedFile or the one-line failure) for each work item: in this process,
     one at a time, or with ``workers`` > 1 in that many worker processes (:func:`_stage_in_workers`), as they
     finish. Switching documents over stays with the caller, the one holder of the writer lock."""
     if workers <= 1 or len(work) <= 1:
         for item in work:
             bar.reading(item[0].doc_id)
-            yield item, _stage_safely(item[0], embeddings, settings, engine, key, run,
-                                      lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n))
+            yield (
+                item,
+                _stage_safely(
+                    item[0], embeddings, settings, engine, key, run, lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n)
+                ),
+            )
         return
     yield from _stage_in_workers(work, embeddings, settings, engine, key, run, workers, bar)
 
 
-def _stage_in_workers(work: Sequence[tuple[SourceFile, str]], embeddings: Any, settings: Settings, engine: Any,
-                      key: str, run: str, workers: int, bar: _Progress):
+def _stage_in_workers(
+    work: Sequence[tuple[SourceFile, str]],
+    embeddings: Any,
+    settings: Settings,
+    engine: Any,
+    key: str,
+    run: str,
+    workers: int,
+    bar: _Progress,
+):
     """:func:`_stage_all` with ``workers`` spawned processes, each with its own model, connection and
     ``llm_n_threads / workers`` threads; a worker stages its file's batches itself and sends back only
     a StagedFile, so no process holds a whole file's vectors. A worker that dies (killed, out of
@@ -615,12 +725,23 @@ def _stage_in_workers(work: Sequence[tuple[SourceFile, str]], embeddings: Any, s
             return
     for item in pending:
         bar.reading(item[0].doc_id)
-        yield item, _stage_safely(item[0], embeddings, settings, engine, key, run,
-                                  lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n))
+        yield (
+            item,
+            _stage_safely(
+                item[0], embeddings, settings, engine, key, run, lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n)
+            ),
+        )
 
 
-def _pool_round(items: Sequence[tuple[SourceFile, str]], settings: Settings, engine: Any, key: str, run: str,
-                workers: int, bar: _Progress):
+def _pool_round(
+    items: Sequence[tuple[SourceFile, str]],
+    settings: Settings,
+    engine: Any,
+    key: str,
+    run: str,
+    workers: int,
+    bar: _Progress,
+):
     """Stage ``items`` in one pool of spawned worker processes, one file per worker at a time (so the
     files in flight are known), yielding ((source, kind), result) as each finishes and showing the
     staged chunks on ``bar`` meanwhile. Returns (the items in flight when a worker died, the items
@@ -631,8 +752,12 @@ def _pool_round(items: Sequence[tuple[SourceFile, str]], settings: Settings, eng
     from concurrent.futures.process import BrokenProcessPool
 
     queue, running, lost = deque(items), {}, []
-    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_worker_start, initargs=(os.getpid(),)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(items)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_start,
+        initargs=(os.getpid(),),
+    ) as pool:
         try:
             broken = False
             while running or (queue and not broken):
@@ -731,7 +856,7 @@ def describe_failure(doc_id: str, exc: BaseException) -> str:
         message, name = str(exc), doc_id.rsplit("/", 1)[-1]
         if message.startswith(doc_id):
             return message
-        return doc_id + message[len(name):] if message.startswith(name + ":") else f"{doc_id}: {message}"
+        return doc_id + message[len(name) :] if message.startswith(name + ":") else f"{doc_id}: {message}"
     fatal = database_error(exc)
     if fatal is not None:
         raise fatal from exc
@@ -778,9 +903,13 @@ class TruncationTally:
     def warn(self) -> None:
         """One warning if chunks exceed the limit (their tail is not embedded)."""
         if self.truncated:
-            log.warning("%d of %d new chunks are longer than the embedding model's %d-token limit; their tail is "
-                        "not embedded (keyword search and the LLM still see it). A smaller CHUNK_SIZE avoids this.",
-                        self.truncated, self.chunks, self.limit)
+            log.warning(
+                "%d of %d new chunks are longer than the embedding model's %d-token limit; their tail is "
+                "not embedded (keyword search and the LLM still see it). A smaller CHUNK_SIZE avoids this.",
+                self.truncated,
+                self.chunks,
+                self.limit,
+            )
 
 
 class _Progress:

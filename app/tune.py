@@ -19,6 +19,7 @@ settings, and a verdict: what could bring it into the RERANK_TOP_K chunks (see :
 
     python -m app.tune [--questions data/tuning_questions.json] [--json out.json] [--per-question]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,15 +41,19 @@ Candidates = tuple[list[Document], list[Document]]
 
 def fetch_candidates(store: Any, questions: Sequence[dict], k: int) -> list[Candidates]:
     """Each question's (vector, keyword) candidate lists, ``k`` each, best first."""
-    return [(store.search(q["query"], search_mode="vector", top_k=k),
-             store.search(q["query"], search_mode="keyword", top_k=k)) for q in questions]
+    return [
+        (
+            store.search(q["query"], search_mode="vector", top_k=k),
+            store.search(q["query"], search_mode="keyword", top_k=k),
+        )
+        for q in questions
+    ]
 
 
 def fuse(candidates: Candidates, k: int, rrf_k: int, weights: Sequence[float]) -> list[Document]:
     """The hybrid ranking of one question's cached lists (the same function ``hybrid`` search uses)."""
     by_vector, by_keyword = candidates
-    return hybrid_search(lambda _q, _k: by_vector, lambda _q, _k: by_keyword, "-", k,
-                         rrf_k=rrf_k, weights=weights)
+    return hybrid_search(lambda _q, _k: by_vector, lambda _q, _k: by_keyword, "-", k, rrf_k=rrf_k, weights=weights)
 
 
 def source_rank(ranking: Sequence[Document], expected_source: str) -> int | None:
@@ -70,8 +75,9 @@ def truncate(candidates: Candidates, k: int) -> Candidates:
     return candidates[0][:k], candidates[1][:k]
 
 
-def verdict(vector_rank: int | None, keyword_rank: int | None, hybrid_rank: int | None,
-            top_k: int, search_k: int) -> str:
+def verdict(
+    vector_rank: int | None, keyword_rank: int | None, hybrid_rank: int | None, top_k: int, search_k: int
+) -> str:
     """Where a question's expected source stands, and what could bring it into the top ``top_k``:
 
     ``ok`` (hybrid rank <= top_k); ``rerank`` (among the search_k hybrid candidates: a re-ranker
@@ -90,8 +96,14 @@ def verdict(vector_rank: int | None, keyword_rank: int | None, hybrid_rank: int 
     return "deeper" if ranks else "missed"
 
 
-def diagnose(candidates: Sequence[Candidates], questions: Sequence[dict], top_k: int, search_k: int,
-             rrf_k: int, weights: Sequence[float]) -> list[dict]:
+def diagnose(
+    candidates: Sequence[Candidates],
+    questions: Sequence[dict],
+    top_k: int,
+    search_k: int,
+    rrf_k: int,
+    weights: Sequence[float],
+) -> list[dict]:
     """Per answerable question: the expected source's rank in each (deep) list and in the hybrid
     ranking of ``rrf_k`` / ``weights`` over the first ``search_k`` of each, and the verdict."""
     rows = []
@@ -99,48 +111,84 @@ def diagnose(candidates: Sequence[Candidates], questions: Sequence[dict], top_k:
         source = q["expected_source"]
         fused = fuse(truncate((by_vector, by_keyword), search_k), search_k, rrf_k, weights)
         ranks = (source_rank(by_vector, source), source_rank(by_keyword, source), source_rank(fused, source))
-        rows.append({"query": q["query"], "expected_source": source, "vector_rank": ranks[0],
-                     "keyword_rank": ranks[1], "hybrid_rank": ranks[2],
-                     "verdict": verdict(*ranks, top_k=top_k, search_k=search_k)})
+        rows.append(
+            {
+                "query": q["query"],
+                "expected_source": source,
+                "vector_rank": ranks[0],
+                "keyword_rank": ranks[1],
+                "hybrid_rank": ranks[2],
+                "verdict": verdict(*ranks, top_k=top_k, search_k=search_k),
+            }
+        )
     return rows
 
 
 def format_diagnosis(rows: Sequence[dict], depth: int) -> str:
     """A line per question (ranks, '-' when absent) and the count of each verdict."""
     show = lambda r: "-" if r is None else str(r)  # noqa: E731
-    lines = [f"\nPer question (ranks in the top {depth} of each list; hybrid: current settings):",
-             f"{'vector':>6} {'keyword':>7} {'hybrid':>6}  {'verdict':<7} question → expected source"]
+    lines = [
+        f"\nPer question (ranks in the top {depth} of each list; hybrid: current settings):",
+        f"{'vector':>6} {'keyword':>7} {'hybrid':>6}  {'verdict':<7} question → expected source",
+    ]
     for r in rows:
-        lines.append(f"{show(r['vector_rank']):>6} {show(r['keyword_rank']):>7} {show(r['hybrid_rank']):>6}  "
-                     f"{r['verdict']:<7} {r['query']} → {r['expected_source']}")
+        lines.append(
+            f"{show(r['vector_rank']):>6} {show(r['keyword_rank']):>7} {show(r['hybrid_rank']):>6}  "
+            f"{r['verdict']:<7} {r['query']} → {r['expected_source']}"
+        )
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("ok", "rerank", "fusion", "deeper", "missed")}
     lines.append("Verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.items()))
     return "\n".join(lines)
 
 
-def hit_rates(rankings: Iterable[list[Document]], questions: Sequence[dict], top_k: int, search_k: int
-              ) -> dict[str, float]:
+def hit_rates(
+    rankings: Iterable[list[Document]], questions: Sequence[dict], top_k: int, search_k: int
+) -> dict[str, float]:
     """Retrieval@top_k, Retrieval@search_k and the mean reciprocal rank (within search_k), 0–1."""
-    scores = [(retrieval_at_k(r[:top_k], q["expected_source"]), retrieval_at_k(r[:search_k], q["expected_source"]),
-               reciprocal_rank(r[:search_k], q["expected_source"])) for r, q in zip(rankings, questions)]
+    scores = [
+        (
+            retrieval_at_k(r[:top_k], q["expected_source"]),
+            retrieval_at_k(r[:search_k], q["expected_source"]),
+            reciprocal_rank(r[:search_k], q["expected_source"]),
+        )
+        for r, q in zip(rankings, questions)
+    ]
     return {key: mean([float(s[i]) for s in scores]) for i, key in enumerate(("at_top_k", "at_search_k", "mrr"))}
 
 
-def grid(candidates: Sequence[Candidates], questions: Sequence[dict], top_k: int, search_k: int,
-         rrf_ks: Sequence[int] = RRF_KS, keyword_weights: Sequence[float] = KEYWORD_WEIGHTS) -> list[dict]:
+def grid(
+    candidates: Sequence[Candidates],
+    questions: Sequence[dict],
+    top_k: int,
+    search_k: int,
+    rrf_ks: Sequence[int] = RRF_KS,
+    keyword_weights: Sequence[float] = KEYWORD_WEIGHTS,
+) -> list[dict]:
     """Score the single modes and every (rrf_k, keyword weight) pair; vector weight is 1.
 
     Rows come in grid order (defaults first: k=60, weights 1:1), each
     ``{mode, rrf_k, weights, at_top_k, at_search_k, mrr}``.
     """
-    rows = [{"mode": mode, "rrf_k": None, "weights": None,
-             **hit_rates((c[i] for c in candidates), questions, top_k, search_k)}
-            for i, mode in enumerate(("vector", "keyword"))]
+    rows = [
+        {
+            "mode": mode,
+            "rrf_k": None,
+            "weights": None,
+            **hit_rates((c[i] for c in candidates), questions, top_k, search_k),
+        }
+        for i, mode in enumerate(("vector", "keyword"))
+    ]
     for rrf_k in rrf_ks:
         for weight in keyword_weights:
             fused = [fuse(c, search_k, rrf_k, (1.0, weight)) for c in candidates]
-            rows.append({"mode": "hybrid", "rrf_k": rrf_k, "weights": (1.0, weight),
-                         **hit_rates(fused, questions, top_k, search_k)})
+            rows.append(
+                {
+                    "mode": "hybrid",
+                    "rrf_k": rrf_k,
+                    "weights": (1.0, weight),
+                    **hit_rates(fused, questions, top_k, search_k),
+                }
+            )
     return rows
 
 
@@ -171,17 +219,24 @@ def calibrate_abstention(answerable: Sequence[float], unanswerable: Sequence[flo
     import math
 
     threshold = math.floor(min(answerable) * 100) / 100 if answerable else 0.0
-    return {"threshold": threshold, "kept": sum(v >= threshold for v in answerable),
-            "abstained": sum(v < threshold for v in unanswerable),
-            "answerable": len(answerable), "unanswerable": len(unanswerable)}
+    return {
+        "threshold": threshold,
+        "kept": sum(v >= threshold for v in answerable),
+        "abstained": sum(v < threshold for v in unanswerable),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+    }
 
 
-def format_calibration(result: dict, variable: str = "ABSTAIN_MIN_SIMILARITY",
-                       signal: str = "best vector similarity") -> str:
+def format_calibration(
+    result: dict, variable: str = "ABSTAIN_MIN_SIMILARITY", signal: str = "best vector similarity"
+) -> str:
     """One line: the suggested threshold and what it does on these questions."""
-    return (f"Abstention: {variable}={result['threshold']:g} keeps {result['kept']}/"
-            f"{result['answerable']} answerable questions and abstains on {result['abstained']}/"
-            f"{result['unanswerable']} unanswerable ones ({signal})")
+    return (
+        f"Abstention: {variable}={result['threshold']:g} keeps {result['kept']}/"
+        f"{result['answerable']} answerable questions and abstains on {result['abstained']}/"
+        f"{result['unanswerable']} unanswerable ones ({signal})"
+    )
 
 
 def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], settings: Any) -> list[float]:
@@ -189,9 +244,16 @@ def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], setti
     gives the LLM without a cross-encoder."""
     from app.answers import question_coverage
 
-    return [question_coverage(q["query"], [d.page_content for d in fuse(
-        c, settings.search_k, settings.rrf_k, settings.hybrid_weights)[: settings.rerank_top_k]])
-        for c, q in zip(candidates, questions)]
+    return [
+        question_coverage(
+            q["query"],
+            [
+                d.page_content
+                for d in fuse(c, settings.search_k, settings.rrf_k, settings.hybrid_weights)[: settings.rerank_top_k]
+            ],
+        )
+        for c, q in zip(candidates, questions)
+    ]
 
 
 def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -> str:
@@ -201,10 +263,14 @@ def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -
     for r in rows:
         weights = f"{r['weights'][0]:g},{r['weights'][1]:g}" if r["weights"] else "-"
         mark = "  ← chosen" if r is chosen else ""
-        lines.append(f"{r['mode']:<7} {r['rrf_k'] if r['rrf_k'] is not None else '-':>5} {weights:>15}  "
-                     f"{pct(r['at_top_k'])}  {pct(r['at_search_k'])}  {r['mrr']:.3f}{mark}")
-    lines.append(f"\nBest on these questions: RRF_K={chosen['rrf_k']} "
-                 f"HYBRID_WEIGHTS={chosen['weights'][0]:g},{chosen['weights'][1]:g}")
+        lines.append(
+            f"{r['mode']:<7} {r['rrf_k'] if r['rrf_k'] is not None else '-':>5} {weights:>15}  "
+            f"{pct(r['at_top_k'])}  {pct(r['at_search_k'])}  {r['mrr']:.3f}{mark}"
+        )
+    lines.append(
+        f"\nBest on these questions: RRF_K={chosen['rrf_k']} "
+        f"HYBRID_WEIGHTS={chosen['weights'][0]:g},{chosen['weights'][1]:g}"
+    )
     return "\n".join(lines)
 
 
@@ -215,9 +281,12 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m app.tune", description=__doc__.split("\n")[0])
     add_question_options(parser, "tuning_questions.json", "write every row and the choice here")
-    parser.add_argument("--per-question", action="store_true",
-                        help=f"each question's rank in the vector, keyword (top {DIAGNOSIS_DEPTH}) and hybrid lists, "
-                             "and what could bring it into the top RERANK_TOP_K")
+    parser.add_argument(
+        "--per-question",
+        action="store_true",
+        help=f"each question's rank in the vector, keyword (top {DIAGNOSIS_DEPTH}) and hybrid lists, "
+        "and what could bring it into the top RERANK_TOP_K",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -242,21 +311,36 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         per_question = None
         if args.per_question:
             asked = [(c, q) for c, q in zip(deep, questions) if q["expected_source"]]
-            per_question = diagnose([c for c, _ in asked], [q for _, q in asked], settings.rerank_top_k,
-                                    settings.search_k, settings.rrf_k, settings.hybrid_weights)
+            per_question = diagnose(
+                [c for c, _ in asked],
+                [q for _, q in asked],
+                settings.rerank_top_k,
+                settings.search_k,
+                settings.rrf_k,
+                settings.hybrid_weights,
+            )
             print(format_diagnosis(per_question, depth))
         sims = [(best_similarity(c), bool(q["expected_source"])) for c, q in zip(candidates, questions)]
-        calibration = calibrate_abstention([v for v, ok in sims if ok and v is not None],
-                                           [v for v, ok in sims if not ok and v is not None])
+        calibration = calibrate_abstention(
+            [v for v, ok in sims if ok and v is not None], [v for v, ok in sims if not ok and v is not None]
+        )
         covered = list(zip(coverages(candidates, questions, settings), (bool(q["expected_source"]) for q in questions)))
         by_coverage = calibrate_abstention([v for v, ok in covered if ok], [v for v, ok in covered if not ok])
         if calibration["unanswerable"]:
             print(format_calibration(calibration))
             print(format_calibration(by_coverage, "ABSTAIN_MIN_COVERAGE", "question tokens found in the top chunks"))
         if args.json:
-            write_json(args.json, {"questions": len(questions), "rows": rows, "chosen": chosen,
-                                   "abstention": calibration, "abstention_coverage": by_coverage,
-                                   **({"per_question": per_question} if per_question is not None else {})})
+            write_json(
+                args.json,
+                {
+                    "questions": len(questions),
+                    "rows": rows,
+                    "chosen": chosen,
+                    "abstention": calibration,
+                    "abstention_coverage": by_coverage,
+                    **({"per_question": per_question} if per_question is not None else {}),
+                },
+            )
         return 0
 
     return run(body, debug=args.debug)

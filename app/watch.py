@@ -9,6 +9,7 @@ for ``--graph-quiet-s`` seconds (at start too): a rebuild reads every entity lin
 saved file would make each sync cost the whole corpus, and doing it before watching would leave
 changes made meanwhile unseen.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,17 @@ def changed(report) -> bool:
     return bool(report.added or report.updated or report.removed)
 
 
-def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: threading.Event | None = None,
-                   on_sync: Callable | None = None, graph_quiet_s: float = GRAPH_QUIET_S,
-                   on_graph: Callable | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+def watch_and_sync(
+    data_dir: Path,
+    store,
+    *,
+    debounce_ms: int = 1000,
+    stop: threading.Event | None = None,
+    on_sync: Callable | None = None,
+    graph_quiet_s: float = GRAPH_QUIET_S,
+    on_graph: Callable | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
     """Sync now, then after every burst of relevant changes under ``data_dir`` until ``stop`` is set;
     rebuild the graph once no change came for ``graph_quiet_s`` seconds after a sync that changed
     something (``on_graph`` gets the BuildReport)."""
@@ -84,9 +93,15 @@ def watch_and_sync(data_dir: Path, store, *, debounce_ms: int = 1000, stop: thre
         try:
             # step: the quiet time that ends a burst; debounce: the longest a burst may be grouped. Empty
             # yields every half second let the graph wait for a quiet folder.
-            for changes in watch(data_dir, step=debounce_ms, debounce=max(10 * debounce_ms, 5000), stop_event=stop,
-                                 rust_timeout=500, watch_filter=lambda _change, path: relevant(path),
-                                 yield_on_timeout=True):
+            for changes in watch(
+                data_dir,
+                step=debounce_ms,
+                debounce=max(10 * debounce_ms, 5000),
+                stop_event=stop,
+                rust_timeout=500,
+                watch_filter=lambda _change, path: relevant(path),
+                yield_on_timeout=True,
+            ):
                 if changes:
                     do_sync(f"{len(changes)} change(s)")
                 elif pending[0] and clock() - last[0] >= graph_quiet_s:
@@ -106,8 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.watch", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--debounce-ms", type=int, default=1000, help="quiet time that ends a burst of changes")
-    parser.add_argument("--graph-quiet-s", type=float, default=GRAPH_QUIET_S,
-                        help="rebuild the graph after a change once the folder is quiet this long (seconds)")
+    parser.add_argument(
+        "--graph-quiet-s",
+        type=float,
+        default=GRAPH_QUIET_S,
+        help="rebuild the graph after a change once the folder is quiet this long (seconds)",
+    )
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
 
@@ -127,8 +146,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{time.strftime('%H:%M:%S')} graph: {built.summary()}", flush=True)
 
         print(f"Watching {data_dir} (Ctrl-C to stop)", flush=True)
-        watch_and_sync(data_dir, store, debounce_ms=args.debounce_ms, on_sync=report,
-                       graph_quiet_s=args.graph_quiet_s, on_graph=graph)
+        watch_and_sync(
+            data_dir,
+            store,
+            debounce_ms=args.debounce_ms,
+            on_sync=report,
+            graph_quiet_s=args.graph_quiet_s,
+            on_graph=graph,
+        )
         return 0
 
     return run(body, debug=args.debug)

@@ -13,6 +13,7 @@ wall-clock its encoder was busy (the pipeline's overhead, measured over the same
 during the ingest (sampled every second: start, quartiles, peak, end; and the peak the kernel
 recorded). The collection is dropped afterwards unless ``--keep``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEPARTMENTS = ("総務部", "人事部", "経理部", "営業一課", "営業二課", "情報システム部", "品質保証部", "法務部")
 TITLES = ("部長", "課長", "係長", "主任", "担当")
-TOPICS = ("出張旅費の精算", "在宅勤務の申請", "備品の購入", "契約書の確認", "システム障害の報告", "研修の受講",
-          "健康診断の予約", "有給休暇の取得")
+TOPICS = (
+    "出張旅費の精算",
+    "在宅勤務の申請",
+    "備品の購入",
+    "契約書の確認",
+    "システム障害の報告",
+    "研修の受講",
+    "健康診断の予約",
+    "有給休暇の取得",
+)
 
 
 def write_csv(path: Path, rows: int) -> None:
@@ -40,9 +49,11 @@ def write_csv(path: Path, rows: int) -> None:
         out.write("社員番号,氏名,部署,役職,備考\n")
         for i in range(rows):
             topic = TOPICS[i % len(TOPICS)]
-            out.write(f"E{i:06d},社員{i}号,{DEPARTMENTS[i % len(DEPARTMENTS)]},{TITLES[i % len(TITLES)]},"
-                      f"{topic}について第{i}件目の問い合わせ。手続き番号{i * 7 % 100003}で受付、"
-                      "担当者が確認した。\n")
+            out.write(
+                f"E{i:06d},社員{i}号,{DEPARTMENTS[i % len(DEPARTMENTS)]},{TITLES[i % len(TITLES)]},"
+                f"{topic}について第{i}件目の問い合わせ。手続き番号{i * 7 % 100003}で受付、"
+                "担当者が確認した。\n"
+            )
 
 
 class RssSampler(threading.Thread):
@@ -64,8 +75,12 @@ class RssSampler(threading.Thread):
         self.join()
         s = self.samples or [0.0]
         quarter = [s[min(len(s) - 1, len(s) * q // 4)] for q in (1, 2, 3)]
-        return {"rss_start_mb": round(s[0]), "rss_25_50_75_mb": [round(x) for x in quarter],
-                "rss_peak_sampled_mb": round(max(s)), "rss_end_mb": round(s[-1])}
+        return {
+            "rss_start_mb": round(s[0]),
+            "rss_25_50_75_mb": [round(x) for x in quarter],
+            "rss_peak_sampled_mb": round(max(s)),
+            "rss_end_mb": round(s[-1]),
+        }
 
 
 class EncoderClock:
@@ -98,13 +113,18 @@ def ingest(data: Path, settings, embeddings, graph: bool) -> tuple[dict, object]
     finally:
         embeddings.embed_documents = clock.inner
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    figures = {"chunks": report.chunks_written, "failed": report.failed, "ingest_s": round(seconds, 1),
-               "ingest_chunks_per_s": round(report.chunks_written / seconds, 1),
-               "ingest_chunks_per_cpu_s": round(report.chunks_written / cpu, 2),
-               # the share of the ingest's wall-clock the encoder was busy (drift on the machine cannot
-               # disturb it: both are measured over the same seconds)
-               "encoder_busy_share": round(clock.seconds / seconds, 3), **sampler.summary(),
-               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    figures = {
+        "chunks": report.chunks_written,
+        "failed": report.failed,
+        "ingest_s": round(seconds, 1),
+        "ingest_chunks_per_s": round(report.chunks_written / seconds, 1),
+        "ingest_chunks_per_cpu_s": round(report.chunks_written / cpu, 2),
+        # the share of the ingest's wall-clock the encoder was busy (drift on the machine cannot
+        # disturb it: both are measured over the same seconds)
+        "encoder_busy_share": round(clock.seconds / seconds, 3),
+        **sampler.summary(),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
     return figures, store
 
 
@@ -125,7 +145,7 @@ def raw_encode(embeddings, texts: list[str]) -> tuple[float, float]:
     (the raw encoder, no database)."""
     start, cpu = time.perf_counter(), time.process_time()
     for i in range(0, len(texts), 64):
-        embeddings.embed_documents(texts[i:i + 64])
+        embeddings.embed_documents(texts[i : i + 64])
     return time.perf_counter() - start, time.process_time() - cpu
 
 
@@ -156,13 +176,22 @@ def main(argv=None) -> int:
         before = raw_encode(embeddings, texts[:half])
         figures, store = ingest(data, settings, embeddings, args.graph)
         after = raw_encode(embeddings, texts[half:])
-    raw = {"raw_texts": len(texts), "raw_chunks_per_s": round(len(texts) / (before[0] + after[0]), 1),
-           "raw_before_after_chunks_per_s": [round(half / before[0], 1), round((len(texts) - half) / after[0], 1)],
-           "raw_chunks_per_cpu_s": round(len(texts) / (before[1] + after[1]), 2)}
-    out = {"rows": args.rows, "csv_mb": size_mb,
-           "batch_chunks": settings.ingest_batch_chunks, "embed_model": settings.embed_model, **figures, **raw,
-           "ingest_vs_raw": round(figures["ingest_chunks_per_s"] / raw["raw_chunks_per_s"], 3),
-           "ingest_vs_raw_cpu": round(figures["ingest_chunks_per_cpu_s"] / raw["raw_chunks_per_cpu_s"], 3)}
+    raw = {
+        "raw_texts": len(texts),
+        "raw_chunks_per_s": round(len(texts) / (before[0] + after[0]), 1),
+        "raw_before_after_chunks_per_s": [round(half / before[0], 1), round((len(texts) - half) / after[0], 1)],
+        "raw_chunks_per_cpu_s": round(len(texts) / (before[1] + after[1]), 2),
+    }
+    out = {
+        "rows": args.rows,
+        "csv_mb": size_mb,
+        "batch_chunks": settings.ingest_batch_chunks,
+        "embed_model": settings.embed_model,
+        **figures,
+        **raw,
+        "ingest_vs_raw": round(figures["ingest_chunks_per_s"] / raw["raw_chunks_per_s"], 3),
+        "ingest_vs_raw_cpu": round(figures["ingest_chunks_per_cpu_s"] / raw["raw_chunks_per_cpu_s"], 3),
+    }
     print(json.dumps(out, ensure_ascii=False), flush=True)
     if not args.keep:
         start = time.perf_counter()

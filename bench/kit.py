@@ -1,6 +1,7 @@
 """What the benchmark sections share (bench.suite, bench.serve, bench.scale, bench.graph):
 timing helpers, synthetic Japanese text and vectors, and bulk loading of the bench database (its own
 ``DB_NAME`` + ``_bench``; the app never runs these statements)."""
+
 from __future__ import annotations
 
 import platform
@@ -22,11 +23,26 @@ def machine() -> dict:
 
     import psutil
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    return {"date": time.strftime("%Y-%m-%d"), "cpu": cpu, "cores": os.cpu_count(),
-            "ram_gb": round(psutil.virtual_memory().total / 2**30, 1), "python": platform.python_version(),
-            "platform": platform.platform()}
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else ""
+    )
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
@@ -46,13 +62,14 @@ def stats_ms(times: Sequence[float]) -> dict:
 
 # --- synthetic text ------------------------------------------------------------
 
+
 def vocabulary() -> list[str]:
     """Japanese words (2–4 character pieces) drawn from the sample corpus."""
     from app.ingest import load_csvs, load_pdfs
     from app.keywords import tokenize
 
     text = "".join(t for t, _ in load_pdfs(ROOT / "data" / "pdf") + load_csvs(ROOT / "data" / "csv"))
-    words = {text[i:i + n] for n in (2, 3, 4) for i in range(0, len(text) - n, 3)}
+    words = {text[i : i + n] for n in (2, 3, 4) for i in range(0, len(text) - n, 3)}
     return sorted(w for w in words if tokenize(w) and "\n" not in w and ":" not in w)
 
 
@@ -74,10 +91,12 @@ def clustered_vectors(n: int, rng, clusters: int = 256, spread: float = 0.35):
 
 # --- bench SQL and bulk loading (a separate database; the app never runs these) -------------
 
-SQL_BENCH_TRUNCATE = (f"TRUNCATE {db.KEYWORD_TABLE}, {db.EMBEDDING_TABLE}, {db.DOCUMENT_TABLE}, "
-                      f"{db.TERM_STATS_TABLE}, {db.COLLECTION_STATS_TABLE}, {graph_store.MENTION}, {graph_store.PAIR}, "
-                      f"{graph_store.ENTITY}, {graph_store.RELATIONSHIP}, {graph_store.COMMUNITY}, {graph_store.REPORT}, "
-                      f"{graph_store.STATE}")
+SQL_BENCH_TRUNCATE = (
+    f"TRUNCATE {db.KEYWORD_TABLE}, {db.EMBEDDING_TABLE}, {db.DOCUMENT_TABLE}, "
+    f"{db.TERM_STATS_TABLE}, {db.COLLECTION_STATS_TABLE}, {graph_store.MENTION}, {graph_store.PAIR}, "
+    f"{graph_store.ENTITY}, {graph_store.RELATIONSHIP}, {graph_store.COMMUNITY}, {graph_store.REPORT}, "
+    f"{graph_store.STATE}"
+)
 SQL_BENCH_DROP_INDEXES = (f"DROP INDEX IF EXISTS {db.HNSW_INDEX}", f"DROP INDEX IF EXISTS {db.KEYWORD_TABLE}_tsv_gin")
 SQL_BENCH_COPY_EMBEDDINGS = (
     f"COPY {db.EMBEDDING_TABLE} (id, collection_id, embedding, document, cmetadata) FROM STDIN WITH (FORMAT BINARY)"
@@ -96,8 +115,11 @@ SQL_EXACT_VECTOR = (  # exact when index scans are off; otherwise the planner us
     f"SELECT id FROM {db.EMBEDDING_TABLE} WHERE collection_id = :collection "
     "ORDER BY embedding <=> CAST(:vector AS vector) LIMIT :k"
 )
-SQL_NO_INDEX_SCANS = ("SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off",
-                      "SET LOCAL enable_indexonlyscan = off")
+SQL_NO_INDEX_SCANS = (
+    "SET LOCAL enable_indexscan = off",
+    "SET LOCAL enable_bitmapscan = off",
+    "SET LOCAL enable_indexonlyscan = off",
+)
 
 
 def bench_reset(engine: Any) -> None:
@@ -137,9 +159,18 @@ def bench_bulk_load(engine: Any, collection, ids, vectors, documents, tokens, do
     with engine.begin() as c:
         c.execute(text(SQL_BENCH_FILL_KEYWORDS), {"collection": collection})
         if doc_id:
-            c.execute(text(db.SQL_UPSERT_DOCUMENT), {"collection": collection, "doc": doc_id, "file": doc_id,
-                                                     "hash": "synthetic", "settings": "document",
-                                                     "chunks": len(ids), "origin": "api"})
+            c.execute(
+                text(db.SQL_UPSERT_DOCUMENT),
+                {
+                    "collection": collection,
+                    "doc": doc_id,
+                    "file": doc_id,
+                    "hash": "synthetic",
+                    "settings": "document",
+                    "chunks": len(ids),
+                    "origin": "api",
+                },
+            )
 
 
 def bench_build_indexes(engine: Any) -> dict[str, float]:

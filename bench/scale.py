@@ -7,6 +7,7 @@
 * the LLM in process vs over llama-cpp-python's OpenAI-compatible server (same GGUF): time to
   first token and tokens/s, alone and with N requests at once.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,9 @@ def sample_queries(limit: int = 30) -> list[str]:
     return [q["query"] for q in items][:limit]
 
 
-def bench_parallel_ingest(settings: Settings, engine: Any, workers: Sequence[int] = (1, 2), files: int = 12,
-                          rows: int = 25) -> list[dict]:
+def bench_parallel_ingest(
+    settings: Settings, engine: Any, workers: Sequence[int] = (1, 2), files: int = 12, rows: int = 25
+) -> list[dict]:
     """Sync the same synthetic CSVs into a new collection with each worker count; chunks/s."""
     import numpy as np
 
@@ -52,7 +54,8 @@ def bench_parallel_ingest(settings: Settings, engine: Any, workers: Sequence[int
         for f in range(files):
             body = synthetic_texts(rows, vocabulary(), rng, length=40)
             (data / "csv" / f"scale{f:03d}.csv").write_text(
-                "番号,内容\n" + "\n".join(f"{f}-{i},{t}" for i, t in enumerate(body)) + "\n", encoding="utf-8")
+                "番号,内容\n" + "\n".join(f"{f}-{i},{t}" for i, t in enumerate(body)) + "\n", encoding="utf-8"
+            )
         for n in workers:
             s = dataclasses.replace(settings, collection_name=f"bench_workers_{uuid.uuid4().hex[:6]}")
             store = RagStore(s, engine=engine)
@@ -60,8 +63,15 @@ def bench_parallel_ingest(settings: Settings, engine: Any, workers: Sequence[int
             _, report = store.sync(data, workers=n)
             seconds = time.perf_counter() - start
             store.vectorstore.delete_collection()
-            out.append({"workers": n, "chunks": report.chunks_written, "seconds": round(seconds, 1),
-                        "chunks_per_s": round(report.chunks_written / seconds, 1), "failed": report.failed})
+            out.append(
+                {
+                    "workers": n,
+                    "chunks": report.chunks_written,
+                    "seconds": round(seconds, 1),
+                    "chunks_per_s": round(report.chunks_written / seconds, 1),
+                    "failed": report.failed,
+                }
+            )
     return out
 
 
@@ -94,8 +104,10 @@ def bench_concurrent_search(settings: Settings, clients: Sequence[int] = (1, 2, 
             # two processes spin against each other (measured: 2 clients fell from 58 to 20 vector searches/s)
             client = dataclasses.replace(settings, llm_n_threads=max(1, (os.cpu_count() or 1) // n))
             barrier, results = ctx.Barrier(n), ctx.Queue()
-            procs = [ctx.Process(target=_search_client, args=(client, mode, qs[i:] + qs[:i], barrier, results))
-                     for i in range(n)]
+            procs = [
+                ctx.Process(target=_search_client, args=(client, mode, qs[i:] + qs[:i], barrier, results))
+                for i in range(n)
+            ]
             for p in procs:
                 p.start()
             got = [results.get(timeout=600) for _ in procs]
@@ -103,8 +115,7 @@ def bench_concurrent_search(settings: Settings, clients: Sequence[int] = (1, 2, 
                 p.join()
             wall = max(g[1] for g in got) - min(g[0] for g in got)
             times = [t for g in got for t in g[2]]
-            out.append({"mode": mode, "clients": n, "searches_per_s": round(len(times) / wall, 1),
-                        **stats_ms(times)})
+            out.append({"mode": mode, "clients": n, "searches_per_s": round(len(times) / wall, 1), **stats_ms(times)})
     return out
 
 
@@ -118,10 +129,27 @@ def _start_llm_server(model: Path, settings: Settings) -> tuple[subprocess.Popen
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", str(settings.llm_n_ctx),
-                             "--n_threads", str(settings.llm_n_threads), "--n_batch", "512"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(settings.llm_n_ctx),
+            "--n_threads",
+            str(settings.llm_n_threads),
+            "--n_batch",
+            "512",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -145,9 +173,12 @@ def _generation(model: Any, prompts: list[str]) -> dict:
         app_llm.generate(prompt, llm=model, on_token=lambda _p: marks.append(time.perf_counter()))
         if len(marks) > 1:
             runs.append((marks[0] - start, (len(marks) - 1) / (marks[-1] - marks[0]), len(marks)))
-    return {"ttft_s": round(statistics.median(r[0] for r in runs), 2),
-            "tokens_per_s": round(statistics.median(r[1] for r in runs), 1),
-            "tokens": round(statistics.median(r[2] for r in runs)), "runs": len(runs)}
+    return {
+        "ttft_s": round(statistics.median(r[0] for r in runs), 2),
+        "tokens_per_s": round(statistics.median(r[1] for r in runs), 1),
+        "tokens": round(statistics.median(r[2] for r in runs)),
+        "runs": len(runs),
+    }
 
 
 def _concurrent_generation(model: Any, prompts: list[str]) -> dict:
@@ -164,9 +195,12 @@ def _concurrent_generation(model: Any, prompts: list[str]) -> dict:
     with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
         done = list(pool.map(one, prompts))
     wall = time.perf_counter() - start
-    return {"requests": len(prompts), "tokens": sum(t for _, t in done),
-            "total_tokens_per_s": round(sum(t for _, t in done) / wall, 1),
-            "max_request_s": round(max(s for s, _ in done), 2)}
+    return {
+        "requests": len(prompts),
+        "tokens": sum(t for _, t in done),
+        "total_tokens_per_s": round(sum(t for _, t in done) / wall, 1),
+        "max_request_s": round(max(s for s, _ in done), 2),
+    }
 
 
 def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Sequence[int] = (1, 2)) -> dict:
@@ -182,7 +216,7 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")]
     # a different question each time: the server's and the in-process KV cache never hold the prompt yet
     questions = sample_queries(4 + sum(concurrent))  # warm-up, 3 single runs, the concurrent batches
-    prompts = [build_prompt(q, contexts[i % len(contexts):][:2]) for i, q in enumerate(questions)]
+    prompts = [build_prompt(q, contexts[i % len(contexts) :][:2]) for i, q in enumerate(questions)]
     single, fresh = prompts[1:4], prompts[4:]
     s = dataclasses.replace(settings, llm_max_tokens=max_tokens)
     resources.clear("llm")
@@ -210,8 +244,9 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     return results
 
 
-def bench_concurrency(base: Settings, size: int = 100_000, clients: Sequence[int] = (1, 2, 4),
-                      queries: int = 30, ingest_files: int = 12) -> dict:
+def bench_concurrency(
+    base: Settings, size: int = 100_000, clients: Sequence[int] = (1, 2, 4), queries: int = 30, ingest_files: int = 12
+) -> dict:
     """Ingest workers and search clients, in their own database (``<DB_NAME>_scale``) holding ``size`` chunks."""
     from app import db
     from app.embeddings import get_embeddings
@@ -221,21 +256,31 @@ def bench_concurrency(base: Settings, size: int = 100_000, clients: Sequence[int
     engine = db.get_engine(settings)
     embeddings = get_embeddings(settings)
     chunks = load_corpus(settings, engine, embeddings, size)
-    out: dict = {"chunks": chunks, "cores": os.cpu_count(),
-                 "ingest_workers": bench_parallel_ingest(settings, engine, files=ingest_files),
-                 "search": bench_concurrent_search(settings, clients, queries)}
+    out: dict = {
+        "chunks": chunks,
+        "cores": os.cpu_count(),
+        "ingest_workers": bench_parallel_ingest(settings, engine, files=ingest_files),
+        "search": bench_concurrent_search(settings, clients, queries),
+    }
     return out
 
 
 def format_concurrency(c: dict) -> list[str]:
     """Report lines for the section."""
-    lines = [f"\nConcurrency ({c['chunks']:,} chunks, {c['cores']} cores)",
-             "  parallel ingest (synthetic CSVs; workers read/chunk/embed, one writer):"]
-    lines += [f"    {w['workers']} worker(s): {w['chunks']} chunks in {w['seconds']} s = {w['chunks_per_s']} chunks/s"
-              for w in c["ingest_workers"]]
+    lines = [
+        f"\nConcurrency ({c['chunks']:,} chunks, {c['cores']} cores)",
+        "  parallel ingest (synthetic CSVs; workers read/chunk/embed, one writer):",
+    ]
+    lines += [
+        f"    {w['workers']} worker(s): {w['chunks']} chunks in {w['seconds']} s = {w['chunks_per_s']} chunks/s"
+        for w in c["ingest_workers"]
+    ]
     lines.append("  concurrent search clients (k=10, separate processes):")
-    lines += [f"    {r['mode']:<8} {r['clients']} client(s): {r['searches_per_s']:>6} searches/s, "
-              f"p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms" for r in c["search"]]
+    lines += [
+        f"    {r['mode']:<8} {r['clients']} client(s): {r['searches_per_s']:>6} searches/s, "
+        f"p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms"
+        for r in c["search"]
+    ]
     return lines
 
 
@@ -245,8 +290,11 @@ def format_llm_server(llm: dict) -> list[str]:
     for key, label in (("in_process", "in process"), ("server", "llama_cpp.server")):
         g = llm[key]
         lines.append(f"  {label:<17} first token {g['ttft_s']} s, {g['tokens_per_s']} tokens/s")
-    lines += [f"  server, {r['requests']} request(s) at once: {r.get('tokens', '?')} tokens, "
-              f"{r['total_tokens_per_s']} tokens/s over the wall time (first tokens included), "
-              f"slowest request {r['max_request_s']} s" for r in llm["server_concurrent"]]
+    lines += [
+        f"  server, {r['requests']} request(s) at once: {r.get('tokens', '?')} tokens, "
+        f"{r['total_tokens_per_s']} tokens/s over the wall time (first tokens included), "
+        f"slowest request {r['max_request_s']} s"
+        for r in llm["server_concurrent"]
+    ]
     lines.append(f"  ({llm['server_note']})")
     return lines

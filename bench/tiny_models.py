@@ -4,6 +4,7 @@ There is no offline cross-encoder on PyPI; tests and ``make bench`` use this one
 real loading and scoring code (HuggingFaceCrossEncoder → sentence-transformers CrossEncoder).
 Its scores are meaningless; its cost per pair is far below the real model's.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,8 +22,15 @@ def build_tiny_cross_encoder(folder: Path, vocab_text: str, seed: int = 0) -> Pa
     (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
     tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), tokenize_chinese_chars=True)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, num_labels=1, max_position_embeddings=512)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+        max_position_embeddings=512,
+    )
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

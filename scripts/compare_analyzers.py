@@ -9,6 +9,7 @@ fugashi and Janome are not requirements of the app; install them first, e.g. int
     pip install --target /tmp/morph fugashi unidic-lite janome
     PYTHONPATH=/tmp/morph .venv/bin/python scripts/compare_analyzers.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,7 +77,7 @@ def katakana_cuts(text: str, words: list[str]) -> tuple[int, int, int]:
             continue
         split += 1
         edges = [start, *inner, end]
-        pieces = [text[edges[i]:edges[i + 1]] for i in range(len(edges) - 1)]
+        pieces = [text[edges[i] : edges[i + 1]] for i in range(len(edges) - 1)]
         broken += any(len(p) == 1 or p[0] in WORD_INNER for p in pieces)
     return runs, split, broken
 
@@ -94,10 +95,15 @@ def measure(name: str, pages: list[str]) -> dict:
         best = min(best, time.perf_counter() - start)
     totals = [katakana_cuts(page, [w for w, _ in toks]) for page, toks in zip(pages, tokens)]
     chars = sum(map(len, pages))
-    return {"analyzer": name, "chars": chars, "chars_per_s": round(chars / best),
-            "rss_mb_after_load": round((loaded - before) / 1024, 1),
-            "katakana_runs": sum(t[0] for t in totals), "katakana_split": sum(t[1] for t in totals),
-            "katakana_cut_mid_word": sum(t[2] for t in totals)}
+    return {
+        "analyzer": name,
+        "chars": chars,
+        "chars_per_s": round(chars / best),
+        "rss_mb_after_load": round((loaded - before) / 1024, 1),
+        "katakana_runs": sum(t[0] for t in totals),
+        "katakana_split": sum(t[1] for t in totals),
+        "katakana_cut_mid_word": sum(t[2] for t in totals),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

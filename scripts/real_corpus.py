@@ -21,6 +21,7 @@ The held-out evaluation set (debian-edu-doc-*, distro-info-data) is never used h
 
     python scripts/real_corpus.py [--out .cache/real-corpus]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -150,8 +151,10 @@ def download(packages: tuple[str, ...], debs: Path, tree: Path) -> None:
             print(f"downloading {name} …", file=sys.stderr)
             done = subprocess.run(["apt-get", "download", name], cwd=debs, capture_output=True, text=True)
             if done.returncode != 0:
-                raise SystemExit(f"apt-get download {name} failed: {done.stderr.strip().splitlines()[-1:]}"
-                                 " (run `apt-get update` first?)")
+                raise SystemExit(
+                    f"apt-get download {name} failed: {done.stderr.strip().splitlines()[-1:]}"
+                    " (run `apt-get update` first?)"
+                )
         deb = sorted(debs.glob(f"{name}_*.deb"))[-1]
         subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True)
 
@@ -193,32 +196,83 @@ def build(out: Path, large: bool = False) -> None:
         faq = tree / "usr/share/doc/debian/FAQ/ja"
         apt = tree / "usr/share/doc/aptitude/html/ja"
         docs = {
-            "maint-guide.pdf": ("Debian 新メンテナーガイド", chapters(mg, [
-                "start.ja.html", "first.ja.html", "modify.ja.html", "dreq.ja.html", "dother.ja.html",
-                "build.ja.html", "checkit.ja.html", "upload.ja.html", "update.ja.html"])),
-            "debian-faq.pdf": ("Debian GNU/Linux FAQ", chapters(faq, [
-                "basic-defs.ja.html", "getting-debian.ja.html", "choosing.ja.html", "compatibility.ja.html",
-                "software.ja.html", "ftparchives.ja.html", "pkg-basics.ja.html", "pkgtools.ja.html",
-                "uptodate.ja.html", "kernel.ja.html", "customizing.ja.html", "support.ja.html",
-                "contributing.ja.html", "redistributing.ja.html"])),
-            "aptitude.pdf": ("aptitude ユーザマニュアル", chapters(apt, sorted(
-                p.name for p in apt.glob("ch0[12]*.html")))),
+            "maint-guide.pdf": (
+                "Debian 新メンテナーガイド",
+                chapters(
+                    mg,
+                    [
+                        "start.ja.html",
+                        "first.ja.html",
+                        "modify.ja.html",
+                        "dreq.ja.html",
+                        "dother.ja.html",
+                        "build.ja.html",
+                        "checkit.ja.html",
+                        "upload.ja.html",
+                        "update.ja.html",
+                    ],
+                ),
+            ),
+            "debian-faq.pdf": (
+                "Debian GNU/Linux FAQ",
+                chapters(
+                    faq,
+                    [
+                        "basic-defs.ja.html",
+                        "getting-debian.ja.html",
+                        "choosing.ja.html",
+                        "compatibility.ja.html",
+                        "software.ja.html",
+                        "ftparchives.ja.html",
+                        "pkg-basics.ja.html",
+                        "pkgtools.ja.html",
+                        "uptodate.ja.html",
+                        "kernel.ja.html",
+                        "customizing.ja.html",
+                        "support.ja.html",
+                        "contributing.ja.html",
+                        "redistributing.ja.html",
+                    ],
+                ),
+            ),
+            "aptitude.pdf": (
+                "aptitude ユーザマニュアル",
+                chapters(apt, sorted(p.name for p in apt.glob("ch0[12]*.html"))),
+            ),
         }
         if large:
             dev = tree / "usr/share/developers-reference/ja"
-            docs["developers-reference.pdf"] = ("Debian 開発者リファレンス", chapters(dev, [
-                "scope.html", "new-maintainer.html", "developer-duties.html", "resources.html", "pkgs.html",
-                "best-pkging-practices.html", "beyond-pkging.html", "l10n.html", "tools.html"]))
-            shutil.copy(tree / "usr/share/debian-reference/debian-reference.ja.pdf",
-                        staging / "pdf" / "debian-reference.pdf")
+            docs["developers-reference.pdf"] = (
+                "Debian 開発者リファレンス",
+                chapters(
+                    dev,
+                    [
+                        "scope.html",
+                        "new-maintainer.html",
+                        "developer-duties.html",
+                        "resources.html",
+                        "pkgs.html",
+                        "best-pkging-practices.html",
+                        "beyond-pkging.html",
+                        "l10n.html",
+                        "tools.html",
+                    ],
+                ),
+            )
+            shutil.copy(
+                tree / "usr/share/debian-reference/debian-reference.ja.pdf", staging / "pdf" / "debian-reference.pdf"
+            )
             print("pdf/debian-reference.pdf: the package's own PDF", file=sys.stderr)
         for name, (title, parts) in docs.items():
             pages = write_pdf(staging / "pdf" / name, title, parts)
             print(f"pdf/{name}: {pages} pages", file=sys.stderr)
-        write_csv(staging / "csv" / "countries.csv", iso_table(
-            tree, "iso_3166-1", "3166-1", ["alpha_2", "alpha_3", "numeric", "name", "official_name"]))
-        write_csv(staging / "csv" / "currencies.csv", iso_table(
-            tree, "iso_4217", "4217", ["alpha_3", "numeric", "name"]))
+        write_csv(
+            staging / "csv" / "countries.csv",
+            iso_table(tree, "iso_3166-1", "3166-1", ["alpha_2", "alpha_3", "numeric", "name", "official_name"]),
+        )
+        write_csv(
+            staging / "csv" / "currencies.csv", iso_table(tree, "iso_4217", "4217", ["alpha_3", "numeric", "name"])
+        )
         if out.exists():
             shutil.rmtree(out)
         shutil.move(str(staging), str(out))
@@ -227,10 +281,14 @@ def build(out: Path, large: bool = False) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=None,
-                        help="default: .cache/real-corpus (.cache/real-corpus-large with --large)")
-    parser.add_argument("--large", action="store_true",
-                        help="add the Debian Reference and Developer's Reference (about 1,000 pages and rows in all)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default: .cache/real-corpus (.cache/real-corpus-large with --large)"
+    )
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="add the Debian Reference and Developer's Reference (about 1,000 pages and rows in all)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
     args = parser.parse_args(argv)
     args.out = args.out or ROOT / ".cache" / ("real-corpus-large" if args.large else "real-corpus")

@@ -1,5 +1,6 @@
 """Shared fixtures (§12.3). Unit tests use fakes that are real LangChain subclasses
 returning predictable values; nothing here needs a database or a model file."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -12,14 +13,56 @@ from langchain_core.documents import Document
 from app import reranker
 
 CONFIG_VARS = [
-    "DB_HOST", "DB_PORT", "DB_USER", "DB_PASSWORD", "DB_PASSWORD_FILE", "DB_NAME", "PGDATA_DIR", "DATA_DIR", "MODELS_DIR",
-    "EMBED_MODEL", "RERANKER_MODEL", "LLM_MODEL_PATH", "CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K",
-    "RERANK_TOP_K", "LLM_N_CTX", "LLM_MAX_TOKENS", "LLM_N_THREADS", "LLM_TEMPERATURE",
-    "DATABASE_URL", "DB_POOL_SIZE", "DB_STATEMENT_TIMEOUT_MS", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL",
-    "LLM_TIMEOUT_S", "LLM_MAX_RETRIES", "EMBED_BASE_URL", "EMBED_API_KEY", "EMBED_SERVER_PREFIXES", "INGEST_WORKERS",
-    "MCP_TOKEN", "MCP_TOKEN_FILE", "ALLOWED_HOSTS", "ALLOWED_ORIGINS", "FOLLOW_EXTERNAL_LINKS", "MAX_PDF_MB",
-    "MAX_CSV_MB", "MAX_TEXT_MB", "MAX_ROWS", "MAX_CELL_CHARS", "PARSE_TIMEOUT_S", "INGEST_BATCH_CHUNKS",
-    "MAX_OFFICE_MB", "MAX_IMAGE_MB", "MAX_ZIP_MB", "MAX_ZIP_ENTRIES", "OCR_DPI", "OCR_LANGS",
+    "DB_HOST",
+    "DB_PORT",
+    "DB_USER",
+    "DB_PASSWORD",
+    "DB_PASSWORD_FILE",
+    "DB_NAME",
+    "PGDATA_DIR",
+    "DATA_DIR",
+    "MODELS_DIR",
+    "EMBED_MODEL",
+    "RERANKER_MODEL",
+    "LLM_MODEL_PATH",
+    "CHUNK_SIZE",
+    "CHUNK_OVERLAP",
+    "SEARCH_K",
+    "RERANK_TOP_K",
+    "LLM_N_CTX",
+    "LLM_MAX_TOKENS",
+    "LLM_N_THREADS",
+    "LLM_TEMPERATURE",
+    "DATABASE_URL",
+    "DB_POOL_SIZE",
+    "DB_STATEMENT_TIMEOUT_MS",
+    "LLM_BASE_URL",
+    "LLM_API_KEY",
+    "LLM_MODEL",
+    "LLM_TIMEOUT_S",
+    "LLM_MAX_RETRIES",
+    "EMBED_BASE_URL",
+    "EMBED_API_KEY",
+    "EMBED_SERVER_PREFIXES",
+    "INGEST_WORKERS",
+    "MCP_TOKEN",
+    "MCP_TOKEN_FILE",
+    "ALLOWED_HOSTS",
+    "ALLOWED_ORIGINS",
+    "FOLLOW_EXTERNAL_LINKS",
+    "MAX_PDF_MB",
+    "MAX_CSV_MB",
+    "MAX_TEXT_MB",
+    "MAX_ROWS",
+    "MAX_CELL_CHARS",
+    "PARSE_TIMEOUT_S",
+    "INGEST_BATCH_CHUNKS",
+    "MAX_OFFICE_MB",
+    "MAX_IMAGE_MB",
+    "MAX_ZIP_MB",
+    "MAX_ZIP_ENTRIES",
+    "OCR_DPI",
+    "OCR_LANGS",
 ]
 
 
@@ -56,22 +99,32 @@ def fake_embeddings():
 @pytest.fixture
 def mock_llm_response():
     """The dict llama-cpp-python returns for a completion."""
-    return {"choices": [{"text": " サポート窓口の受付時間は平日9時から18時までです。 "}],
-            "usage": {"prompt_tokens": 120, "completion_tokens": 20}}
+    return {
+        "choices": [{"text": " サポート窓口の受付時間は平日9時から18時までです。 "}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 20},
+    }
 
 
 @pytest.fixture
 def mock_documents():
     """Chunks with source/chunk_index metadata, as ingest stores them."""
     return [
-        Document(page_content="サポート窓口の受付時間は平日9時から18時までです。",
-                 metadata={"source": "faq.csv:r2", "chunk_index": 0}),
-        Document(page_content="全サービスのデータは毎日午前2時に自動でバックアップされます。",
-                 metadata={"source": "technical_guide.pdf:p4", "chunk_index": 0}),
-        Document(page_content="資本金は4億5000万円、従業員数は286名です。",
-                 metadata={"source": "company_overview.pdf:p1", "chunk_index": 0}),
-        Document(page_content="エラーコードE3010は処理のタイムアウトを表します。",
-                 metadata={"source": "technical_guide.pdf:p3", "chunk_index": 0}),
+        Document(
+            page_content="サポート窓口の受付時間は平日9時から18時までです。",
+            metadata={"source": "faq.csv:r2", "chunk_index": 0},
+        ),
+        Document(
+            page_content="全サービスのデータは毎日午前2時に自動でバックアップされます。",
+            metadata={"source": "technical_guide.pdf:p4", "chunk_index": 0},
+        ),
+        Document(
+            page_content="資本金は4億5000万円、従業員数は286名です。",
+            metadata={"source": "company_overview.pdf:p1", "chunk_index": 0},
+        ),
+        Document(
+            page_content="エラーコードE3010は処理のタイムアウトを表します。",
+            metadata={"source": "technical_guide.pdf:p3", "chunk_index": 0},
+        ),
     ]
 
 
@@ -92,7 +145,8 @@ def mock_vectorstore(mock_documents):
         (d, 0.1 * i) for i, d in enumerate(mock_documents[:k])
     ]
     store.as_retriever.side_effect = lambda search_kwargs=None, **kw: ListRetriever(
-        docs=mock_documents, k=(search_kwargs or {}).get("k", 4))
+        docs=mock_documents, k=(search_kwargs or {}).get("k", 4)
+    )
     return store
 
 

@@ -1,4 +1,5 @@
 """ask.py: search(), the output format, and the CLI's exits and messages."""
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
@@ -45,8 +46,9 @@ def test_search_uses_a_search_function_for_other_modes(mock_documents, fake_rera
 
 def test_main_rejects_unknown_mode_in_one_line_listing_the_valid_ones(capsys, clean_env):
     assert ask.main(["--mode", "fuzzy", "質問"]) == 1  # before any database or model is touched
-    assert capsys.readouterr().err == ("Error: unknown mode 'fuzzy'; valid modes: hybrid, vector, keyword, local, "
-                                       "global, auto\n")
+    assert capsys.readouterr().err == (
+        "Error: unknown mode 'fuzzy'; valid modes: hybrid, vector, keyword, local, global, auto\n"
+    )
 
 
 @pytest.mark.parametrize("query", ["", "   ", None])
@@ -57,7 +59,8 @@ def test_search_blank_query_returns_empty(query, mock_vectorstore):
 
 def test_format_output_matches_spec():
     assert ask.format_output(" 回答です。\n", ["faq.csv:r1", "a.pdf:p2"]) == (
-        "=== Answer ===\n回答です。\n\n=== Sources ===\n- faq.csv:r1\n- a.pdf:p2")
+        "=== Answer ===\n回答です。\n\n=== Sources ===\n- faq.csv:r1\n- a.pdf:p2"
+    )
 
 
 def test_format_output_without_sources():
@@ -66,22 +69,27 @@ def test_format_output_without_sources():
 
 @pytest.fixture
 def context(mock_documents):
-    return RAGContext(search=lambda q, k: mock_documents[:k], llm=FakeListLLM(responses=["平日9時から18時です。"]),
-                      reranker=None, search_k=4, rerank_top_k=2)
+    return RAGContext(
+        search=lambda q, k: mock_documents[:k],
+        llm=FakeListLLM(responses=["平日9時から18時です。"]),
+        reranker=None,
+        search_k=4,
+        rerank_top_k=2,
+    )
 
 
 def test_main_prints_answer_and_sources(context, capsys):
     context.prompt_style, context.llm = "spec", FakeListLLM(responses=["わかりません。"])
     assert ask.main(["受付時間は？"], context=context) == 0
     assert capsys.readouterr().out == (
-        "=== Answer ===\nわかりません。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n")
+        "=== Answer ===\nわかりません。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n"
+    )
 
 
 def test_main_lists_the_context_an_uncited_answer_was_copied_from_first(context, capsys):
     context.llm = FakeListLLM(responses=["全サービスのデータは毎日午前2時にバックアップされます。"])
     assert ask.main(["--no-stream", "バックアップは？"], context=context) == 0
-    assert capsys.readouterr().out.endswith(
-        "=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n")
+    assert capsys.readouterr().out.endswith("=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n")
 
 
 def test_main_lists_cited_sources_first_and_marks_the_others(context, capsys):
@@ -89,19 +97,23 @@ def test_main_lists_cited_sources_first_and_marks_the_others(context, capsys):
     assert ask.main(["--no-stream", "受付時間は？"], context=context) == 0
     assert capsys.readouterr().out == (
         "=== Answer ===\n18時までです[2]。\n根拠: 「サポート窓口の受付時間は平日9時から18時までです。」[1]\n\n"
-        "=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n")  # the quote shows where it came from
+        "=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n"
+    )  # the quote shows where it came from
 
 
 def test_main_after_abstaining_says_the_sources_are_only_the_closest(context, capsys):
     from dataclasses import replace
 
-    docs = [Document(page_content=d.page_content, metadata={**d.metadata, "vector_score": 0.5})
-            for d in context.search("q", 2)]
+    docs = [
+        Document(page_content=d.page_content, metadata={**d.metadata, "vector_score": 0.5})
+        for d in context.search("q", 2)
+    ]
     ctx = replace(context, search=lambda q, k: docs[:k], min_confidence=0.9)
     assert ask.main(["社員食堂のメニューは？"], context=ctx) == 0
     assert capsys.readouterr().out == (
         "=== Answer ===\n資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"
-        "- faq.csv:r2\n- technical_guide.pdf:p4\n")
+        "- faq.csv:r2\n- technical_guide.pdf:p4\n"
+    )
 
 
 def test_format_sources_with_citations():
@@ -121,8 +133,10 @@ def test_main_without_question_prints_usage_and_exits_2(argv, capsys):
 
 
 def test_main_maps_library_errors_to_one_line(mocker, capsys, clean_env):
-    mocker.patch("app.ask.ensure_ingested",
-                 side_effect=DatabaseUnavailableError("cannot connect to PostgreSQL at db:5432: refused"))
+    mocker.patch(
+        "app.ask.ensure_ingested",
+        side_effect=DatabaseUnavailableError("cannot connect to PostgreSQL at db:5432: refused"),
+    )
     assert ask.main(["質問"]) == 1
     err = capsys.readouterr().err
     assert err == "Error: cannot connect to PostgreSQL at db:5432: refused\n"
@@ -147,9 +161,13 @@ def test_ensure_ingested_empty_collection_says_run_ingest(no_db, clean_env):
 def streaming_context(mock_documents):
     from langchain_core.language_models.fake import FakeStreamingListLLM
 
-    return RAGContext(search=lambda q, k: mock_documents[:k],
-                      llm=FakeStreamingListLLM(responses=["  平日9時から18時です。\n\n"]), reranker=None,
-                      search_k=4, rerank_top_k=2)
+    return RAGContext(
+        search=lambda q, k: mock_documents[:k],
+        llm=FakeStreamingListLLM(responses=["  平日9時から18時です。\n\n"]),
+        reranker=None,
+        search_k=4,
+        rerank_top_k=2,
+    )
 
 
 def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
@@ -158,9 +176,14 @@ def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
     streamed, whole = io.StringIO(), io.StringIO()
     assert ask.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
     assert ask.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
-    assert streamed.getvalue() == whole.getvalue() == (
-        "=== Answer ===\n平日9時から18時です。[1]\n根拠: 「サポート窓口の受付時間は平日9時から18時までです。」[1]\n\n"
-        "=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4 (not cited)\n")
+    assert (
+        streamed.getvalue()
+        == whole.getvalue()
+        == (
+            "=== Answer ===\n平日9時から18時です。[1]\n根拠: 「サポート窓口の受付時間は平日9時から18時までです。」[1]\n\n"
+            "=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4 (not cited)\n"
+        )
+    )
 
 
 def test_main_timings_prints_json_on_stderr(streaming_context, capsys):
@@ -189,10 +212,12 @@ def test_help_is_instant_and_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, runpy\nsys.argv=['x','--help']\n"
-            "try:\n    runpy.run_module('app.ask', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "heavy=[m for m in ('torch','sentence_transformers','llama_cpp','langgraph','sqlalchemy') if m in sys.modules]\n"
-            "print('HEAVY', heavy)")
+    code = (
+        "import sys, runpy\nsys.argv=['x','--help']\n"
+        "try:\n    runpy.run_module('app.ask', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "heavy=[m for m in ('torch','sentence_transformers','llama_cpp','langgraph','sqlalchemy') if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert "usage: python -m app.ask" in out and "HEAVY []" in out
 
@@ -207,4 +232,5 @@ def test_main_withdraws_a_streamed_answer_with_an_unsupported_number(streaming_c
     assert ask.main(["駐車場は？"], context=streaming_context, out=out) == 0
     assert out.getvalue().startswith(
         "=== Answer ===\n駐車場は7台分です[1]。\n\n（取り消し: 上の回答の数値 7 はどの資料にも書かれていません）\n"
-        "資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n")
+        "資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"
+    )

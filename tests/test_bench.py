@@ -1,4 +1,5 @@
 """bench.py's pure parts; tests/integration/test_bench.py runs a small benchmark for real."""
+
 import numpy as np
 import pytest
 
@@ -38,8 +39,13 @@ def test_synthetic_texts_are_deterministic():
 def test_format_table_lists_each_section():
     results = {
         "machine": {"cpu": "CPU", "cores": 2, "ram_gb": 24.0, "date": "2026-11-22"},
-        "ingest": {"chunks": 100, "raw_encode_chunks_per_s": 20.0, "pipeline_chunks_per_s": 18.0,
-                   "pipeline_vs_raw": 0.9, "unchanged_resync_s": 0.01},
+        "ingest": {
+            "chunks": 100,
+            "raw_encode_chunks_per_s": 20.0,
+            "pipeline_chunks_per_s": 18.0,
+            "pipeline_vs_raw": 0.9,
+            "unchanged_resync_s": 0.01,
+        },
         "rerank": {"pairs": 10, "tiny": {"p50_ms": 5.0, "p95_ms": 6.0}},
     }
     table = bench.format_table(results)
@@ -52,14 +58,23 @@ def test_format_serve_puts_each_figure_next_to_its_target():
     from bench.serve import format_serve
 
     ms = lambda p50, p95: {"p50_ms": p50, "p95_ms": p95}  # noqa: E731
-    serve = {"chunks": 50000, "start_to_first_search_s": 1.85,
-             "one_file_sync": {"runs": 5, "total_ms": 102.3, "embedding_ms": 37.0, "without_embedding_ms": 66.0},
-             "search_rag_mcp": {"hybrid": ms(38.2, 52.0), "vector": ms(20.6, 25.7), "keyword": ms(29.4, 46.4)},
-             "search_rag_in_process": {"hybrid": ms(35.0, 40.0), "vector": ms(16.9, 20.0), "keyword": ms(24.1, 30.0)},
-             "rss_after_search_mb": 180.2, "embedding_weights_mb": 68.3, "rss_without_embedding_weights_mb": 111.9,
-             "rss_after_ask_mb": 2012.4, "llm": {"file": "qwen.gguf", "mb": 1065.6},
-             "asks": [{"s": 8.4, "timings": {"retrieve": 0.05, "rerank": 0.0, "first_token": 5.1}},
-                      {"s": 8.9, "timings": {"retrieve": 0.04, "first_token": 4.0}}, {"s": 4.8, "timings": {}}]}
+    serve = {
+        "chunks": 50000,
+        "start_to_first_search_s": 1.85,
+        "one_file_sync": {"runs": 5, "total_ms": 102.3, "embedding_ms": 37.0, "without_embedding_ms": 66.0},
+        "search_rag_mcp": {"hybrid": ms(38.2, 52.0), "vector": ms(20.6, 25.7), "keyword": ms(29.4, 46.4)},
+        "search_rag_in_process": {"hybrid": ms(35.0, 40.0), "vector": ms(16.9, 20.0), "keyword": ms(24.1, 30.0)},
+        "rss_after_search_mb": 180.2,
+        "embedding_weights_mb": 68.3,
+        "rss_without_embedding_weights_mb": 111.9,
+        "rss_after_ask_mb": 2012.4,
+        "llm": {"file": "qwen.gguf", "mb": 1065.6},
+        "asks": [
+            {"s": 8.4, "timings": {"retrieve": 0.05, "rerank": 0.0, "first_token": 5.1}},
+            {"s": 8.9, "timings": {"retrieve": 0.04, "first_token": 4.0}},
+            {"s": 4.8, "timings": {}},
+        ],
+    }
     assert format_serve(serve) == [
         "Serve (MCP, 50,000 chunks) — Dialogoi targets:",
         "  start → first search_rag answer   1.85 s   (target < 3 s)",
@@ -76,5 +91,8 @@ def test_unknown_graph_corpus_is_one_line_before_any_work(capsys):
     with pytest.raises(SystemExit) as exit_info:  # parser.error: nothing connected, nothing built
         bench.main(["--graph-corpora", "sample,huge"])
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1].endswith(
-        "error: --graph-corpora: unknown huge (valid: sample, real, real-large)")
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith("error: --graph-corpora: unknown huge (valid: sample, real, real-large)")
+    )

@@ -1,4 +1,5 @@
 """chunking.py: pure functions, exact outputs."""
+
 import pytest
 
 from app.chunking import split_by_structure, split_paragraphs, split_text
@@ -41,7 +42,12 @@ def test_split_text_without_any_boundary_cuts_at_chunk_size():
 
 def test_split_text_hard_cut_with_overlap():
     assert split_text("あいうえおかきくけこさしすせそ", 5, 2) == [
-        "あいうえお", "えおかきく", "きくけこさ", "こさしすせ", "すせそ"]
+        "あいうえお",
+        "えおかきく",
+        "きくけこさ",
+        "こさしすせ",
+        "すせそ",
+    ]
 
 
 def test_split_text_prefers_paragraph_break():
@@ -50,7 +56,11 @@ def test_split_text_prefers_paragraph_break():
 
 def test_split_text_english_sentences():
     assert split_text("Hello world. This is a test. Another sentence here.", 20, 0) == [
-        "Hello world.", "This is a test.", "Another sentence", "here."]
+        "Hello world.",
+        "This is a test.",
+        "Another sentence",
+        "here.",
+    ]
 
 
 def test_split_text_decimal_point_is_not_a_sentence_end():
@@ -64,7 +74,13 @@ def test_split_text_japanese_comma_is_a_word_boundary():
 
 def test_split_text_overlap_larger_than_chunk_size_terminates():
     assert split_text("one two three four five six seven", 12, 100) == [
-        "one two", "two three", "three four", "four five", "five six", "six seven"]
+        "one two",
+        "two three",
+        "three four",
+        "four five",
+        "five six",
+        "six seven",
+    ]
 
 
 def test_split_text_overlap_equal_to_chunk_size_terminates():
@@ -90,10 +106,9 @@ def test_split_text_without_overlap_reassembles_exactly():
     assert "".join(split_text(text, 20, 0)) == text
 
 
-@pytest.mark.parametrize("size,overlap,message", [
-    (0, 0, "chunk_size must be >= 1, got 0"),
-    (10, -1, "overlap must be >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    "size,overlap,message", [(0, 0, "chunk_size must be >= 1, got 0"), (10, -1, "overlap must be >= 0, got -1")]
+)
 def test_split_text_rejects_bad_parameters(size, overlap, message):
     with pytest.raises(ValueError) as err:
         split_text("abc", size, overlap)
@@ -128,7 +143,12 @@ def test_split_by_structure_single_newline_does_not_separate():
 
 
 def test_split_by_structure_long_paragraph_is_split_with_split_text():
-    assert split_by_structure("短い。\n\n" + JA, 10, 0) == ["短い。", "今日は晴れです。", "明日は雨です。", "明後日は雪です。"]
+    assert split_by_structure("短い。\n\n" + JA, 10, 0) == [
+        "短い。",
+        "今日は晴れです。",
+        "明日は雨です。",
+        "明後日は雪です。",
+    ]
 
 
 def test_split_by_structure_short_paragraphs_are_kept_whole():

@@ -1,4 +1,5 @@
 """scripts/compare_analyzers.py: the katakana measure behind README's "Why SudachiPy", on exact values."""
+
 import importlib.util
 from pathlib import Path
 
@@ -10,13 +11,16 @@ compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare)
 
 
-@pytest.mark.parametrize("words,expected", [
-    (["ソースコード", "の", "アーキテクチャ"], (2, 0, 0)),  # both kept whole
-    (["ソース", "コード", "の", "アーキテクチャ"], (2, 1, 0)),  # split between two words: not mid-word
-    (["ソースコード", "の", "アーキテク", "チャ"], (2, 1, 0)),
-    (["ソースコード", "の", "ア", "ーキテクチャ"], (2, 1, 1)),  # a one-letter piece, a piece starting with ー
-    (["アイコ", "ン"], (1, 1, 1)),
-])
+@pytest.mark.parametrize(
+    "words,expected",
+    [
+        (["ソースコード", "の", "アーキテクチャ"], (2, 0, 0)),  # both kept whole
+        (["ソース", "コード", "の", "アーキテクチャ"], (2, 1, 0)),  # split between two words: not mid-word
+        (["ソースコード", "の", "アーキテク", "チャ"], (2, 1, 0)),
+        (["ソースコード", "の", "ア", "ーキテクチャ"], (2, 1, 1)),  # a one-letter piece, a piece starting with ー
+        (["アイコ", "ン"], (1, 1, 1)),
+    ],
+)
 def test_katakana_cuts(words, expected):
     assert compare.katakana_cuts("".join(words), words) == expected
 

@@ -1,4 +1,5 @@
 """config.py: defaults, env overrides, validation messages, connection strings."""
+
 import os
 
 import pytest
@@ -23,47 +24,77 @@ def test_settings_default_db_is_embedded(clean_env):
     assert str(s.pgdata_dir) == ".pgdata"
 
 
-@pytest.mark.parametrize("name,attr,value,expected", [
-    ("CHUNK_SIZE", "chunk_size", "800", 800),
-    ("CHUNK_OVERLAP", "chunk_overlap", "0", 0),
-    ("SEARCH_K", "search_k", "25", 25),
-    ("RERANK_TOP_K", "rerank_top_k", "5", 5),
-    ("DB_PORT", "db_port", "6543", 6543),
-    ("LLM_N_CTX", "llm_n_ctx", "4096", 4096),
-    ("LLM_MAX_TOKENS", "llm_max_tokens", " 128 ", 128),
-    ("LLM_N_THREADS", "llm_n_threads", "3", 3),
-])
+@pytest.mark.parametrize(
+    "name,attr,value,expected",
+    [
+        ("CHUNK_SIZE", "chunk_size", "800", 800),
+        ("CHUNK_OVERLAP", "chunk_overlap", "0", 0),
+        ("SEARCH_K", "search_k", "25", 25),
+        ("RERANK_TOP_K", "rerank_top_k", "5", 5),
+        ("DB_PORT", "db_port", "6543", 6543),
+        ("LLM_N_CTX", "llm_n_ctx", "4096", 4096),
+        ("LLM_MAX_TOKENS", "llm_max_tokens", " 128 ", 128),
+        ("LLM_N_THREADS", "llm_n_threads", "3", 3),
+    ],
+)
 def test_settings_int_env_overrides(clean_env, name, attr, value, expected):
     clean_env.setenv(name, value)
     assert getattr(get_settings(), attr) == expected
 
 
-@pytest.mark.parametrize("name,value,message", [
-    ("CHUNK_SIZE", "abc", "CHUNK_SIZE must be an integer, got 'abc'"),
-    ("CHUNK_OVERLAP", "1.5", "CHUNK_OVERLAP must be an integer, got '1.5'"),
-    ("SEARCH_K", "ten", "SEARCH_K must be an integer, got 'ten'"),
-    ("RERANK_TOP_K", "3x", "RERANK_TOP_K must be an integer, got '3x'"),
-    ("DB_PORT", "postgres", "DB_PORT must be an integer, got 'postgres'"),
-    ("LLM_N_THREADS", "all", "LLM_N_THREADS must be an integer, got 'all'"),
-    ("LLM_TEMPERATURE", "hot", "LLM_TEMPERATURE must be a number, got 'hot'"),
-    ("CHUNK_SIZE", "0", "CHUNK_SIZE must be >= 1, got 0"),
-    ("CHUNK_OVERLAP", "-1", "CHUNK_OVERLAP must be >= 0, got -1"),
-    ("SEARCH_K", "0", "SEARCH_K must be >= 1, got 0"),
-    ("LLM_N_THREADS", "0", "LLM_N_THREADS must be >= 1, got 0"),
-    ("SEARCH_MODE", "fuzzy", "SEARCH_MODE must be one of hybrid, vector, keyword, got 'fuzzy'"),
-    ("HYBRID_WEIGHTS", "1", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got '1'"),
-    ("HYBRID_WEIGHTS", "a,b", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got 'a,b'"),
-    ("HYBRID_WEIGHTS", "1,-1", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got '1,-1'"),
-    ("HYBRID_WEIGHTS", "0,0", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got '0,0'"),
-    ("HYBRID_WEIGHTS", "nan,1", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got 'nan,1'"),
-    ("HYBRID_WEIGHTS", "inf,1", "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got 'inf,1'"),
-    ("LLM_TEMPERATURE", "nan", "LLM_TEMPERATURE must be a number from 0 to 2, got 'nan'"),
-    ("LLM_TEMPERATURE", "-0.1", "LLM_TEMPERATURE must be a number from 0 to 2, got '-0.1'"),
-    ("LLM_TEMPERATURE", "inf", "LLM_TEMPERATURE must be a number from 0 to 2, got 'inf'"),
-    ("DB_PORT", "99999", "DB_PORT must be <= 65535, got 99999"),
-    ("DB_PORT", "0", "DB_PORT must be >= 1, got 0"),
-    ("RRF_K", "-5", "RRF_K must be >= 0, got -5"),
-])
+@pytest.mark.parametrize(
+    "name,value,message",
+    [
+        ("CHUNK_SIZE", "abc", "CHUNK_SIZE must be an integer, got 'abc'"),
+        ("CHUNK_OVERLAP", "1.5", "CHUNK_OVERLAP must be an integer, got '1.5'"),
+        ("SEARCH_K", "ten", "SEARCH_K must be an integer, got 'ten'"),
+        ("RERANK_TOP_K", "3x", "RERANK_TOP_K must be an integer, got '3x'"),
+        ("DB_PORT", "postgres", "DB_PORT must be an integer, got 'postgres'"),
+        ("LLM_N_THREADS", "all", "LLM_N_THREADS must be an integer, got 'all'"),
+        ("LLM_TEMPERATURE", "hot", "LLM_TEMPERATURE must be a number, got 'hot'"),
+        ("CHUNK_SIZE", "0", "CHUNK_SIZE must be >= 1, got 0"),
+        ("CHUNK_OVERLAP", "-1", "CHUNK_OVERLAP must be >= 0, got -1"),
+        ("SEARCH_K", "0", "SEARCH_K must be >= 1, got 0"),
+        ("LLM_N_THREADS", "0", "LLM_N_THREADS must be >= 1, got 0"),
+        ("SEARCH_MODE", "fuzzy", "SEARCH_MODE must be one of hybrid, vector, keyword, got 'fuzzy'"),
+        (
+            "HYBRID_WEIGHTS",
+            "1",
+            "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got '1'",
+        ),
+        (
+            "HYBRID_WEIGHTS",
+            "a,b",
+            "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got 'a,b'",
+        ),
+        (
+            "HYBRID_WEIGHTS",
+            "1,-1",
+            "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got '1,-1'",
+        ),
+        (
+            "HYBRID_WEIGHTS",
+            "0,0",
+            "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got '0,0'",
+        ),
+        (
+            "HYBRID_WEIGHTS",
+            "nan,1",
+            "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got 'nan,1'",
+        ),
+        (
+            "HYBRID_WEIGHTS",
+            "inf,1",
+            "HYBRID_WEIGHTS must be two non-negative numbers 'vector,keyword', not both 0, got 'inf,1'",
+        ),
+        ("LLM_TEMPERATURE", "nan", "LLM_TEMPERATURE must be a number from 0 to 2, got 'nan'"),
+        ("LLM_TEMPERATURE", "-0.1", "LLM_TEMPERATURE must be a number from 0 to 2, got '-0.1'"),
+        ("LLM_TEMPERATURE", "inf", "LLM_TEMPERATURE must be a number from 0 to 2, got 'inf'"),
+        ("DB_PORT", "99999", "DB_PORT must be <= 65535, got 99999"),
+        ("DB_PORT", "0", "DB_PORT must be >= 1, got 0"),
+        ("RRF_K", "-5", "RRF_K must be >= 0, got -5"),
+    ],
+)
 def test_settings_bad_values_raise_valueerror_naming_the_variable(clean_env, name, value, message):
     clean_env.setenv(name, value)
     with pytest.raises(ValueError) as err:
@@ -92,15 +123,27 @@ def test_settings_from_env_accepts_a_mapping():
 
 
 def test_get_db_config_defaults(clean_env):
-    assert get_db_config() == {"host": "localhost", "port": 5432, "user": "rag",
-                               "password": "", "dbname": "rag", "embedded": True}
+    assert get_db_config() == {
+        "host": "localhost",
+        "port": 5432,
+        "user": "rag",
+        "password": "",
+        "dbname": "rag",
+        "embedded": True,
+    }
 
 
 def test_get_db_config_from_env(clean_env):
     for k, v in {"DB_HOST": "db", "DB_PORT": "5433", "DB_USER": "u", "DB_PASSWORD": "p", "DB_NAME": "n"}.items():
         clean_env.setenv(k, v)
-    assert get_db_config() == {"host": "db", "port": 5433, "user": "u", "password": "p",
-                               "dbname": "n", "embedded": False}
+    assert get_db_config() == {
+        "host": "db",
+        "port": 5433,
+        "user": "u",
+        "password": "p",
+        "dbname": "n",
+        "embedded": False,
+    }
 
 
 def test_get_connection_string_format(clean_env):
@@ -113,8 +156,9 @@ def test_server_mode_needs_a_password_there_is_no_default(clean_env):
     clean_env.setenv("DB_HOST", "db")
     with pytest.raises(ValueError) as err:
         get_settings()
-    assert str(err.value) == ("DB_HOST is set, so DB_PASSWORD or DB_PASSWORD_FILE must be set too (there is no "
-                              "default password)")
+    assert str(err.value) == (
+        "DB_HOST is set, so DB_PASSWORD or DB_PASSWORD_FILE must be set too (there is no default password)"
+    )
 
 
 def test_password_from_a_secret_file(clean_env, tmp_path):
@@ -157,12 +201,15 @@ def test_search_settings_defaults(clean_env):
     assert (s.search_mode, s.rrf_k, s.hybrid_weights) == ("hybrid", 60, (1.0, 1.0))
 
 
-@pytest.mark.parametrize("env,attr,expected", [
-    ({"SEARCH_MODE": "Keyword"}, "search_mode", "keyword"),
-    ({"SEARCH_MODE": "vector"}, "search_mode", "vector"),
-    ({"RRF_K": "10"}, "rrf_k", 10),
-    ({"HYBRID_WEIGHTS": "0.5, 2"}, "hybrid_weights", (0.5, 2.0)),
-])
+@pytest.mark.parametrize(
+    "env,attr,expected",
+    [
+        ({"SEARCH_MODE": "Keyword"}, "search_mode", "keyword"),
+        ({"SEARCH_MODE": "vector"}, "search_mode", "vector"),
+        ({"RRF_K": "10"}, "rrf_k", 10),
+        ({"HYBRID_WEIGHTS": "0.5, 2"}, "hybrid_weights", (0.5, 2.0)),
+    ],
+)
 def test_search_settings_from_env(clean_env, env, attr, expected):
     for k, v in env.items():
         clean_env.setenv(k, v)
@@ -186,22 +233,32 @@ def test_prompt_style_and_abstention_threshold(clean_env):
     assert Settings.from_env({**minilm, "ABSTAIN_MIN_SIMILARITY": "0.3"}).abstain_min_similarity == 0.3
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"PROMPT_STYLE": "fancy"}, "PROMPT_STYLE must be one of cited, spec, got 'fancy'"),
-    ({"ABSTAIN_MIN_SIMILARITY": "2"}, "ABSTAIN_MIN_SIMILARITY must be a number from -1 to 1, got '2'"),
-    ({"ABSTAIN_MIN_SIMILARITY": "high"}, "ABSTAIN_MIN_SIMILARITY must be a number, got 'high'"),
-    ({"DATABASE_URL": "mysql://a@b/c"}, "DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
-                                        "(scheme 'mysql' is not one of postgresql, postgres, postgresql+psycopg)"),
-    ({"DATABASE_URL": "postgres://a@b:70000/c"}, "DATABASE_URL has a port that is not a number from 1 to 65535"),
-    ({"DATABASE_URL": "postgres://a@b/c", "DB_HOST": "x", "DB_PASSWORD": "y"},
-     "DATABASE_URL and DB_HOST are both set; set one of them"),
-    ({"LLM_BASE_URL": "127.0.0.1:8080/v1"},
-     "LLM_BASE_URL must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got '127.0.0.1:8080/v1'"),
-    ({"DB_STATEMENT_TIMEOUT_MS": "-1"}, "DB_STATEMENT_TIMEOUT_MS must be >= 0, got -1"),
-    ({"DB_POOL_SIZE": "0"}, "DB_POOL_SIZE must be >= 1, got 0"),
-    ({"INGEST_WORKERS": "0"}, "INGEST_WORKERS must be >= 1, got 0"),
-    ({"EMBED_SERVER_PREFIXES": "both"}, "EMBED_SERVER_PREFIXES must be one of text, input_type, got 'both'"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"PROMPT_STYLE": "fancy"}, "PROMPT_STYLE must be one of cited, spec, got 'fancy'"),
+        ({"ABSTAIN_MIN_SIMILARITY": "2"}, "ABSTAIN_MIN_SIMILARITY must be a number from -1 to 1, got '2'"),
+        ({"ABSTAIN_MIN_SIMILARITY": "high"}, "ABSTAIN_MIN_SIMILARITY must be a number, got 'high'"),
+        (
+            {"DATABASE_URL": "mysql://a@b/c"},
+            "DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
+            "(scheme 'mysql' is not one of postgresql, postgres, postgresql+psycopg)",
+        ),
+        ({"DATABASE_URL": "postgres://a@b:70000/c"}, "DATABASE_URL has a port that is not a number from 1 to 65535"),
+        (
+            {"DATABASE_URL": "postgres://a@b/c", "DB_HOST": "x", "DB_PASSWORD": "y"},
+            "DATABASE_URL and DB_HOST are both set; set one of them",
+        ),
+        (
+            {"LLM_BASE_URL": "127.0.0.1:8080/v1"},
+            "LLM_BASE_URL must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got '127.0.0.1:8080/v1'",
+        ),
+        ({"DB_STATEMENT_TIMEOUT_MS": "-1"}, "DB_STATEMENT_TIMEOUT_MS must be >= 0, got -1"),
+        ({"DB_POOL_SIZE": "0"}, "DB_POOL_SIZE must be >= 1, got 0"),
+        ({"INGEST_WORKERS": "0"}, "INGEST_WORKERS must be >= 1, got 0"),
+        ({"EMBED_SERVER_PREFIXES": "both"}, "EMBED_SERVER_PREFIXES must be one of text, input_type, got 'both'"),
+    ],
+)
 def test_other_settings_are_validated(env, message):
     with pytest.raises(ValueError) as err:
         Settings.from_env(env)
@@ -219,8 +276,14 @@ def test_database_url_replaces_the_db_variables(clean_env):
     s = Settings.from_env({"DATABASE_URL": "postgresql://ann:p%40ss@db.example:6543/rag?sslmode=require"})
     assert not s.embedded_db and s.db_host is None
     assert get_connection_string(s) == "postgresql+psycopg://ann:p%40ss@db.example:6543/rag?sslmode=require"
-    assert get_db_config(s) == {"host": "db.example", "port": 6543, "user": "ann", "password": "p@ss",
-                                "dbname": "rag", "embedded": False}
+    assert get_db_config(s) == {
+        "host": "db.example",
+        "port": 6543,
+        "user": "ann",
+        "password": "p@ss",
+        "dbname": "rag",
+        "embedded": False,
+    }
 
 
 def test_llm_server_settings(clean_env):

@@ -1,4 +1,5 @@
 """app.datadir: the link policy on real files, links, loops and FIFOs (issue 24, case 2 and 3)."""
+
 from __future__ import annotations
 
 import os
@@ -44,8 +45,14 @@ def test_walk_follows_an_external_file_link_only_when_allowed(data, tmp_path):
     (data / "csv" / "ext.csv").symlink_to(outside)
     files, problems = walked(data)
     assert files == ["csv/faq.csv", "docs/guide.md"]
-    assert problems == [("csv/ext.csv", f"csv/ext.csv: a link to a file outside the data directory ({outside}): "
-                         "not followed (set FOLLOW_EXTERNAL_LINKS=1 to follow it)", False)]
+    assert problems == [
+        (
+            "csv/ext.csv",
+            f"csv/ext.csv: a link to a file outside the data directory ({outside}): "
+            "not followed (set FOLLOW_EXTERNAL_LINKS=1 to follow it)",
+            False,
+        )
+    ]
     files, problems = walked(data, follow=True)
     assert files == ["csv/ext.csv", "csv/faq.csv", "docs/guide.md"] and problems == []
 
@@ -71,7 +78,8 @@ def test_walk_skips_link_loops_and_goes_on(data):
     assert [(doc_id, reason) for doc_id, reason, _ in problems] == [
         ("docs/again", "docs/again: a folder already read (a link loop, or a second link to it): skipped"),
         ("docs/loop1.md", "docs/loop1.md: link loop: skipped"),
-        ("docs/loop2.md", "docs/loop2.md: link loop: skipped")]
+        ("docs/loop2.md", "docs/loop2.md: link loop: skipped"),
+    ]
 
 
 def test_walk_skips_a_fifo(data):
@@ -110,13 +118,16 @@ def test_resolve_file_applies_the_link_policy(data):
     assert link_refusal(data / "docs" / "guide.md", data) is None
 
 
-@pytest.mark.parametrize("name, shown", [
-    ("報告書.md", "報告書.md"),
-    ("a\x1b[31mred.md", "a\\x1b[31mred.md"),
-    ("two\nlines.md", "two\\nlines.md"),
-    ("tab\tname.csv", "tab\\tname.csv"),
-    ("全角　空白.txt", "全角\\u3000空白.txt"),
-])
+@pytest.mark.parametrize(
+    "name, shown",
+    [
+        ("報告書.md", "報告書.md"),
+        ("a\x1b[31mred.md", "a\\x1b[31mred.md"),
+        ("two\nlines.md", "two\\nlines.md"),
+        ("tab\tname.csv", "tab\\tname.csv"),
+        ("全角　空白.txt", "全角\\u3000空白.txt"),
+    ],
+)
 def test_escape_shows_control_characters(name, shown):
     assert escape(name) == shown
 
@@ -128,10 +139,18 @@ def test_scan_escapes_hostile_file_names(data):
     assert files[0].name == "evil\\x1b[2J\\nname.csv"
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("/proc/self/environ", True), ("/proc", True), ("/sys/kernel", True), ("/dev/zero", True),
-    ("/process/x", False), ("/home/u/dev", False), ("/srv/docs", False),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("/proc/self/environ", True),
+        ("/proc", True),
+        ("/sys/kernel", True),
+        ("/dev/zero", True),
+        ("/process/x", False),
+        ("/home/u/dev", False),
+        ("/srv/docs", False),
+    ],
+)
 def test_is_system_path(path, expected):
     assert is_system_path(Path(path)) is expected
 
@@ -141,5 +160,6 @@ def test_scan_refuses_files_over_the_size_limit(data):
     big.write_bytes(b"a\n" + b"1\n" * (600 * 1024))  # 1.2 MB
     files, failures = sync.scan(data, Settings(max_csv_mb=1))
     assert [f.doc_id for f in files] == ["csv/faq.csv", "docs/guide.md"]
-    assert failures == [("csv/big.csv", "csv/big.csv: 1 MB, larger than MAX_CSV_MB=1; skipped "
-                                        "(raise MAX_CSV_MB to read it)")]
+    assert failures == [
+        ("csv/big.csv", "csv/big.csv: 1 MB, larger than MAX_CSV_MB=1; skipped (raise MAX_CSV_MB to read it)")
+    ]

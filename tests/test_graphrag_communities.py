@@ -1,4 +1,5 @@
 """Communities and extractive reports (app.graphrag.communities) on hand-made graphs, exact values."""
+
 from __future__ import annotations
 
 import math
@@ -35,7 +36,7 @@ def test_build_graph_prunes_rare_entities_and_light_edges():
 
 def two_cliques():
     """Two 4-cliques joined by one light edge (the textbook two-community graph)."""
-    edges = [(a, b, 3.0) for group in ("abcd", "wxyz") for i, a in enumerate(group) for b in group[i + 1:]]
+    edges = [(a, b, 3.0) for group in ("abcd", "wxyz") for i, a in enumerate(group) for b in group[i + 1 :]]
     edges.append(("d", "w", 1.0))
     return build_graph({n: 2 for n in "abcdwxyz"}, edges, min_chunks=2, edge_percentile=0)
 
@@ -57,10 +58,16 @@ def test_detect_communities_of_an_empty_graph():
 
 
 def test_community_ranks_are_log_scaled_per_level():
-    communities = [Community("c0-0", 0, ["a", "b"], weight=99.0), Community("c0-1", 0, ["c", "d"], weight=9.0),
-                   Community("c1-0", 1, ["a", "b"], weight=9.0)]
-    assert community_ranks(communities) == {"c0-0": 10.0, "c0-1": round(10 * math.log(10) / math.log(100), 2),
-                                            "c1-0": 10.0}
+    communities = [
+        Community("c0-0", 0, ["a", "b"], weight=99.0),
+        Community("c0-1", 0, ["c", "d"], weight=9.0),
+        Community("c1-0", 1, ["a", "b"], weight=9.0),
+    ]
+    assert community_ranks(communities) == {
+        "c0-0": 10.0,
+        "c0-1": round(10 * math.log(10) / math.log(100), 2),
+        "c1-0": 10.0,
+    }
 
 
 def test_clip():
@@ -70,10 +77,22 @@ def test_clip():
 
 def facts():
     return {
-        "e1": EntityFacts("e1", "VPN", [("VPNで社内に接続する。", "k1", "docs/guide.md"),
-                                        ("VPNにはワンタイムパスワードが要る。", "k2", "docs/guide.md")]),
-        "e2": EntityFacts("e2", "ワンタイムパスワード", [("VPNにはワンタイムパスワードが要る。", "k2", "docs/guide.md"),
-                                                    ("ワンタイムパスワードは認証アプリで作る。", "k3", "csv/faq.csv")]),
+        "e1": EntityFacts(
+            "e1",
+            "VPN",
+            [
+                ("VPNで社内に接続する。", "k1", "docs/guide.md"),
+                ("VPNにはワンタイムパスワードが要る。", "k2", "docs/guide.md"),
+            ],
+        ),
+        "e2": EntityFacts(
+            "e2",
+            "ワンタイムパスワード",
+            [
+                ("VPNにはワンタイムパスワードが要る。", "k2", "docs/guide.md"),
+                ("ワンタイムパスワードは認証アプリで作る。", "k3", "csv/faq.csv"),
+            ],
+        ),
         "e3": EntityFacts("e3", "認証アプリ", [("ワンタイムパスワードは認証アプリで作る。", "k3", "csv/faq.csv")]),
     }
 
@@ -81,15 +100,18 @@ def facts():
 def test_central_sentences_prefer_those_naming_most_members():
     members = list(facts().values())
     assert [s for s, _, _ in central_sentences(members, limit=2)] == [
-        "VPNにはワンタイムパスワードが要る。", "ワンタイムパスワードは認証アプリで作る。"]
+        "VPNにはワンタイムパスワードが要る。",
+        "ワンタイムパスワードは認証アプリで作る。",
+    ]
 
 
 def test_extractive_report_is_written_from_the_community_sentences():
     community = Community("c0-0", 0, ["e1", "e2", "e3"], size=3)
     report = extractive_report(community, facts(), {"e1": 1.0, "e2": 3.0, "e3": 1.0}, rank=7.5)
     assert report.title == "ワンタイムパスワード・VPN・認証アプリ"  # by weighted degree, then ID
-    assert report.summary == ("VPNにはワンタイムパスワードが要る。 ワンタイムパスワードは認証アプリで作る。 "
-                              "VPNで社内に接続する。")
+    assert report.summary == (
+        "VPNにはワンタイムパスワードが要る。 ワンタイムパスワードは認証アプリで作る。 VPNで社内に接続する。"
+    )
     assert report.findings == []  # every sentence of theirs is in the summary already
     assert report.rank == 7.5 and report.kind == "extractive"
     assert report.chunk_ids == ["k2", "k3", "k1"]
@@ -99,7 +121,7 @@ def test_extractive_report_is_written_from_the_community_sentences():
 
 
 def test_communities_do_not_depend_on_the_order_edges_arrive_in():
-    edges = [(a, b, 3.0) for group in ("abcd", "wxyz") for i, a in enumerate(group) for b in group[i + 1:]]
+    edges = [(a, b, 3.0) for group in ("abcd", "wxyz") for i, a in enumerate(group) for b in group[i + 1 :]]
     edges += [("d", "w", 1.0), ("a", "x", 1.0)]
     chunks = {n: 2 for n in "abcdwxyz"}
     forward = detect_communities(build_graph(chunks, edges, edge_percentile=0))

@@ -1,5 +1,6 @@
 """Entity extraction (app.graphrag.extract): the real SudachiPy analyzer on fixed Japanese sentences
 (its dictionary ships in the wheel; nothing is downloaded), exact entities expected."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,22 +25,36 @@ def analyzer():
     return extract.SudachiAnalyzer()
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Debian のパッケージ管理システムは apt-get を使います。",
-     [("Debian", "latin"), ("パッケージ管理システム", "noun"), ("apt-get", "latin")]),
-    ("エラーコードE3010は処理のタイムアウトを表します。",
-     [("エラーコードE3010", "noun"), ("E3010", "latin"), ("タイムアウト", "noun")]),
-    ("CSVファイルでエクスポートできます", [("CSVファイル", "noun"), ("CSV", "latin"), ("エクスポート", "noun")]),
-    ("交通系ICカード連携、承認ワークフロー", [("交通系ICカード連携", "noun"), ("承認ワークフロー", "noun")]),
-    ("Debian Policy Manual を読んでください。", [("Debian Policy Manual", "latin")]),
-    ("2015年10月に大阪支社を開設しました。", [("大阪支社", "proper")]),
-    ("このファイルを使用する場合は注意が必要です。", [("ファイル", "noun")]),  # 場合: formal; 注意: two kanji
-    ("1ユーザーあたり月額500円", [("ユーザー", "noun")]),  # あたり ends the phrase; 月額: two kanji
-    ("サービスの利用と契約について", [("サービス", "noun")]),  # 利用, 契約: lone two-kanji common nouns
-    ("\"apt-get build-dep\" は \"/etc/apt/sources.list\" の \"deb-src\" エントリーが必要です。",
-     [("apt-get", "latin"), ("build-dep", "latin"), ("/etc/apt/sources.list", "latin"), ("deb-src", "latin"),
-      ("エントリー", "noun")]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "Debian のパッケージ管理システムは apt-get を使います。",
+            [("Debian", "latin"), ("パッケージ管理システム", "noun"), ("apt-get", "latin")],
+        ),
+        (
+            "エラーコードE3010は処理のタイムアウトを表します。",
+            [("エラーコードE3010", "noun"), ("E3010", "latin"), ("タイムアウト", "noun")],
+        ),
+        ("CSVファイルでエクスポートできます", [("CSVファイル", "noun"), ("CSV", "latin"), ("エクスポート", "noun")]),
+        ("交通系ICカード連携、承認ワークフロー", [("交通系ICカード連携", "noun"), ("承認ワークフロー", "noun")]),
+        ("Debian Policy Manual を読んでください。", [("Debian Policy Manual", "latin")]),
+        ("2015年10月に大阪支社を開設しました。", [("大阪支社", "proper")]),
+        ("このファイルを使用する場合は注意が必要です。", [("ファイル", "noun")]),  # 場合: formal; 注意: two kanji
+        ("1ユーザーあたり月額500円", [("ユーザー", "noun")]),  # あたり ends the phrase; 月額: two kanji
+        ("サービスの利用と契約について", [("サービス", "noun")]),  # 利用, 契約: lone two-kanji common nouns
+        (
+            '"apt-get build-dep" は "/etc/apt/sources.list" の "deb-src" エントリーが必要です。',
+            [
+                ("apt-get", "latin"),
+                ("build-dep", "latin"),
+                ("/etc/apt/sources.list", "latin"),
+                ("deb-src", "latin"),
+                ("エントリー", "noun"),
+            ],
+        ),
+    ],
+)
 def test_noun_phrases_on_fixed_sentences(analyzer, text, expected):
     assert analyzer.noun_phrases(text) == expected
 
@@ -51,22 +66,41 @@ def test_noun_phrases_drop_plain_words_in_english_prose(analyzer):
 
 def test_assemble_joins_a_latin_run_the_analyzer_split():
     text = "apt-getを使う"
-    words = [(0, 3, "apt", "N", "", False), (3, 4, "-", "B", "", False), (4, 7, "get", "N", "", False),
-             (7, 8, "を", "B", "", False), (8, 10, "使う", "B", "", False)]
+    words = [
+        (0, 3, "apt", "N", "", False),
+        (3, 4, "-", "B", "", False),
+        (4, 7, "get", "N", "", False),
+        (7, 8, "を", "B", "", False),
+        (8, 10, "使う", "B", "", False),
+    ]
     assert assemble(text, words) == [("apt-get", "latin")]
 
 
 def test_assemble_number_and_counter_end_a_phrase():
     text = "17年間の保守"
-    words = [(0, 2, "17", "NUM", "", False), (2, 3, "年", "C", "", False), (3, 4, "間", "S", "", False),
-             (4, 5, "の", "B", "", False), (5, 7, "保守", "N", "sahen", False)]
+    words = [
+        (0, 2, "17", "NUM", "", False),
+        (2, 3, "年", "C", "", False),
+        (3, 4, "間", "S", "", False),
+        (4, 5, "の", "B", "", False),
+        (5, 7, "保守", "N", "sahen", False),
+    ]
     assert assemble(text, words) == []  # 保守: a lone two-kanji common noun
 
 
-@pytest.mark.parametrize("text, prose, kept", [
-    ("a", False, False), ("3.0", False, False), ("2GiB", False, False), ("the", False, False),
-    ("dpkg", False, True), ("package", True, False), ("Debian", True, True), ("x86_64", True, True),
-])
+@pytest.mark.parametrize(
+    "text, prose, kept",
+    [
+        ("a", False, False),
+        ("3.0", False, False),
+        ("2GiB", False, False),
+        ("the", False, False),
+        ("dpkg", False, True),
+        ("package", True, False),
+        ("Debian", True, True),
+        ("x86_64", True, True),
+    ],
+)
 def test_keep_latin(text, prose, kept):
     assert keep_latin(text, prose) is kept
 
@@ -79,15 +113,27 @@ def test_english_prose():
 
 def test_units_of_a_csv_row_is_one_sentence_without_labels():
     text = "製品名:ミナト経費精算\n価格:月額500円\n仕様:領収書の読み取り。承認ワークフロー"
-    assert units_of(text, {"source": "products.csv:r2"}) == ["ミナト経費精算 月額500円 領収書の読み取り。承認ワークフロー"]
-    assert units_of("一文目です。二文目です。\n三行目", {"source": "guide.pdf:p1"}) == ["一文目です。", "二文目です。", "三行目"]
+    assert units_of(text, {"source": "products.csv:r2"}) == [
+        "ミナト経費精算 月額500円 領収書の読み取り。承認ワークフロー"
+    ]
+    assert units_of("一文目です。二文目です。\n三行目", {"source": "guide.pdf:p1"}) == [
+        "一文目です。",
+        "二文目です。",
+        "三行目",
+    ]
 
 
 def test_chunk_graph_counts_mentions_and_same_sentence_pairs():
-    phrases = {"AとBとA。": [("A", "latin"), ("B", "latin"), ("A", "latin")], "BとC。": [("B", "latin"), ("C", "latin")]}
+    phrases = {
+        "AとBとA。": [("A", "latin"), ("B", "latin"), ("A", "latin")],
+        "BとC。": [("B", "latin"), ("C", "latin")],
+    }
     graph = chunk_graph(["AとBとA。", "BとC。"], lambda unit: phrases[unit])
     assert {k: (m.title, m.count, m.sentence) for k, m in graph.mentions.items()} == {
-        "a": ("A", 2, "AとBとA。"), "b": ("B", 2, "AとBとA。"), "c": ("C", 1, "BとC。")}
+        "a": ("A", 2, "AとBとA。"),
+        "b": ("B", 2, "AとBとA。"),
+        "c": ("C", 1, "BとC。"),
+    }
     assert graph.pairs == {("a", "b"): 1, ("b", "c"): 1}
 
 
@@ -104,14 +150,22 @@ def test_entity_key():
 
 def test_graph_from_json_keeps_only_entities_in_the_text():
     text = "ミナト経費精算は領収書を読み取ります。"
-    value = {"entities": [{"name": "ミナト経費精算", "type": "製品", "description": "経費精算の製品"},
-                          {"name": "領収書", "type": "書類"},
-                          {"name": "架空の製品", "type": "製品"}],  # not in the text: invented
-             "relationships": [{"source": "ミナト経費精算", "target": "領収書", "description": "読み取る"},
-                               {"source": "ミナト経費精算", "target": "架空の製品"}]}
+    value = {
+        "entities": [
+            {"name": "ミナト経費精算", "type": "製品", "description": "経費精算の製品"},
+            {"name": "領収書", "type": "書類"},
+            {"name": "架空の製品", "type": "製品"},
+        ],  # not in the text: invented
+        "relationships": [
+            {"source": "ミナト経費精算", "target": "領収書", "description": "読み取る"},
+            {"source": "ミナト経費精算", "target": "架空の製品"},
+        ],
+    }
     graph = graph_from_json(value, text)
     assert {k: (m.kind, m.sentence) for k, m in graph.mentions.items()} == {
-        "ミナト経費精算": ("製品", "経費精算の製品"), "領収書": ("書類", "ミナト経費精算は領収書を読み取ります。")}
+        "ミナト経費精算": ("製品", "経費精算の製品"),
+        "領収書": ("書類", "ミナト経費精算は領収書を読み取ります。"),
+    }
     assert graph.pairs == {("ミナト経費精算", "領収書"): 1}
     assert not graph_from_json(["not", "a", "dict"], text)
 

@@ -1,4 +1,5 @@
 """The build's pure steps (app.graphrag.index): rows in, entities/relationships/communities/reports out."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,19 +19,29 @@ from app.graphrag.index import (
 
 
 def rows():
-    facts = [{"entity": k, "title": t, "kind": "noun", "mentions": m, "chunks": c}
-             for k, t, m, c in [("vpn", "VPN", 3, 2), ("otp", "OTP", 2, 2), ("app", "認証アプリ", 2, 2),
-                                ("lone", "孤立", 1, 1)]]
-    sentences = [{"entity": "vpn", "sentence": "VPNにはOTPが要る。", "chunk_id": "k1", "doc_id": "d1"},
-                 {"entity": "vpn", "sentence": "VPNで接続する。", "chunk_id": "k2", "doc_id": "d1"},
-                 {"entity": "otp", "sentence": "VPNにはOTPが要る。", "chunk_id": "k1", "doc_id": "d1"},
-                 {"entity": "otp", "sentence": "OTPは認証アプリで作る。", "chunk_id": "k3", "doc_id": "d2"},
-                 {"entity": "app", "sentence": "OTPは認証アプリで作る。", "chunk_id": "k3", "doc_id": "d2"},
-                 {"entity": "app", "sentence": "認証アプリを入れる。", "chunk_id": "k4", "doc_id": "d2"},
-                 {"entity": "lone", "sentence": "孤立した語。", "chunk_id": "k4", "doc_id": "d2"}]
-    pairs = [{"source": "otp", "target": "vpn", "weight": 3, "chunks": 2},
-             {"source": "app", "target": "otp", "weight": 2, "chunks": 1},
-             {"source": "app", "target": "lone", "weight": 1, "chunks": 1}]
+    facts = [
+        {"entity": k, "title": t, "kind": "noun", "mentions": m, "chunks": c}
+        for k, t, m, c in [
+            ("vpn", "VPN", 3, 2),
+            ("otp", "OTP", 2, 2),
+            ("app", "認証アプリ", 2, 2),
+            ("lone", "孤立", 1, 1),
+        ]
+    ]
+    sentences = [
+        {"entity": "vpn", "sentence": "VPNにはOTPが要る。", "chunk_id": "k1", "doc_id": "d1"},
+        {"entity": "vpn", "sentence": "VPNで接続する。", "chunk_id": "k2", "doc_id": "d1"},
+        {"entity": "otp", "sentence": "VPNにはOTPが要る。", "chunk_id": "k1", "doc_id": "d1"},
+        {"entity": "otp", "sentence": "OTPは認証アプリで作る。", "chunk_id": "k3", "doc_id": "d2"},
+        {"entity": "app", "sentence": "OTPは認証アプリで作る。", "chunk_id": "k3", "doc_id": "d2"},
+        {"entity": "app", "sentence": "認証アプリを入れる。", "chunk_id": "k4", "doc_id": "d2"},
+        {"entity": "lone", "sentence": "孤立した語。", "chunk_id": "k4", "doc_id": "d2"},
+    ]
+    pairs = [
+        {"source": "otp", "target": "vpn", "weight": 3, "chunks": 2},
+        {"source": "app", "target": "otp", "weight": 2, "chunks": 1},
+        {"source": "app", "target": "lone", "weight": 1, "chunks": 1},
+    ]
     return facts, sentences, pairs
 
 
@@ -59,14 +70,17 @@ def test_derive_builds_entities_relationships_and_communities():
     assert by_key["vpn"]["description"] == "VPNにはOTPが要る。 VPNで接続する。"
     assert by_key["app"]["degree"] == 2.0 and by_key["lone"]["degree"] == 1.0
     assert {(r["source"], r["target"], r["weight"]) for r in relationships} == {
-        (entity_id("otp"), entity_id("vpn"), 3.0), (entity_id("app"), entity_id("otp"), 2.0),
-        (entity_id("app"), entity_id("lone"), 1.0)}
+        (entity_id("otp"), entity_id("vpn"), 3.0),
+        (entity_id("app"), entity_id("otp"), 2.0),
+        (entity_id("app"), entity_id("lone"), 1.0),
+    }
     # 孤立 is named in one chunk: it serves local search but is not in any community
     assert by_key["lone"]["communities"] == []
     members = {e for c in communities for e in c.entity_ids}
     assert entity_id("lone") not in members and entity_id("vpn") in members
-    assert by_key["vpn"]["communities"] == [c.id for c in sorted(communities, key=lambda c: c.level)
-                                            if entity_id("vpn") in c.entity_ids]
+    assert by_key["vpn"]["communities"] == [
+        c.id for c in sorted(communities, key=lambda c: c.level) if entity_id("vpn") in c.entity_ids
+    ]
     # app-otp (2) is below the 40th percentile of the kept weights (3, 2 → 2.4): pruned from the community graph
     assert strength == {entity_id("otp"): 3.0, entity_id("vpn"): 3.0}
     assert [sorted(c.entity_ids) for c in communities if c.level == 0] == [sorted([entity_id("otp"), entity_id("vpn")])]
@@ -82,13 +96,16 @@ class CountingEmbeddings:
 
 
 def test_embed_entities_reuses_known_vectors_and_skips_rare_entities():
-    entities = [{"id": "a", "title": "VPN", "description": "VPNで接続する。", "chunks": 2},
-                {"id": "b", "title": "OTP", "description": "", "chunks": 3},
-                {"id": "c", "title": "孤立", "description": "一度だけ。", "chunks": 1}]
+    entities = [
+        {"id": "a", "title": "VPN", "description": "VPNで接続する。", "chunks": 2},
+        {"id": "b", "title": "OTP", "description": "", "chunks": 3},
+        {"id": "c", "title": "孤立", "description": "一度だけ。", "chunks": 1},
+    ]
     known_hash = index.text_hash(embedding_text("OTP", ""), "m")
     model = CountingEmbeddings()
-    embedded = embed_entities(entities, model, lambda hashes: {known_hash: [9.0]} if known_hash in hashes else {},
-                              "m", min_chunks=2)
+    embedded = embed_entities(
+        entities, model, lambda hashes: {known_hash: [9.0]} if known_hash in hashes else {}, "m", min_chunks=2
+    )
     assert embedded == 1 and model.texts == ["VPN: VPNで接続する。"]
     assert [e["embedding"] for e in entities] == [[float(len("VPN: VPNで接続する。"))], [9.0], None]
     assert entities[2]["embed_hash"] is None
@@ -106,7 +123,9 @@ def test_write_reports_reuses_a_stored_llm_report_with_the_same_content():
     digest = index.report_hash(communities[0], inputs)
     stored = {digest: {"title": "認証の仕組み", "summary": "VPN と OTP。", "findings": ["要る"], "kind": "llm"}}
     reports, n = write_reports(communities, inputs, strength, llm_report, stored)
-    assert reports[0]["title"] == "認証の仕組み" and reports[0]["kind"] == "llm" and reports[0]["content_hash"] == digest
+    assert (
+        reports[0]["title"] == "認証の仕組み" and reports[0]["kind"] == "llm" and reports[0]["content_hash"] == digest
+    )
     assert communities[0].id not in written and n == 0
     assert all(r["kind"] == "extractive" for r in reports[1:])
 

@@ -1,4 +1,5 @@
 """The mode router (app.graphrag.router): the rule table, validation, and the fallback without a graph."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,19 +7,22 @@ import pytest
 from app.graphrag.router import Route, choose_mode, route, validate_mode
 
 
-@pytest.mark.parametrize("question, mode", [
-    ("資料全体の傾向を教えてください", "global"),
-    ("このサービスの主なテーマをまとめてください", "global"),
-    ("製品の一覧を見せて", "global"),
-    ("会社概要を要約して", "global"),
-    ("どのような種類の製品がありますか？", "global"),
-    ("VPNとワンタイムパスワードの関係は？", "local"),
-    ("ミナト経費精算とミナト給与の違いは？", "local"),
-    ("APIキーに関連する設定は？", "local"),
-    ("サポートの受付時間は何時から何時までですか？", "hybrid"),
-    ("エラーコードE3010は何を意味しますか？", "hybrid"),
-    ("", "hybrid"),
-])
+@pytest.mark.parametrize(
+    "question, mode",
+    [
+        ("資料全体の傾向を教えてください", "global"),
+        ("このサービスの主なテーマをまとめてください", "global"),
+        ("製品の一覧を見せて", "global"),
+        ("会社概要を要約して", "global"),
+        ("どのような種類の製品がありますか？", "global"),
+        ("VPNとワンタイムパスワードの関係は？", "local"),
+        ("ミナト経費精算とミナト給与の違いは？", "local"),
+        ("APIキーに関連する設定は？", "local"),
+        ("サポートの受付時間は何時から何時までですか？", "hybrid"),
+        ("エラーコードE3010は何を意味しますか？", "hybrid"),
+        ("", "hybrid"),
+    ],
+)
 def test_choose_mode_rule_table(question, mode):
     assert choose_mode(question).mode == mode
 
@@ -28,8 +32,9 @@ def test_choose_mode_says_which_rule():
     assert choose_mode("AとBの関係は？") == Route("local", "relation cue '関係'")
 
 
-@pytest.mark.parametrize("mode, expected", [("local", "local"), (" GLOBAL ", "global"), (None, "hybrid"),
-                                            ("auto", "auto")])
+@pytest.mark.parametrize(
+    "mode, expected", [("local", "local"), (" GLOBAL ", "global"), (None, "hybrid"), ("auto", "auto")]
+)
 def test_validate_mode(mode, expected):
     assert validate_mode(mode) == expected
 

@@ -1,5 +1,6 @@
 """Local context building and global map-reduce (app.graphrag.local_search, global_search) with a
 character-count tokenizer, fake LLM calls and an injected sleep: exact token counts, no waiting."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,17 @@ def entity(eid: str, title: str, degree: int = 1) -> Entity:
 
 
 def report(rid: str, rank: float, entity_ids=(), summary="要約", findings=()) -> CommunityReport:
-    return CommunityReport(id=rid, level=0, title=f"題{rid}", summary=summary, rank=rank, findings=list(findings),
-                           chunk_ids=[f"k-{rid}"], document_ids=[f"d-{rid}"], entity_ids=list(entity_ids))
+    return CommunityReport(
+        id=rid,
+        level=0,
+        title=f"題{rid}",
+        summary=summary,
+        rank=rank,
+        findings=list(findings),
+        chunk_ids=[f"k-{rid}"],
+        document_ids=[f"d-{rid}"],
+        entity_ids=list(entity_ids),
+    )
 
 
 # --- local -----------------------------------------------------------------------------
@@ -51,15 +61,20 @@ def test_map_query_to_entities_named_first_then_nearest():
 
 def test_local_context_keeps_at_most_max_text_units():
     units = [TextUnit(f"k{i}", "あ" * 10, ["e1"]) for i in range(5)]
-    result = LocalContextBuilder(chars, max_text_units=2).build_context("q", [entity("e1", "VPN")], [], units,
-                                                                        max_tokens=1000)
+    result = LocalContextBuilder(chars, max_text_units=2).build_context(
+        "q", [entity("e1", "VPN")], [], units, max_tokens=1000
+    )
     assert [u.id for u in result.text_units_used] == ["k0", "k1"]
 
 
 def test_select_relationships_inside_first_then_most_linked_outside():
     chosen = [entity("a", "A"), entity("b", "B")]
-    rels = [Relationship("r1", "a", "x", weight=9), Relationship("r2", "a", "b", weight=1),
-            Relationship("r3", "b", "y", weight=5), Relationship("r4", "b", "x", weight=2)]
+    rels = [
+        Relationship("r1", "a", "x", weight=9),
+        Relationship("r2", "a", "b", weight=1),
+        Relationship("r3", "b", "y", weight=5),
+        Relationship("r4", "b", "x", weight=2),
+    ]
     # r2 is inside; x is linked to both chosen entities, so r1 and r4 come before r3
     assert [r.id for r in select_relationships(chosen, rels)] == ["r2", "r1", "r4", "r3"]
     assert [r.id for r in select_relationships(chosen, rels, per_entity=1)] == ["r2", "r1"]
@@ -67,8 +82,12 @@ def test_select_relationships_inside_first_then_most_linked_outside():
 
 def test_order_text_units_by_entity_order_then_coverage():
     chosen = [entity("a", "A"), entity("b", "B")]
-    units = [TextUnit("k3", "t", ["b"]), TextUnit("k2", "t", ["a"]), TextUnit("k1", "t", ["b", "a"]),
-             TextUnit("k0", "t", [])]
+    units = [
+        TextUnit("k3", "t", ["b"]),
+        TextUnit("k2", "t", ["a"]),
+        TextUnit("k1", "t", ["b", "a"]),
+        TextUnit("k0", "t", []),
+    ]
     assert [u.id for u in order_text_units(chosen, units)] == ["k1", "k2", "k3", "k0"]
 
 
@@ -94,10 +113,13 @@ def test_local_context_respects_each_share_of_the_budget():
     result = builder.build_context("VPNは？", entities, rels, units, max_tokens=700, reports=reports)
     t = result.section_tokens
     assert t["reports"] == len("-----Reports-----\nid|title|content\nc0-0|題c0-0|" + "う" * 50) <= 0.15 * 700
-    assert t["entities"] == len("-----Entities-----\nid|entity|description|number of relationships\n"
-                                "e1|VPN|VPNの説明|2\ne2|認証アプリ|認証アプリの説明|1")
-    assert t["relationships"] == len("-----Relationships-----\nid|source|target|description|weight\n"
-                                     "r1|VPN|認証アプリ|VPNは認証アプリを使う|3")
+    assert t["entities"] == len(
+        "-----Entities-----\nid|entity|description|number of relationships\n"
+        "e1|VPN|VPNの説明|2\ne2|認証アプリ|認証アプリの説明|1"
+    )
+    assert t["relationships"] == len(
+        "-----Relationships-----\nid|source|target|description|weight\nr1|VPN|認証アプリ|VPNは認証アプリを使う|3"
+    )
     # the text units get what is left: the first whole (300), the second cut to fit
     left = 700 - t["reports"] - t["entities"] - t["relationships"]
     assert [u.id for u in result.text_units_used] == ["k1", "k2"]
@@ -119,14 +141,22 @@ def test_local_context_too_small_a_budget_is_cut_not_refused():
 # --- global: parsing -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"points": [{"description": "A", "score": 80}]}', {"points": [{"description": "A", "score": 80}]}),
-    ('```json\n{"points": []}\n```', {"points": []}),
-    ('要点は次のとおりです: {"points": [{"description": "A", "score": 80}]} 以上です。',
-     {"points": [{"description": "A", "score": 80}]}),
-    ('{"points": [{"description": "A", "score": 80,}]}', {"points": [{"description": "A", "score": 80}]}),  # trailing comma
-    ('{"points": [{"description": "A", "score": 80}', {"points": [{"description": "A", "score": 80}]}),  # cut off
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"points": [{"description": "A", "score": 80}]}', {"points": [{"description": "A", "score": 80}]}),
+        ('```json\n{"points": []}\n```', {"points": []}),
+        (
+            '要点は次のとおりです: {"points": [{"description": "A", "score": 80}]} 以上です。',
+            {"points": [{"description": "A", "score": 80}]},
+        ),
+        (
+            '{"points": [{"description": "A", "score": 80,}]}',
+            {"points": [{"description": "A", "score": 80}]},
+        ),  # trailing comma
+        ('{"points": [{"description": "A", "score": 80}', {"points": [{"description": "A", "score": 80}]}),  # cut off
+    ],
+)
 def test_parse_json_object_good_and_broken(text, expected):
     assert parse_json_object(text) == expected
 
@@ -138,17 +168,21 @@ def test_parse_json_object_nothing_readable(text):
 
 
 def test_key_points_scores_reports_and_drops():
-    value = {"points": [
-        {"description": "料金は月額制 [Data: Reports (c2, c9)]", "score": "85"},
-        {"description": "対象外", "score": 0},
-        {"description": "", "score": 50},
-        {"description": "上限を超える", "score": 140, "reports": ["c1", "zz"]},
-        {"description": "点数なし"},
-        "not a dict",
-    ]}
+    value = {
+        "points": [
+            {"description": "料金は月額制 [Data: Reports (c2, c9)]", "score": "85"},
+            {"description": "対象外", "score": 0},
+            {"description": "", "score": 50},
+            {"description": "上限を超える", "score": 140, "reports": ["c1", "zz"]},
+            {"description": "点数なし"},
+            "not a dict",
+        ]
+    }
     points = key_points(value, ["c1", "c2"])
     assert [(p.description, p.score, p.report_ids) for p in points] == [
-        ("料金は月額制", 85, ["c2"]), ("上限を超える", 100, ["c1"])]
+        ("料金は月額制", 85, ["c2"]),
+        ("上限を超える", 100, ["c1"]),
+    ]
     assert key_points({}, ["c1"]) == [] and key_points([], ["c1"]) == []
     assert key_points([{"description": "A", "score": 10}], ["c1"])[0].report_ids == ["c1"]  # none named: the batch
     with pytest.raises(MapParseError):
@@ -173,8 +207,9 @@ def test_batch_reports_packs_best_first_within_budget_and_counts_what_is_left():
 
 
 def test_batch_reports_cuts_a_report_too_long_for_a_batch_of_its_own():
-    batches, left = batch_reports([report("c0", 1, summary="あ" * 500, findings=["f"])], chars, budget=100,
-                                  max_batches=1)
+    batches, left = batch_reports(
+        [report("c0", 1, summary="あ" * 500, findings=["f"])], chars, budget=100, max_batches=1
+    )
     assert left == 0 and chars(report_row(batches[0][0])) <= 100 and batches[0][0].findings == []
 
 
@@ -273,20 +308,31 @@ def test_traceability_follows_points_to_reports_chunks_documents_entities():
     reports = [report("c1", 5, ["e1"]), report("c2", 5, ["e2", "e1"])]
     info = traceability([KeyPoint("a", 90, ["c2"]), KeyPoint("b", 80, ["c1", "c2"])], reports)
     assert (info.report_ids, info.chunk_ids, info.document_ids, info.entity_ids) == (
-        ["c2", "c1"], ["k-c2", "k-c1"], ["d-c2", "d-c1"], ["e2", "e1"])
+        ["c2", "c1"],
+        ["k-c2", "k-c1"],
+        ["d-c2", "d-c1"],
+        ["e2", "e1"],
+    )
 
 
 def test_global_search_end_to_end_with_fake_calls():
     reports = [report("c1", 9, ["e1"], summary="料金は月額9800円"), report("c2", 3, ["e2"], summary="拠点は3か所")]
     map_call = ScriptedCall('{"points": [{"description": "料金は月額9800円", "score": 90, "reports": ["c1"]}]}')
     reduce_call = ScriptedCall("料金は月額9800円です。")
-    search = GlobalSearch(MapProcessor(map_call, chars, clock=lambda: 0.0),
-                          ReduceProcessor(reduce_call, chars, budget=10_000), map_budget=10_000, max_batches=4)
+    search = GlobalSearch(
+        MapProcessor(map_call, chars, clock=lambda: 0.0),
+        ReduceProcessor(reduce_call, chars, budget=10_000),
+        map_budget=10_000,
+        max_batches=4,
+    )
     result = search.search("料金の全体像は？", reports)
     assert result.response == "料金は月額9800円です。"
     assert result.traceability.report_ids == ["c1"] and result.traceability.document_ids == ["d-c1"]
     assert result.map_results[0].key_points[0].source_metadata == {
-        "document_ids": ["d-c1"], "chunk_ids": ["k-c1"], "entity_ids": ["e1"]}
+        "document_ids": ["d-c1"],
+        "chunk_ids": ["k-c1"],
+        "entity_ids": ["e1"],
+    }
     assert result.reports_considered == 2 and result.reports_left_out == 0
     assert set(result.timings) == {"context", "map", "reduce"}
     assert ReduceProcessor.format_output(result, "json")["traceability"]["chunk_ids"] == ["k-c1"]

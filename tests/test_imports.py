@@ -1,5 +1,6 @@
 """The app's modules import each other without cycles (issue 15, case 12), counting imports inside functions
 and the modules of its packages (app.graphrag.search, app.mcp.server …) as modules of their own."""
+
 import ast
 from pathlib import Path
 
@@ -19,7 +20,7 @@ def resolve(name: str) -> str | None:
     """The app module an import names (``app.graphrag.store`` → ``graphrag.store``), or None outside the app."""
     if name != "app" and not name.startswith("app."):
         return None
-    name = name[len("app."):] if name != "app" else ""
+    name = name[len("app.") :] if name != "app" else ""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -31,8 +32,11 @@ def app_imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:  # `from app.graphrag import store` imports the module app.graphrag.store
-                target = resolve(f"{node.module}.{alias.name}") if f"{node.module}.{alias.name}"[4:] in MODULES \
+                target = (
+                    resolve(f"{node.module}.{alias.name}")
+                    if f"{node.module}.{alias.name}"[4:] in MODULES
                     else resolve(node.module)
+                )
                 if target:
                     found.add(target)
         elif isinstance(node, ast.Import):

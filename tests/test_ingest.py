@@ -1,6 +1,7 @@
 """ingest.py: loaders on real files (PDF, CSV in UTF-8/BOM/CP932), chunking, ids, the CLI's messages.
 
 No database or model here: the store is a recording double; tests/integration runs it for real."""
+
 import logging
 
 import pytest
@@ -31,15 +32,19 @@ def make_pdf(path, pages):
 def data_dir(tmp_path):
     (tmp_path / "pdf").mkdir()
     (tmp_path / "csv").mkdir()
-    make_pdf(tmp_path / "pdf" / "guide.pdf", ["会社概要\n当社は東京にあります。", "", "エラーコードE1001は認証失敗です。"])
+    make_pdf(
+        tmp_path / "pdf" / "guide.pdf", ["会社概要\n当社は東京にあります。", "", "エラーコードE1001は認証失敗です。"]
+    )
     (tmp_path / "csv" / "faq.csv").write_text(FAQ, encoding="utf-8")
     return tmp_path
 
 
 def test_load_pdfs_reads_pages_with_1_based_source_ids(data_dir):
     pages = ingest.load_pdfs(data_dir / "pdf")
-    assert pages == [("会社概要\n当社は東京にあります。", "guide.pdf:p1"),
-                     ("エラーコードE1001は認証失敗です。", "guide.pdf:p3")]
+    assert pages == [
+        ("会社概要\n当社は東京にあります。", "guide.pdf:p1"),
+        ("エラーコードE1001は認証失敗です。", "guide.pdf:p3"),
+    ]
 
 
 def test_load_pdfs_missing_folder_raises_filenotfound(tmp_path):
@@ -123,12 +128,21 @@ def test_load_csvs_keeps_leading_zeros_as_text(tmp_path):
     assert ingest.load_csvs(tmp_path) == [("コード:007", "p.csv:r1")]
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("見出し\n本文が長く続いて行の終わりまで来たので次の行に\n続きます。\n短い行。", "見出し\n本文が長く続いて行の終わりまで来たので次の行に続きます。\n短い行。"),
-    ("English words wrap across a long line of text that\ncontinues here.", "English words wrap across a long line of text that continues here."),
-    ("段落一。\n\n段落二。", "段落一。\n\n段落二。"),
-    ("  \n\n  ", ""),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (
+            "見出し\n本文が長く続いて行の終わりまで来たので次の行に\n続きます。\n短い行。",
+            "見出し\n本文が長く続いて行の終わりまで来たので次の行に続きます。\n短い行。",
+        ),
+        (
+            "English words wrap across a long line of text that\ncontinues here.",
+            "English words wrap across a long line of text that continues here.",
+        ),
+        ("段落一。\n\n段落二。", "段落一。\n\n段落二。"),
+        ("  \n\n  ", ""),
+    ],
+)
 def test_clean_pdf_text(raw, expected):
     assert loaders.clean_pdf_text(raw) == expected
 
@@ -171,8 +185,10 @@ def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, no_d
 
 def test_main_refuses_to_empty_the_store_from_an_empty_dir(tmp_path, capsys, no_db):
     mocker = no_db
-    mocker.patch("app.db.list_documents", return_value=[{"doc_id": "csv/faq.csv", "source_file": "faq.csv",
-                                                         "content_hash": "h", "settings_hash": "s"}])
+    mocker.patch(
+        "app.db.list_documents",
+        return_value=[{"doc_id": "csv/faq.csv", "source_file": "faq.csv", "content_hash": "h", "settings_hash": "s"}],
+    )
     delete = mocker.patch("app.db.delete_document")
     assert ingest.main(["--data-dir", str(tmp_path)]) == 1
     assert "refusing to remove them all" in capsys.readouterr().err

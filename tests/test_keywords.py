@@ -1,21 +1,25 @@
 """keywords.py: Japanese-aware tokens for the PostgreSQL keyword index (exact outputs)."""
+
 import pytest
 
 from app.keywords import normalize_text, query_tokens, to_document, to_tsquery, tokenize
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("受付時間", ["受付", "付時", "時間"]),
-    ("E3010", ["e3010"]),
-    ("ＡＰＩキー", ["api", "キー"]),
-    ("ISO/IEC 27001", ["iso", "iec", "27001"]),
-    ("税", ["税"]),
-    ("平日9時", ["平日", "9", "時"]),
-    ("ﾐﾅﾄ", ["ミナ", "ナト"]),
-    ("です。ます", []),
-    ("", []),
-    (None, []),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("受付時間", ["受付", "付時", "時間"]),
+        ("E3010", ["e3010"]),
+        ("ＡＰＩキー", ["api", "キー"]),
+        ("ISO/IEC 27001", ["iso", "iec", "27001"]),
+        ("税", ["税"]),
+        ("平日9時", ["平日", "9", "時"]),
+        ("ﾐﾅﾄ", ["ミナ", "ナト"]),
+        ("です。ます", []),
+        ("", []),
+        (None, []),
+    ],
+)
 def test_tokenize(text, expected):
     assert tokenize(text) == expected
 

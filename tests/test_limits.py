@@ -1,4 +1,5 @@
 """Limits with one-line errors (issue 24, case 5 and 6): rows, cells, a parse time budget."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,10 @@ def test_csv_cell_longer_than_max_cell_chars_fails_in_one_line(tmp_path):
     path.write_text("a,b\n1,短い\n2," + "長" * 101 + "\n", encoding="utf-8")
     with pytest.raises(DataSourceError) as err:
         csv_table(path, Limits(max_cell_chars=100))
-    assert str(err.value) == ("cell.csv: row 2 has a cell of 101 characters, more than MAX_CELL_CHARS=100; "
-                              "skipped (raise MAX_CELL_CHARS to read it)")
+    assert str(err.value) == (
+        "cell.csv: row 2 has a cell of 101 characters, more than MAX_CELL_CHARS=100; "
+        "skipped (raise MAX_CELL_CHARS to read it)"
+    )
 
 
 def test_deadline_raises_once_spent_naming_where():
@@ -32,8 +35,10 @@ def test_deadline_raises_once_spent_naming_where():
     now[0] = 5.5
     with pytest.raises(DataSourceError) as err:
         deadline.check("page 3")
-    assert str(err.value) == ("slow.pdf: reading took longer than PARSE_TIMEOUT_S=5 s (stopped at page 3); "
-                              "skipped (raise PARSE_TIMEOUT_S to read it)")
+    assert str(err.value) == (
+        "slow.pdf: reading took longer than PARSE_TIMEOUT_S=5 s (stopped at page 3); "
+        "skipped (raise PARSE_TIMEOUT_S to read it)"
+    )
 
 
 def slow_pdf(path, pages: int, ops: int) -> None:
@@ -45,8 +50,13 @@ def slow_pdf(path, pages: int, ops: int) -> None:
     stream = DecodedStreamObject()
     stream.set_data(b"BT /F1 12 Tf 10 10 Td (a) Tj ET\n" + b"BT (a) Tj ET\n" * ops)
     ref = writer._add_object(stream)
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
     resources = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
     for _ in range(pages):
         page = writer.add_blank_page(200, 200)

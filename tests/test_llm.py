@@ -1,4 +1,5 @@
 """llm.py: lazy LlamaCpp loading, parameters, model resolution, generate()."""
+
 from types import SimpleNamespace
 
 import pytest
@@ -60,12 +61,19 @@ def test_get_llm_default_path_falls_back_to_standin(fake_llamacpp, tmp_path, cle
     assert fake_llamacpp.call_args.kwargs["model_path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-@pytest.mark.parametrize("present, chosen", [
-    (["SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"],
-     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
-    (["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"],
-     "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
-])
+@pytest.mark.parametrize(
+    "present, chosen",
+    [
+        (
+            ["SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"],
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        ),
+        (
+            ["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"],
+            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        ),
+    ],
+)
 def test_get_llm_default_path_prefers_the_japanese_capable_models(fake_llamacpp, tmp_path, clean_env, present, chosen):
     for name in present:
         (tmp_path / name).write_bytes(b"GGUF")
@@ -107,8 +115,7 @@ def test_as_model_input_without_chat_template_is_unchanged():
 
 def test_as_model_input_wraps_in_chat_template():
     template = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}<|assistant|>"
-    client = SimpleNamespace(metadata={"tokenizer.chat_template": template},
-                             token_bos=lambda: -1, token_eos=lambda: -1)
+    client = SimpleNamespace(metadata={"tokenizer.chat_template": template}, token_bos=lambda: -1, token_eos=lambda: -1)
     out = llm.as_model_input("質問:X\n回答:", SimpleNamespace(client=client))
     assert out == "<|user|>質問:X\n回答:<|end|><|assistant|>"
 
@@ -134,8 +141,10 @@ def test_get_llm_uses_batch_512(fake_llamacpp, gguf):
 class TemplateClient:
     """A llama.cpp client stand-in with a ChatML template (as Qwen2.5's GGUF carries)."""
 
-    metadata = {"tokenizer.chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
-                                          "<|im_end|>\n{% endfor %}<|im_start|>assistant\n"}
+    metadata = {
+        "tokenizer.chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
+    }
 
     def token_bos(self):
         return -1
@@ -152,7 +161,8 @@ class TemplateClient:
 def test_as_model_input_puts_the_system_text_in_its_own_turn():
     model = type("M", (), {"client": TemplateClient()})()
     assert llm.as_model_input("資料と質問", model, system="指示") == (
-        "<|im_start|>system\n指示<|im_end|>\n<|im_start|>user\n資料と質問<|im_end|>\n<|im_start|>assistant")
+        "<|im_start|>system\n指示<|im_end|>\n<|im_start|>user\n資料と質問<|im_end|>\n<|im_start|>assistant"
+    )
     assert llm.as_model_input("p", model) == "<|im_start|>user\np<|im_end|>\n<|im_start|>assistant"
 
 
@@ -172,7 +182,11 @@ def _server_settings(**changes):
 def test_llm_base_url_gives_chat_openai_with_the_same_stop_sequences(clean_env):
     model = llm.get_llm(_server_settings(llm_max_tokens=77, llm_timeout_s=5, llm_max_retries=1))
     assert type(model).__name__ == "ChatOpenAI" and llm.is_chat_model(model)
-    assert (model.openai_api_base, model.model_name, model.max_tokens) == ("http://127.0.0.1:9/v1", "llama-2-7b.Q4_K_M.gguf", 77)
+    assert (model.openai_api_base, model.model_name, model.max_tokens) == (
+        "http://127.0.0.1:9/v1",
+        "llama-2-7b.Q4_K_M.gguf",
+        77,
+    )
     assert (model.stop, model.request_timeout, model.max_retries, model.temperature) == (llm.STOP_SEQUENCES, 5, 1, 0.0)
     assert model.extra_body == {"max_tokens": 77}  # llama.cpp's servers ignore max_completion_tokens
     assert llm.model_name(model) == "llama-2-7b.Q4_K_M.gguf at http://127.0.0.1:9/v1"
@@ -207,11 +221,17 @@ def test_server_errors_are_one_line():
     refused.__cause__ = httpx.ConnectError("[Errno 111] Connection refused")
     assert str(llm.server_error(refused, model)) == (
         "cannot reach the LLM server at http://127.0.0.1:9/v1 ([Errno 111] Connection refused); start it or fix "
-        "LLM_BASE_URL")
+        "LLM_BASE_URL"
+    )
     assert str(llm.server_error(refused, model, streaming=True)) == (
-        "the LLM server at http://127.0.0.1:9/v1 broke off the answer ([Errno 111] Connection refused)")
+        "the LLM server at http://127.0.0.1:9/v1 broke off the answer ([Errno 111] Connection refused)"
+    )
     assert str(llm.server_error(openai.APITimeoutError(request=request), model)) == (
-        "the LLM server at http://127.0.0.1:9/v1 did not answer in time (timeout and retries used up)")
+        "the LLM server at http://127.0.0.1:9/v1 did not answer in time (timeout and retries used up)"
+    )
     busy = openai.InternalServerError("model overloaded", response=httpx.Response(503, request=request), body=None)
-    assert str(llm.server_error(busy, model)) == "the LLM server at http://127.0.0.1:9/v1 answered HTTP 503: model overloaded"
+    assert (
+        str(llm.server_error(busy, model))
+        == "the LLM server at http://127.0.0.1:9/v1 answered HTTP 503: model overloaded"
+    )
     assert llm.server_error(ValueError("x"), model) is None

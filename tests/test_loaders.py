@@ -1,4 +1,5 @@
 """loaders.py on real bytes: encodings by BOM, NULs, damaged PDFs, image-only PDFs (issue 15, case 3)."""
+
 import codecs
 
 import pytest
@@ -9,10 +10,16 @@ from app.errors import DataSourceError
 FAQ = "質問,回答\n受付時間は？,平日9時から18時です。\n"
 
 
-@pytest.mark.parametrize("bom,encoding", [
-    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
-    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
-])
+@pytest.mark.parametrize(
+    "bom,encoding",
+    [
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+        (codecs.BOM_UTF32_LE, "utf-32-le"),
+        (codecs.BOM_UTF32_BE, "utf-32-be"),
+        (codecs.BOM_UTF8, "utf-8"),
+    ],
+)
 def test_csv_with_a_byte_order_mark_is_decoded_by_it(tmp_path, bom, encoding):
     path = tmp_path / "faq.csv"
     path.write_bytes(bom + FAQ.encode(encoding))
@@ -26,13 +33,16 @@ def test_utf16_without_bom_is_one_clear_failure_not_nul_text(tmp_path):
         loaders.csv_units(path)
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("質問,回答\n休日は？,土日です。\n".encode("utf-16-le"), True),
-    ("a,b\n1,2\n".encode("utf-32-be"), True),
-    (bytes(range(256)) * 4, True),
-    ("名前,値\nA\x00B,1\n".encode(), False),
-    ("質問,回答\n".encode("cp932"), False),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("質問,回答\n休日は？,土日です。\n".encode("utf-16-le"), True),
+        ("a,b\n1,2\n".encode("utf-32-be"), True),
+        (bytes(range(256)) * 4, True),
+        ("名前,値\nA\x00B,1\n".encode(), False),
+        ("質問,回答\n".encode("cp932"), False),
+    ],
+)
 def test_looks_like_wide_text(raw, expected):
     assert loaders.looks_like_wide_text(raw) is expected
 
@@ -47,8 +57,10 @@ def test_nul_is_stripped_from_pdf_text():
     assert loaders.clean_pdf_text("受付\x00時間") == "受付時間"
 
 
-@pytest.mark.parametrize("error", [NotImplementedError("unsupported filter"), RecursionError("deep"),
-                                   AssertionError(), ZeroDivisionError("x")])
+@pytest.mark.parametrize(
+    "error",
+    [NotImplementedError("unsupported filter"), RecursionError("deep"), AssertionError(), ZeroDivisionError("x")],
+)
 def test_any_pdf_parser_error_is_this_files_failure(tmp_path, mocker, error):
     # pypdf raises these (and LimitReachedError) on damaged files; tests/integration fuzzes real ones.
     mocker.patch("pypdf.PdfReader", side_effect=error)
@@ -73,16 +85,19 @@ def test_unreadable_csv_names_the_file(tmp_path):
         loaders.read_csv_rows(tmp_path / "gone.csv")
 
 
-@pytest.mark.parametrize("text,heading", [
-    ("第3章 Debian ディストリビューションの選択\n本文", "第3章 Debian ディストリビューションの選択"),
-    ("3.1.9. 新しいリリースができたら何が起きますか?\n本文", "3.1.9. 新しいリリースができたら何が起きますか?"),
-    ("勤務時間と休憩\n始業は9時です。", "勤務時間と休憩"),
-    ("Installed-Size: 145\nDepends: libc6", ""),
-    ("apt purge foo\n次の行", ""),
-    ("1 (シングルユーザモード)、\n2から5", ""),
-    ("これは文です。\n次", ""),
-    ("見出しだけ", ""),  # one line: nothing to head
-])
+@pytest.mark.parametrize(
+    "text,heading",
+    [
+        ("第3章 Debian ディストリビューションの選択\n本文", "第3章 Debian ディストリビューションの選択"),
+        ("3.1.9. 新しいリリースができたら何が起きますか?\n本文", "3.1.9. 新しいリリースができたら何が起きますか?"),
+        ("勤務時間と休憩\n始業は9時です。", "勤務時間と休憩"),
+        ("Installed-Size: 145\nDepends: libc6", ""),
+        ("apt purge foo\n次の行", ""),
+        ("1 (シングルユーザモード)、\n2から5", ""),
+        ("これは文です。\n次", ""),
+        ("見出しだけ", ""),  # one line: nothing to head
+    ],
+)
 def test_page_heading(text, heading):
     assert loaders.page_heading(text) == heading
 
@@ -91,9 +106,12 @@ def test_markdown_sections_with_heading_paths_and_stable_slugs(tmp_path):
     from app.loaders import text_document
 
     path = tmp_path / "guide.md"
-    path.write_text("前書き。\n\n# 導入 Guide\n\n一段落目。\n二行目。\n\n二段落目。\n\n## Step 1: Setup!\n\n"
-                    "```\n# not a heading\n```\n\n### 空\n\n# 運用\n\n## Step 1: Setup!\n\n二度目。\n\n"
-                    "# Ｆｕｌｌ Ｗｉｄｔｈ\n\n全角。\n", encoding="utf-8")
+    path.write_text(
+        "前書き。\n\n# 導入 Guide\n\n一段落目。\n二行目。\n\n二段落目。\n\n## Step 1: Setup!\n\n"
+        "```\n# not a heading\n```\n\n### 空\n\n# 運用\n\n## Step 1: Setup!\n\n二度目。\n\n"
+        "# Ｆｕｌｌ Ｗｉｄｔｈ\n\n全角。\n",
+        encoding="utf-8",
+    )
     assert text_document(path) == [
         ("前書き。", "guide.md", ""),
         ("一段落目。\n二行目。\n\n二段落目。", "guide.md#導入-guide", "導入 Guide"),
@@ -123,12 +141,18 @@ def test_empty_markdown_is_a_clear_error(tmp_path, content):
 
 def test_heading_levels_by_font_size_without_running_headers():
     body = "本文の行です。" * 3
-    pages = [(f"手引き\n第1章 導入\n{body}\n1.1 目的\n{body}", [13.0, 18.0, 10.0, 13.0, 10.0]),
-             (f"手引き\n{body}\n1.2 範囲\n\n{body}", [13.0, 10.0, 13.0, 0.0, 10.0]),
-             (f"手引き\n{body}", [13.0, 10.0]),
-             (f"手引き\n{body}\n{'長い' * 41}", [13.0, 10.0, 13.0])]  # 82 characters: no heading
-    assert loaders.heading_levels(pages) == [[None, 0, None, 1, None], [None, None, 1, None, None],
-                                             [None, None], [None, None, None]]  # 手引き: large on 4 pages
+    pages = [
+        (f"手引き\n第1章 導入\n{body}\n1.1 目的\n{body}", [13.0, 18.0, 10.0, 13.0, 10.0]),
+        (f"手引き\n{body}\n1.2 範囲\n\n{body}", [13.0, 10.0, 13.0, 0.0, 10.0]),
+        (f"手引き\n{body}", [13.0, 10.0]),
+        (f"手引き\n{body}\n{'長い' * 41}", [13.0, 10.0, 13.0]),
+    ]  # 82 characters: no heading
+    assert loaders.heading_levels(pages) == [
+        [None, 0, None, 1, None],
+        [None, None, 1, None, None],
+        [None, None],
+        [None, None, None],
+    ]  # 手引き: large on 4 pages
 
 
 def test_heading_levels_of_a_one_size_document_are_none():
@@ -170,22 +194,40 @@ def make_sized_pdf(path, pages, title=""):
 
 
 def test_pdf_sections_by_font_size_carry_heading_paths_across_pages(tmp_path):
-    path = make_sized_pdf(tmp_path / "manual.pdf", [
-        [(16, "第1章 導入"), (10, "目次"), (10, "1.1 目的"), (10, "この章は導入です。"), (13, "1.1 目的"),
-         (10, "目的を述べます。"), (13, "1.2 範囲")],
-        [(10, "範囲は社内です。"), (10, "対象は全社員です。"), (13, "1.3 用語"), (10, "用語を定義します。")],
-        [(16, "第2章 運用"), (10, "運用は毎日です。")]], title="運用マニュアル")
+    path = make_sized_pdf(
+        tmp_path / "manual.pdf",
+        [
+            [
+                (16, "第1章 導入"),
+                (10, "目次"),
+                (10, "1.1 目的"),
+                (10, "この章は導入です。"),
+                (13, "1.1 目的"),
+                (10, "目的を述べます。"),
+                (13, "1.2 範囲"),
+            ],
+            [(10, "範囲は社内です。"), (10, "対象は全社員です。"), (13, "1.3 用語"), (10, "用語を定義します。")],
+            [(16, "第2章 運用"), (10, "運用は毎日です。")],
+        ],
+        title="運用マニュアル",
+    )
     title, units = loaders.pdf_document(path)
     assert title == "運用マニュアル"
     assert units == [
-        ("第1章 導入\n目次\n1.1 目的\nこの章は導入です。", "manual.pdf:p1", "第1章 導入"),  # the contents line is body size
+        (
+            "第1章 導入\n目次\n1.1 目的\nこの章は導入です。",
+            "manual.pdf:p1",
+            "第1章 導入",
+        ),  # the contents line is body size
         ("1.1 目的\n目的を述べます。", "manual.pdf:p1", "第1章 導入 > 1.1 目的"),
         ("範囲は社内です。\n対象は全社員です。", "manual.pdf:p2", "第1章 導入 > 1.2 範囲"),  # 1.2 had no text on p1
         ("1.3 用語\n用語を定義します。", "manual.pdf:p2", "第1章 導入 > 1.3 用語"),
         ("第2章 運用\n運用は毎日です。", "manual.pdf:p3", "第2章 運用"),
     ]
-    assert loaders.pdf_units(path)[1] == ("範囲は社内です。\n対象は全社員です。\n\n1.3 用語\n用語を定義します。",
-                                          "manual.pdf:p2")
+    assert loaders.pdf_units(path)[1] == (
+        "範囲は社内です。\n対象は全社員です。\n\n1.3 用語\n用語を定義します。",
+        "manual.pdf:p2",
+    )
 
 
 class FakePage:
@@ -201,8 +243,16 @@ class FakePage:
 
 
 def test_page_layout_sizes_each_line_by_most_of_its_characters():
-    page = FakePage([("1.2 範囲", 1.0, 13.0), ("\n", 0.0, 1.0), ("本文は", 10.0, 1.0), ("x", 20.0, 1.0),
-                     ("\n\n", 0.0, 1.0), ("次", 10.0, 1.0)])
+    page = FakePage(
+        [
+            ("1.2 範囲", 1.0, 13.0),
+            ("\n", 0.0, 1.0),
+            ("本文は", 10.0, 1.0),
+            ("x", 20.0, 1.0),
+            ("\n\n", 0.0, 1.0),
+            ("次", 10.0, 1.0),
+        ]
+    )
     assert loaders._page_layout(page) == ("1.2 範囲\n本文はx\n\n次", [13.0, 10.0, 0.0, 10.0])
 
 

@@ -1,5 +1,6 @@
 """The Makefile passes what a user types to the app as data (issue 15, case 6): real `make`, with a
 stand-in interpreter (PY=…) that prints the arguments it gets, so nothing heavy runs."""
+
 import json
 import shutil
 import subprocess
@@ -23,8 +24,9 @@ def fake_py(tmp_path):
 
 
 def make(*args: str, py: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-s", "-C", str(ROOT), f"PY={py}", *args], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        ["make", "-s", "-C", str(ROOT), f"PY={py}", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def argv(result: subprocess.CompletedProcess) -> list[str]:
@@ -45,18 +47,21 @@ def test_dollar_amount_and_leading_dash_reach_the_app(fake_py):
     assert argv(make("ask", "Q=-5度以下の保管は？", py=fake_py))[-2:] == ["--", "-5度以下の保管は？"]
 
 
-@pytest.mark.parametrize("target,variable,expected_prefix", [
-    ("ask", "MODE", ["-m", "app.ask", "--mode"]),
-    ("remove", "DOC", ["-m", "app.docs", "remove", "--"]),
-    ("demo", "DEMO_Q", ["-m", "app.ask", "--"]),
-    ("ingest", "WORKERS", ["-m", "app.ingest", "--workers"]),
-])
+@pytest.mark.parametrize(
+    "target,variable,expected_prefix",
+    [
+        ("ask", "MODE", ["-m", "app.ask", "--mode"]),
+        ("remove", "DOC", ["-m", "app.docs", "remove", "--"]),
+        ("demo", "DEMO_Q", ["-m", "app.ask", "--"]),
+        ("ingest", "WORKERS", ["-m", "app.ingest", "--workers"]),
+    ],
+)
 def test_other_variables_are_data_too(fake_py, tmp_path, target, variable, expected_prefix):
     value = f"$(shell touch {tmp_path}/ran); touch {tmp_path}/ran2"
     result = make(target, "Q=x", f"{variable}={value}", py=fake_py)
     assert result.returncode == 0, result.stderr
     got = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
-    assert any(a[:len(expected_prefix)] == expected_prefix and value in a for a in got), got
+    assert any(a[: len(expected_prefix)] == expected_prefix and value in a for a in got), got
     assert not list(tmp_path.glob("ran*"))
 
 

@@ -2,6 +2,7 @@
 detection, the Host/Origin allow-lists, and the AccessGuard middleware on a tiny real Starlette app
 and on the real MCP server's app (exact values; nothing mocked). The real server process is in
 tests/integration/test_mcp_auth.py."""
+
 from __future__ import annotations
 
 import os
@@ -94,15 +95,20 @@ def test_read_token_file_refuses_a_file_others_can_open(tmp_path, mode):
     path.chmod(mode)
     with pytest.raises(TokenFileError) as info:
         resolve_token("", path)
-    assert str(info.value) == (f"the MCP token file {path} is open to other users (mode {mode:04o}): run "
-                               f"`chmod 600 {path}` (or delete it, and a new token is made at the next start)")
+    assert str(info.value) == (
+        f"the MCP token file {path} is open to other users (mode {mode:04o}): run "
+        f"`chmod 600 {path}` (or delete it, and a new token is made at the next start)"
+    )
     assert isinstance(info.value, RagError)
 
 
-@pytest.mark.parametrize("content, error", [
-    ("", "is empty: delete it to make a new token, or set MCP_TOKEN"),
-    (" \n", "is empty: delete it to make a new token, or set MCP_TOKEN"),
-])
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        ("", "is empty: delete it to make a new token, or set MCP_TOKEN"),
+        (" \n", "is empty: delete it to make a new token, or set MCP_TOKEN"),
+    ],
+)
 def test_read_token_file_refuses_an_empty_file(tmp_path, content, error):
     path = tmp_path / "mcp_token"
     path.write_text(content, encoding="utf-8")
@@ -131,18 +137,38 @@ def test_resolve_token_says_when_the_file_cannot_be_reached(tmp_path):
     assert str(info.value) == f"cannot read the MCP token file {path} (Not a directory)"
 
 
-@pytest.mark.parametrize("header, expected", [
-    (None, None), ("", None), ("Bearer abc", "abc"), ("bearer abc", "abc"), ("BEARER  abc ", "abc"),
-    ("Basic abc", None), ("Bearer", None), ("Bearer   ", None), ("Bearerabc", None), ("abc", None),
-])
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        (None, None),
+        ("", None),
+        ("Bearer abc", "abc"),
+        ("bearer abc", "abc"),
+        ("BEARER  abc ", "abc"),
+        ("Basic abc", None),
+        ("Bearer", None),
+        ("Bearer   ", None),
+        ("Bearerabc", None),
+        ("abc", None),
+    ],
+)
 def test_bearer_token_reads_the_authorization_header(header, expected):
     assert bearer_token(header) == expected
 
 
-@pytest.mark.parametrize("given, expected, ok", [
-    ("abc", "abc", True), ("abd", "abc", False), ("ab", "abc", False), ("abcd", "abc", False),
-    (None, "abc", False), ("", "", False), ("ü", "abc", False), ("ü", "ü", True),
-])
+@pytest.mark.parametrize(
+    "given, expected, ok",
+    [
+        ("abc", "abc", True),
+        ("abd", "abc", False),
+        ("ab", "abc", False),
+        ("abcd", "abc", False),
+        (None, "abc", False),
+        ("", "", False),
+        ("ü", "abc", False),
+        ("ü", "ü", True),
+    ],
+)
 def test_token_matches_exactly(given, expected, ok):
     assert token_matches(given, expected) is ok
 
@@ -150,80 +176,152 @@ def test_token_matches_exactly(given, expected, ok):
 # --- addresses, hosts, origins ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("host, expected", [
-    ("127.0.0.1", True), ("127.1.2.3", True), ("127.255.255.254", True), ("localhost", True), ("LocalHost", True),
-    ("::1", True), ("[::1]", True), ("::ffff:127.0.0.1", True),
-    ("0.0.0.0", False), ("::", False), ("", False), ("128.0.0.1", False), ("192.168.1.5", False),
-    ("10.0.0.1", False), ("::2", False), ("example.com", False), ("localhost.example.com", False),
-    ("127.0.0.1.nip.io", False),
-])
+@pytest.mark.parametrize(
+    "host, expected",
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("127.255.255.254", True),
+        ("localhost", True),
+        ("LocalHost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("::ffff:127.0.0.1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("", False),
+        ("128.0.0.1", False),
+        ("192.168.1.5", False),
+        ("10.0.0.1", False),
+        ("::2", False),
+        ("example.com", False),
+        ("localhost.example.com", False),
+        ("127.0.0.1.nip.io", False),
+    ],
+)
 def test_is_loopback(host, expected):
     assert is_loopback(host) is expected
 
 
-@pytest.mark.parametrize("host, port, extra, expected", [
-    ("127.0.0.1", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
-    ("localhost", 8765, (), ("localhost:8765", "127.0.0.1:8765", "[::1]:8765")),
-    ("::1", 9000, (), ("[::1]:9000", "127.0.0.1:9000", "localhost:9000")),
-    ("127.0.0.2", 9000, (), ("127.0.0.2:9000", "127.0.0.1:9000", "localhost:9000", "[::1]:9000")),
-    ("0.0.0.0", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
-    ("::", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
-    ("192.168.1.5", 8765, (), ("192.168.1.5:8765",)),
-    ("127.0.0.1", 80, (), ("127.0.0.1:80", "localhost:80", "[::1]:80", "127.0.0.1", "localhost", "[::1]")),
-    ("192.168.1.5", 8765, ("rag.example", "Rag.Example.COM:8443", "[fe80::1]", "[fe80::2]:8765", "fe80::3",
-                           "10.0.0.7:*", "192.168.1.5:8765"),
-     ("192.168.1.5:8765", "rag.example:*", "rag.example.com:8443", "[fe80::1]:*", "[fe80::2]:8765",
-      "[fe80::3]:*", "10.0.0.7:*")),
-])
+@pytest.mark.parametrize(
+    "host, port, extra, expected",
+    [
+        ("127.0.0.1", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
+        ("localhost", 8765, (), ("localhost:8765", "127.0.0.1:8765", "[::1]:8765")),
+        ("::1", 9000, (), ("[::1]:9000", "127.0.0.1:9000", "localhost:9000")),
+        ("127.0.0.2", 9000, (), ("127.0.0.2:9000", "127.0.0.1:9000", "localhost:9000", "[::1]:9000")),
+        ("0.0.0.0", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
+        ("::", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
+        ("192.168.1.5", 8765, (), ("192.168.1.5:8765",)),
+        ("127.0.0.1", 80, (), ("127.0.0.1:80", "localhost:80", "[::1]:80", "127.0.0.1", "localhost", "[::1]")),
+        (
+            "192.168.1.5",
+            8765,
+            (
+                "rag.example",
+                "Rag.Example.COM:8443",
+                "[fe80::1]",
+                "[fe80::2]:8765",
+                "fe80::3",
+                "10.0.0.7:*",
+                "192.168.1.5:8765",
+            ),
+            (
+                "192.168.1.5:8765",
+                "rag.example:*",
+                "rag.example.com:8443",
+                "[fe80::1]:*",
+                "[fe80::2]:8765",
+                "[fe80::3]:*",
+                "10.0.0.7:*",
+            ),
+        ),
+    ],
+)
 def test_allowed_hosts(host, port, extra, expected):
     assert allowed_hosts(host, port, extra) == expected
 
 
-@pytest.mark.parametrize("entry", ["*", "*.example.com", "a b", "http://x", "rag.example:https", "[::1]x", ":8765",
-                                   "[]", "rag.example/path"])
+@pytest.mark.parametrize(
+    "entry", ["*", "*.example.com", "a b", "http://x", "rag.example:https", "[::1]x", ":8765", "[]", "rag.example/path"]
+)
 def test_host_pattern_refuses_what_is_not_a_host(entry):
     with pytest.raises(ValueError) as info:
         host_pattern(entry)
     assert str(info.value) == f"ALLOWED_HOSTS: {entry!r} is not a host name or host:port"
 
 
-@pytest.mark.parametrize("host, expected", [
-    ("127.0.0.1:8765", True), ("LOCALHOST:8765", True), ("[::1]:8765", True),
-    ("localhost:8766", False), ("127.0.0.1", False), ("127.0.0.1:87650", False), ("evil.example", False),
-    ("evil.example:8765", False), ("rag.example", True), ("rag.example:443", True), ("rag.example:x", False),
-    ("rag.example.evil:80", False), ("sub.rag.example:80", False), ("127.0.0.1:8765.evil", False),
-    (None, False), ("", False),
-])
+@pytest.mark.parametrize(
+    "host, expected",
+    [
+        ("127.0.0.1:8765", True),
+        ("LOCALHOST:8765", True),
+        ("[::1]:8765", True),
+        ("localhost:8766", False),
+        ("127.0.0.1", False),
+        ("127.0.0.1:87650", False),
+        ("evil.example", False),
+        ("evil.example:8765", False),
+        ("rag.example", True),
+        ("rag.example:443", True),
+        ("rag.example:x", False),
+        ("rag.example.evil:80", False),
+        ("sub.rag.example:80", False),
+        ("127.0.0.1:8765.evil", False),
+        (None, False),
+        ("", False),
+    ],
+)
 def test_host_allowed(host, expected):
     patterns = allowed_hosts("127.0.0.1", 8765, ("rag.example",))
     assert host_allowed(host, patterns) is expected
 
 
-@pytest.mark.parametrize("host, port, extra, expected", [
-    ("127.0.0.1", 8765, (), ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765")),
-    ("0.0.0.0", 8765, (), ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765")),
-    ("192.168.1.5", 8765, (), ("http://192.168.1.5:8765",)),
-    ("192.168.1.5", 8765, ("https://Rag.Example.com/", "http://localhost:3000"),
-     ("http://192.168.1.5:8765", "https://rag.example.com", "http://localhost:3000")),
-])
+@pytest.mark.parametrize(
+    "host, port, extra, expected",
+    [
+        ("127.0.0.1", 8765, (), ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765")),
+        ("0.0.0.0", 8765, (), ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765")),
+        ("192.168.1.5", 8765, (), ("http://192.168.1.5:8765",)),
+        (
+            "192.168.1.5",
+            8765,
+            ("https://Rag.Example.com/", "http://localhost:3000"),
+            ("http://192.168.1.5:8765", "https://rag.example.com", "http://localhost:3000"),
+        ),
+    ],
+)
 def test_allowed_origins(host, port, extra, expected):
     assert allowed_origins(host, port, extra) == expected
 
 
-@pytest.mark.parametrize("entry", ["rag.example.com", "ftp://rag.example.com", "https://rag.example.com/app", "*",
-                                   "https://"])
+@pytest.mark.parametrize(
+    "entry", ["rag.example.com", "ftp://rag.example.com", "https://rag.example.com/app", "*", "https://"]
+)
 def test_origin_value_refuses_what_is_not_an_origin(entry):
     with pytest.raises(ValueError) as info:
         origin_value(entry)
     assert str(info.value) == f"ALLOWED_ORIGINS: {entry!r} is not an origin such as https://rag.example.com"
 
 
-@pytest.mark.parametrize("origin, expected", [
-    (None, True), ("http://127.0.0.1:8765", True), ("http://localhost:8765", True), ("HTTP://LOCALHOST:8765/", True),
-    ("http://localhost:3000", False), ("http://127.0.0.1:8766", False), ("https://127.0.0.1:8765", False),
-    ("http://localhost", False), ("null", False), ("", False), ("http://evil.example", False),
-    ("https://rag.example.com", True), ("https://rag.example.com:444", False),
-])
+@pytest.mark.parametrize(
+    "origin, expected",
+    [
+        (None, True),
+        ("http://127.0.0.1:8765", True),
+        ("http://localhost:8765", True),
+        ("HTTP://LOCALHOST:8765/", True),
+        ("http://localhost:3000", False),
+        ("http://127.0.0.1:8766", False),
+        ("https://127.0.0.1:8765", False),
+        ("http://localhost", False),
+        ("null", False),
+        ("", False),
+        ("http://evil.example", False),
+        ("https://rag.example.com", True),
+        ("https://rag.example.com:444", False),
+    ],
+)
 def test_origin_allowed(origin, expected):
     origins = allowed_origins("127.0.0.1", 8765, ("https://rag.example.com",))
     assert origin_allowed(origin, origins) is expected
@@ -234,6 +332,7 @@ def test_origin_allowed(origin, expected):
 
 def _tiny_app(calls: list[str]) -> Starlette:
     """/mcp answers with what its lifespan loaded, and records each call that reached it."""
+
     @asynccontextmanager
     async def lifespan(app):
         app.state.loaded = "service"
@@ -249,29 +348,32 @@ def _tiny_app(calls: list[str]) -> Starlette:
 RIGHT = {"Authorization": f"Bearer {TOKEN}"}
 
 
-@pytest.mark.parametrize("headers, status, error", [
-    ({}, 401, "unauthorized"),
-    ({"Authorization": "Bearer wrong"}, 401, "unauthorized"),
-    ({"Authorization": f"Bearer {TOKEN}x"}, 401, "unauthorized"),
-    ({"Authorization": f"Basic {TOKEN}"}, 401, "unauthorized"),
-    ({"Authorization": TOKEN}, 401, "unauthorized"),
-    (RIGHT, 200, None),
-    ({"Authorization": f"bearer {TOKEN}"}, 200, None),
-    ({**RIGHT, "Host": "evil.example"}, 421, "misdirected_request"),
-    ({**RIGHT, "Host": "evil.example:8765"}, 421, "misdirected_request"),
-    ({**RIGHT, "Host": "localhost:9999"}, 421, "misdirected_request"),
-    ({"Host": "evil.example", "Origin": "http://evil.example"}, 421, "misdirected_request"),
-    ({**RIGHT, "Origin": "http://evil.example"}, 403, "forbidden_origin"),
-    ({**RIGHT, "Origin": "http://localhost:3000"}, 403, "forbidden_origin"),
-    ({**RIGHT, "Origin": "http://127.0.0.1:8766"}, 403, "forbidden_origin"),
-    ({**RIGHT, "Origin": "null"}, 403, "forbidden_origin"),
-    ({**RIGHT, "Origin": "http://127.0.0.1:8765"}, 200, None),
-    ({**RIGHT, "Origin": "http://localhost:8765", "Host": "localhost:8765"}, 200, None),
-    ({**RIGHT, "Origin": "https://rag.example.com"}, 200, None),
-    ({**RIGHT, "Host": "rag.example"}, 200, None),
-    ({**RIGHT, "Host": "rag.example:443"}, 200, None),
-    ({"Origin": "http://127.0.0.1:8765"}, 401, "unauthorized"),
-])
+@pytest.mark.parametrize(
+    "headers, status, error",
+    [
+        ({}, 401, "unauthorized"),
+        ({"Authorization": "Bearer wrong"}, 401, "unauthorized"),
+        ({"Authorization": f"Bearer {TOKEN}x"}, 401, "unauthorized"),
+        ({"Authorization": f"Basic {TOKEN}"}, 401, "unauthorized"),
+        ({"Authorization": TOKEN}, 401, "unauthorized"),
+        (RIGHT, 200, None),
+        ({"Authorization": f"bearer {TOKEN}"}, 200, None),
+        ({**RIGHT, "Host": "evil.example"}, 421, "misdirected_request"),
+        ({**RIGHT, "Host": "evil.example:8765"}, 421, "misdirected_request"),
+        ({**RIGHT, "Host": "localhost:9999"}, 421, "misdirected_request"),
+        ({"Host": "evil.example", "Origin": "http://evil.example"}, 421, "misdirected_request"),
+        ({**RIGHT, "Origin": "http://evil.example"}, 403, "forbidden_origin"),
+        ({**RIGHT, "Origin": "http://localhost:3000"}, 403, "forbidden_origin"),
+        ({**RIGHT, "Origin": "http://127.0.0.1:8766"}, 403, "forbidden_origin"),
+        ({**RIGHT, "Origin": "null"}, 403, "forbidden_origin"),
+        ({**RIGHT, "Origin": "http://127.0.0.1:8765"}, 200, None),
+        ({**RIGHT, "Origin": "http://localhost:8765", "Host": "localhost:8765"}, 200, None),
+        ({**RIGHT, "Origin": "https://rag.example.com"}, 200, None),
+        ({**RIGHT, "Host": "rag.example"}, 200, None),
+        ({**RIGHT, "Host": "rag.example:443"}, 200, None),
+        ({"Origin": "http://127.0.0.1:8765"}, 401, "unauthorized"),
+    ],
+)
 def test_access_guard_on_loopback(headers, status, error):
     calls: list[str] = []
     app = guard(_tiny_app(calls), TOKEN, "127.0.0.1", 8765, ("rag.example",), ("https://rag.example.com",))
@@ -285,11 +387,14 @@ def test_access_guard_on_loopback(headers, status, error):
     assert response.headers.get("WWW-Authenticate", "").startswith("Bearer ") is (status == 401)
 
 
-@pytest.mark.parametrize("headers, challenge", [
-    ({}, 'Bearer realm="rag-ja"'),
-    ({"Authorization": f"Basic {TOKEN}"}, 'Bearer realm="rag-ja"'),
-    ({"Authorization": "Bearer wrong"}, 'Bearer realm="rag-ja", error="invalid_token"'),
-])
+@pytest.mark.parametrize(
+    "headers, challenge",
+    [
+        ({}, 'Bearer realm="rag-ja"'),
+        ({"Authorization": f"Basic {TOKEN}"}, 'Bearer realm="rag-ja"'),
+        ({"Authorization": "Bearer wrong"}, 'Bearer realm="rag-ja", error="invalid_token"'),
+    ],
+)
 def test_access_guard_401_says_how_to_authenticate(headers, challenge):
     app = guard(_tiny_app([]), TOKEN, "127.0.0.1", 8765)
     with TestClient(app, base_url="http://127.0.0.1:8765") as client:
@@ -298,14 +403,17 @@ def test_access_guard_401_says_how_to_authenticate(headers, challenge):
     assert response.json() == {"error": "unauthorized", "detail": "send the header Authorization: Bearer <token>"}
 
 
-@pytest.mark.parametrize("headers, status", [
-    ({}, 401),
-    (RIGHT, 200),
-    ({**RIGHT, "Host": "evil.example", "Origin": "http://evil.example"}, 421),
-    ({**RIGHT, "Host": "0.0.0.0:8765"}, 421),
-    ({**RIGHT, "Origin": "http://evil.example"}, 403),
-    ({**RIGHT, "Host": "localhost:8765"}, 200),
-])
+@pytest.mark.parametrize(
+    "headers, status",
+    [
+        ({}, 401),
+        (RIGHT, 200),
+        ({**RIGHT, "Host": "evil.example", "Origin": "http://evil.example"}, 421),
+        ({**RIGHT, "Host": "0.0.0.0:8765"}, 421),
+        ({**RIGHT, "Origin": "http://evil.example"}, 403),
+        ({**RIGHT, "Host": "localhost:8765"}, 200),
+    ],
+)
 def test_access_guard_on_all_addresses(headers, status):
     calls: list[str] = []
     app = guard(_tiny_app(calls), TOKEN, "0.0.0.0", 8765)
@@ -326,9 +434,12 @@ def test_access_guard_refuses_every_path():
 # --- the real MCP server's app -----------------------------------------------------------------
 
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "test", "version": "0"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}},
+}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -340,24 +451,33 @@ def test_http_app_guards_the_sdk_app_and_keeps_its_lifespan():
         return SimpleNamespace(list_documents=lambda: [])
 
     server = build_server(factory)
-    app = http_app(server, Settings(allowed_origins=("https://rag.example.com",)), "127.0.0.1", 8765,
-                   Token(TOKEN, "MCP_TOKEN"))
+    app = http_app(
+        server, Settings(allowed_origins=("https://rag.example.com",)), "127.0.0.1", 8765, Token(TOKEN, "MCP_TOKEN")
+    )
     with TestClient(app, base_url="http://127.0.0.1:8765") as client:
         assert loaded == ["service"]  # the lifespan loaded the service once, at start
         assert client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS).status_code == 401
-        assert client.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **RIGHT,
-                                                             "Origin": "http://localhost:3000"}).status_code == 403
-        ok = client.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **RIGHT,
-                                                           "Origin": "https://rag.example.com"})
+        assert (
+            client.post(
+                "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **RIGHT, "Origin": "http://localhost:3000"}
+            ).status_code
+            == 403
+        )
+        ok = client.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **RIGHT, "Origin": "https://rag.example.com"})
         assert ok.status_code == 200 and "rag-ja" in ok.text
     assert loaded == ["service"]
 
 
-@pytest.mark.parametrize("settings, error", [
-    (Settings(allowed_hosts=("*",)), "ALLOWED_HOSTS: '*' is not a host name or host:port"),
-    (Settings(allowed_origins=("rag.example.com",)),
-     "ALLOWED_ORIGINS: 'rag.example.com' is not an origin such as https://rag.example.com"),
-])
+@pytest.mark.parametrize(
+    "settings, error",
+    [
+        (Settings(allowed_hosts=("*",)), "ALLOWED_HOSTS: '*' is not a host name or host:port"),
+        (
+            Settings(allowed_origins=("rag.example.com",)),
+            "ALLOWED_ORIGINS: 'rag.example.com' is not an origin such as https://rag.example.com",
+        ),
+    ],
+)
 def test_http_app_refuses_bad_allow_lists(settings, error):
     server = build_server(lambda: None)
     with pytest.raises(ValueError) as info:
@@ -365,26 +485,49 @@ def test_http_app_refuses_bad_allow_lists(settings, error):
     assert str(info.value) == error
 
 
-@pytest.mark.parametrize("host, token, expected", [
-    ("127.0.0.1", Token(TOKEN, "MCP_TOKEN"), [
-        "MCP server on http://127.0.0.1:8765/mcp (Ctrl-C to stop)",
-        "token: from MCP_TOKEN; clients send the header Authorization: Bearer <token>"]),
-    ("::1", Token(TOKEN, ".secrets/mcp_token", created=True), [
-        "MCP server on http://[::1]:8765/mcp (Ctrl-C to stop)",
-        "token: in .secrets/mcp_token (created now, mode 0600); clients send the header "
-        "Authorization: Bearer <token>"]),
-    ("0.0.0.0", Token(TOKEN, ".secrets/mcp_token"), [
-        "MCP server on http://0.0.0.0:8765/mcp (Ctrl-C to stop)",
-        "token: in .secrets/mcp_token; clients send the header Authorization: Bearer <token>",
-        "warning: listening on 0.0.0.0: every request needs the token; the traffic is not encrypted (use an SSH "
-        "tunnel or a TLS proxy); Host names accepted: 127.0.0.1:8765, localhost:8765, [::1]:8765 (add more with "
-        "ALLOWED_HOSTS)"]),
-    ("192.168.1.5", Token(TOKEN, "MCP_TOKEN"), [
-        "MCP server on http://192.168.1.5:8765/mcp (Ctrl-C to stop)",
-        "token: from MCP_TOKEN; clients send the header Authorization: Bearer <token>",
-        "warning: listening on 192.168.1.5: every request needs the token; the traffic is not encrypted (use an SSH "
-        "tunnel or a TLS proxy); Host names accepted: 192.168.1.5:8765 (add more with ALLOWED_HOSTS)"]),
-])
+@pytest.mark.parametrize(
+    "host, token, expected",
+    [
+        (
+            "127.0.0.1",
+            Token(TOKEN, "MCP_TOKEN"),
+            [
+                "MCP server on http://127.0.0.1:8765/mcp (Ctrl-C to stop)",
+                "token: from MCP_TOKEN; clients send the header Authorization: Bearer <token>",
+            ],
+        ),
+        (
+            "::1",
+            Token(TOKEN, ".secrets/mcp_token", created=True),
+            [
+                "MCP server on http://[::1]:8765/mcp (Ctrl-C to stop)",
+                "token: in .secrets/mcp_token (created now, mode 0600); clients send the header "
+                "Authorization: Bearer <token>",
+            ],
+        ),
+        (
+            "0.0.0.0",
+            Token(TOKEN, ".secrets/mcp_token"),
+            [
+                "MCP server on http://0.0.0.0:8765/mcp (Ctrl-C to stop)",
+                "token: in .secrets/mcp_token; clients send the header Authorization: Bearer <token>",
+                "warning: listening on 0.0.0.0: every request needs the token; the traffic is not encrypted (use an SSH "
+                "tunnel or a TLS proxy); Host names accepted: 127.0.0.1:8765, localhost:8765, [::1]:8765 (add more with "
+                "ALLOWED_HOSTS)",
+            ],
+        ),
+        (
+            "192.168.1.5",
+            Token(TOKEN, "MCP_TOKEN"),
+            [
+                "MCP server on http://192.168.1.5:8765/mcp (Ctrl-C to stop)",
+                "token: from MCP_TOKEN; clients send the header Authorization: Bearer <token>",
+                "warning: listening on 192.168.1.5: every request needs the token; the traffic is not encrypted (use an SSH "
+                "tunnel or a TLS proxy); Host names accepted: 192.168.1.5:8765 (add more with ALLOWED_HOSTS)",
+            ],
+        ),
+    ],
+)
 def test_start_lines_say_where_the_token_is_but_never_the_token(host, token, expected):
     lines = start_lines(host, 8765, token)
     assert lines == expected and not any(TOKEN in line for line in lines)

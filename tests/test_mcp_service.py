@@ -1,5 +1,6 @@
 """The MCP service's pure helpers (exact values) and RagService with fake store/context.
 The real server runs over stdio and HTTP in tests/integration/test_mcp_server.py."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,17 +16,20 @@ from app.mcp.server import parse_http
 from app.mcp.service import RagService, normalized_score, payload, snippet_span, validate_search
 
 
-@pytest.mark.parametrize("query, k, mode, error", [
-    ("", 10, "hybrid", "query must be a non-empty string"),
-    ("   ", 10, "hybrid", "query must be a non-empty string"),
-    (None, 10, "hybrid", "query must be a non-empty string"),
-    ("x" * 2001, 10, "hybrid", "query is too long (2001 characters; at most 2000)"),
-    ("q", 0, "hybrid", "k must be an integer from 1 to 50, got 0"),
-    ("q", 51, "hybrid", "k must be an integer from 1 to 50, got 51"),
-    ("q", True, "hybrid", "k must be an integer from 1 to 50, got True"),
-    ("q", "5", "hybrid", "k must be an integer from 1 to 50, got '5'"),
-    ("q", 5, "graph", "mode must be one of hybrid, vector, keyword, got 'graph'"),
-])
+@pytest.mark.parametrize(
+    "query, k, mode, error",
+    [
+        ("", 10, "hybrid", "query must be a non-empty string"),
+        ("   ", 10, "hybrid", "query must be a non-empty string"),
+        (None, 10, "hybrid", "query must be a non-empty string"),
+        ("x" * 2001, 10, "hybrid", "query is too long (2001 characters; at most 2000)"),
+        ("q", 0, "hybrid", "k must be an integer from 1 to 50, got 0"),
+        ("q", 51, "hybrid", "k must be an integer from 1 to 50, got 51"),
+        ("q", True, "hybrid", "k must be an integer from 1 to 50, got True"),
+        ("q", "5", "hybrid", "k must be an integer from 1 to 50, got '5'"),
+        ("q", 5, "graph", "mode must be one of hybrid, vector, keyword, got 'graph'"),
+    ],
+)
 def test_validate_search_rejects_bad_arguments_with_one_line(query, k, mode, error):
     with pytest.raises(ValueError) as info:
         validate_search(query, k, mode)
@@ -84,8 +88,14 @@ def test_snippet_span_matches_full_width_text():
 
 def test_payload_reads_page_or_row_from_the_source():
     doc = Document(page_content="x", metadata={"source": "faq.csv:r2", "doc_id": "csv/faq.csv", "chunk_index": 0})
-    assert payload(doc, (0, 1)) == {"source": "faq.csv:r2", "document_id": "csv/faq.csv", "chunk_index": 0,
-                                    "start": 0, "end": 1, "row": 2}
+    assert payload(doc, (0, 1)) == {
+        "source": "faq.csv:r2",
+        "document_id": "csv/faq.csv",
+        "chunk_index": 0,
+        "start": 0,
+        "end": 1,
+        "row": 2,
+    }
     pdf = Document(page_content="x", metadata={"source": "guide.pdf:p12", "doc_id": "pdf/guide.pdf", "chunk_index": 3})
     assert payload(pdf, (5, 9))["page"] == 12
 
@@ -95,13 +105,19 @@ def test_documents_for_json_turns_times_into_strings():
 
     when = datetime.datetime(2026, 11, 24, 3, 0, tzinfo=datetime.UTC)
     assert service.documents_for_json([{"doc_id": "a", "ingested_at": when, "chunks": 3}]) == [
-        {"doc_id": "a", "ingested_at": "2026-11-24T03:00:00+00:00", "chunks": 3}]
+        {"doc_id": "a", "ingested_at": "2026-11-24T03:00:00+00:00", "chunks": 3}
+    ]
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("8765", ("127.0.0.1", 8765)), (":8765", ("127.0.0.1", 8765)),
-    ("0.0.0.0:80", ("0.0.0.0", 80)), ("[::1]:9000", ("::1", 9000)),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("8765", ("127.0.0.1", 8765)),
+        (":8765", ("127.0.0.1", 8765)),
+        ("0.0.0.0:80", ("0.0.0.0", 80)),
+        ("[::1]:9000", ("::1", 9000)),
+    ],
+)
 def test_parse_http(value, expected):
     assert parse_http(value) == expected
 
@@ -119,9 +135,13 @@ class FakeStore:
 
     def search(self, query, search_mode=None, top_k=None):
         self.calls.append((query, search_mode, top_k))
-        return [Document(page_content="受付時間は平日9時から18時まで", id="c1",
-                         metadata={"relevance_score": 12.0, "source": "faq.csv:r2", "doc_id": "csv/faq.csv",
-                                   "chunk_index": 0})]
+        return [
+            Document(
+                page_content="受付時間は平日9時から18時まで",
+                id="c1",
+                metadata={"relevance_score": 12.0, "source": "faq.csv:r2", "doc_id": "csv/faq.csv", "chunk_index": 0},
+            )
+        ]
 
     def search_function(self, mode):
         return ("search", mode)
@@ -141,9 +161,21 @@ def test_service_search_validates_and_shapes_hits():
     svc = RagService(settings=Settings(), store=store, context_factory=lambda: None)
     hits = svc.search(" 受付時間 ", 3, "keyword")
     assert store.calls == [("受付時間", "keyword", 3)]
-    assert hits == [{"id": "c1", "score": 0.5455, "snippet": "受付時間は平日9時から18時まで",
-                     "payload": {"source": "faq.csv:r2", "document_id": "csv/faq.csv", "chunk_index": 0,
-                                 "start": 0, "end": 16, "row": 2}}]
+    assert hits == [
+        {
+            "id": "c1",
+            "score": 0.5455,
+            "snippet": "受付時間は平日9時から18時まで",
+            "payload": {
+                "source": "faq.csv:r2",
+                "document_id": "csv/faq.csv",
+                "chunk_index": 0,
+                "start": 0,
+                "end": 16,
+                "row": 2,
+            },
+        }
+    ]
     with pytest.raises(ValueError):
         svc.search("q", 0)
     assert len(store.calls) == 1  # a bad argument never reaches the database
@@ -171,8 +203,12 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
     def fake_run(question, ctx):
         seen.append((question, ctx.search))
         modes.append((ctx.mode, ctx.graph))
-        return {"answer": "平日9時から18時です。[1]", "sources": ["faq.csv:r9", "faq.csv:r2"],
-                "cited_sources": ["faq.csv:r2"], "timings": {"generate": 1.23456}}
+        return {
+            "answer": "平日9時から18時です。[1]",
+            "sources": ["faq.csv:r9", "faq.csv:r2"],
+            "cited_sources": ["faq.csv:r2"],
+            "timings": {"generate": 1.23456},
+        }
 
     modes = []
 
@@ -186,9 +222,17 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
     result = svc.ask("受付時間は？")
     assert loads == [1]
     assert seen[-1] == ("受付時間は？", ("search", "hybrid")) and seen[0][1] == ("search", "vector")
-    assert result == {"answer": "平日9時から18時です。[1]", "quote": None, "mode": "hybrid",
-                      "sources": ["faq.csv:r2", "faq.csv:r9"], "cited_sources": ["faq.csv:r2"],
-                      "abstained": None, "warnings": [], "keyword_only": None, "timings": {"generate": 1.235}}
+    assert result == {
+        "answer": "平日9時から18時です。[1]",
+        "quote": None,
+        "mode": "hybrid",
+        "sources": ["faq.csv:r2", "faq.csv:r9"],
+        "cited_sources": ["faq.csv:r2"],
+        "abstained": None,
+        "warnings": [],
+        "keyword_only": None,
+        "timings": {"generate": 1.235},
+    }
     svc.ask("VPNと認証アプリの関係は？", "auto")  # a graph mode: the graph search gets the context's LLM
     assert modes[-1] == ("auto", ("graph", "llm", None)) and modes[0] == ("vector", None)
 
@@ -217,5 +261,7 @@ def test_ask_validates_its_question_before_loading_anything():
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: pytest.fail("loaded"))
     with pytest.raises(ValueError, match="^question must be a non-empty string$"):
         svc.ask("  ")
-    with pytest.raises(ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"):
+    with pytest.raises(
+        ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"
+    ):
         svc.ask("受付時間は？", "drift")

@@ -1,4 +1,5 @@
 """app.models: the split GGUF installer (located through package metadata, concatenated, hash-checked)."""
+
 import hashlib
 from dataclasses import replace
 from pathlib import Path
@@ -19,8 +20,9 @@ def fake_site(site: Path, package: str, parts: list[bytes], version: str = "1.0"
         info = site / f"{module}-{version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        (info / "RECORD").write_text(f"{module}/__init__.py,,\n{module}/data/part{n:02d}.bin,,\n"
-                                     f"{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+        (info / "RECORD").write_text(
+            f"{module}/__init__.py,,\n{module}/data/part{n:02d}.bin,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n"
+        )
 
 
 @pytest.fixture
@@ -31,8 +33,15 @@ def parts():
 @pytest.fixture
 def model(parts):
     whole = b"".join(parts)
-    return models.SplitGguf(file="m.gguf", package="acme-part{n}", parts=3, version="1.0", size=len(whole),
-                            sha256=hashlib.sha256(whole).hexdigest(), about="Acme Q4")
+    return models.SplitGguf(
+        file="m.gguf",
+        package="acme-part{n}",
+        parts=3,
+        version="1.0",
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        about="Acme Q4",
+    )
 
 
 def test_part_files_come_in_part_order_from_the_metadata(tmp_path, model, parts):

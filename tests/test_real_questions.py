@@ -3,6 +3,7 @@
 The corpus itself is fetched by `make real-corpus` (Debian packages, see scripts/real_corpus.py);
 where it is present, every expected keyword must occur in its expected source (a check of the
 data, so that a question can be answered at all)."""
+
 import json
 import unicodedata
 from pathlib import Path

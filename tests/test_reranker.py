@@ -1,4 +1,5 @@
 """reranker.py: scoring order, top_k, validation, singletons, the LangChain wrappers."""
+
 import pytest
 from langchain_core.documents import Document
 
@@ -71,7 +72,10 @@ def test_rerank_scores_query_passage_pairs(model_wrapper, overlap_model):
 
 def test_score_documents_returns_scored_copies(overlap_model, mock_documents):
     out = reranker.score_documents(overlap_model, "受付時間", mock_documents, 2)
-    assert [(d.metadata["source"], d.metadata["rerank_score"]) for d in out] == [("faq.csv:r2", 4.0), ("technical_guide.pdf:p4", 1.0)]
+    assert [(d.metadata["source"], d.metadata["rerank_score"]) for d in out] == [
+        ("faq.csv:r2", 4.0),
+        ("technical_guide.pdf:p4", 1.0),
+    ]
     assert out[0].metadata["rerank_score"] == 4.0
     assert "rerank_score" not in mock_documents[0].metadata
 
@@ -99,16 +103,14 @@ def cross_encoder_dir(tmp_path, clean_env):
 
 def test_get_reranker_top_n_follows_rerank_top_k(mocker, cross_encoder_dir, clean_env, fake_reranker):
     clean_env.setenv("RERANK_TOP_K", "5")
-    hf = mocker.patch("langchain_community.cross_encoders.HuggingFaceCrossEncoder",
-                      return_value=fake_reranker.model)
+    hf = mocker.patch("langchain_community.cross_encoders.HuggingFaceCrossEncoder", return_value=fake_reranker.model)
     r = reranker.get_reranker()
     assert r.top_n == 5
     assert hf.call_args.kwargs == {"model_name": str(cross_encoder_dir), "model_kwargs": {"device": "cpu"}}
 
 
 def test_get_reranker_is_a_singleton(mocker, cross_encoder_dir, fake_reranker):
-    hf = mocker.patch("langchain_community.cross_encoders.HuggingFaceCrossEncoder",
-                      return_value=fake_reranker.model)
+    hf = mocker.patch("langchain_community.cross_encoders.HuggingFaceCrossEncoder", return_value=fake_reranker.model)
     assert reranker.get_reranker() is reranker.get_reranker()
     assert hf.call_count == 1
 
@@ -121,8 +123,7 @@ def test_get_reranker_missing_model_raises_with_make_models(tmp_path, clean_env)
 
 
 def test_get_compression_retriever_reranks_base_results(fake_reranker, mock_vectorstore):
-    retriever = reranker.get_compression_retriever(mock_vectorstore.as_retriever(search_kwargs={"k": 4}),
-                                                   fake_reranker)
+    retriever = reranker.get_compression_retriever(mock_vectorstore.as_retriever(search_kwargs={"k": 4}), fake_reranker)
     docs = retriever.invoke("受付時間")
     assert [d.metadata["source"] for d in docs][0] == "faq.csv:r2" and len(docs) == 3
     assert all(isinstance(d, Document) for d in docs)

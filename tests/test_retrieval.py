@@ -1,6 +1,7 @@
 """retrieval.py: rank fusion with hand-computed values; vector/keyword/hybrid search with doubles.
 
 The SQL side runs against real PostgreSQL in tests/integration/test_hybrid.py."""
+
 import pytest
 from langchain_core.documents import Document
 
@@ -33,7 +34,11 @@ def test_rrf_weights():
 
 def test_rrf_k0():
     assert reciprocal_rank_fusion([["a", "b", "c"], ["c", "a", "d"]], k=0) == [
-        ("a", 1.5), ("c", pytest.approx(4 / 3)), ("b", 0.5), ("d", pytest.approx(1 / 3))]
+        ("a", 1.5),
+        ("c", pytest.approx(4 / 3)),
+        ("b", 0.5),
+        ("d", pytest.approx(1 / 3)),
+    ]
 
 
 def test_rrf_ties_keep_first_seen_order():
@@ -52,10 +57,9 @@ def test_rrf_empty():
     assert reciprocal_rank_fusion([]) == [] and reciprocal_rank_fusion([[], []]) == []
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"k": -1}, "k must be >= 0, got -1"),
-    ({"weights": [1.0]}, "1 weights for 2 rankings"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message", [({"k": -1}, "k must be >= 0, got -1"), ({"weights": [1.0]}, "1 weights for 2 rankings")]
+)
 def test_rrf_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError) as err:
         reciprocal_rank_fusion([["a"], ["b"]], **kwargs)
@@ -84,12 +88,21 @@ def test_hybrid_search_defaults_are_plain_rrf():
     out = hybrid_search(vector, keyword, "q", 3)
     assert [d.id for d in out] == ["3", "1", "2"]
     assert [d.metadata["relevance_score"] for d in out] == [
-        round(1 / 63 + 1 / 61, 6), round(1 / 61, 6), round(1 / 62, 6)]
+        round(1 / 63 + 1 / 61, 6),
+        round(1 / 61, 6),
+        round(1 / 62, 6),
+    ]
 
 
 def test_best_per_source_keeps_the_first_chunk_of_each_source():
-    docs = [doc("1", "a:p1"), doc("2", "a:p1"), doc("3", "b:r1"), Document(id="4", page_content="x"),
-            Document(id="5", page_content="y"), doc("6", "a:p2")]
+    docs = [
+        doc("1", "a:p1"),
+        doc("2", "a:p1"),
+        doc("3", "b:r1"),
+        Document(id="4", page_content="x"),
+        Document(id="5", page_content="y"),
+        doc("6", "a:p2"),
+    ]
     assert [d.id for d in best_per_source(docs, 10)] == ["1", "3", "4", "5", "6"]  # no source: its own
     assert [d.id for d in best_per_source(docs, 2)] == ["1", "3"]
 
@@ -100,23 +113,38 @@ def test_hybrid_search_fuses_by_source_and_shows_the_vector_chunk():
     keyword = lambda q, k: [doc("2", "a:p1"), doc("4", "b:r1")]  # noqa: E731
     out = hybrid_search(vector, keyword, "q", 3)
     assert [(d.id, d.metadata["vector_rank"], d.metadata["keyword_rank"]) for d in out] == [
-        ("1", 2, 1), ("9", 1, None), ("4", None, 2)]
+        ("1", 2, 1),
+        ("9", 1, None),
+        ("4", None, 2),
+    ]
     assert out[0].metadata["relevance_score"] == round(1 / 62 + 1 / 61, 6)
 
 
 def test_vector_and_keyword_search_return_one_chunk_per_source(mock_vectorstore, monkeypatch):
     from app import db
 
-    hits = [Document(page_content=f"t{i}", metadata={"source": s})
-            for i, s in enumerate(["faq.csv:r2", "faq.csv:r2", "guide.pdf:p1", "guide.pdf:p2"])]
-    mock_vectorstore.similarity_search_with_score.side_effect = lambda q, k: [(d, 0.1 * i) for i, d in
-                                                                           enumerate(hits[:k])]
+    hits = [
+        Document(page_content=f"t{i}", metadata={"source": s})
+        for i, s in enumerate(["faq.csv:r2", "faq.csv:r2", "guide.pdf:p1", "guide.pdf:p2"])
+    ]
+    mock_vectorstore.similarity_search_with_score.side_effect = lambda q, k: [
+        (d, 0.1 * i) for i, d in enumerate(hits[:k])
+    ]
     out = vector_search(mock_vectorstore, "q", 2)
     assert [(d.page_content, d.metadata["relevance_score"]) for d in out] == [("t0", 1.0), ("t2", 0.8)]
     asked = []
-    monkeypatch.setattr(db, "keyword_search", lambda engine, name, terms, k: asked.append(k) or [
-        ("a", "一", {"source": "x.pdf:p1"}, 3.0), ("b", "二", {"source": "x.pdf:p1"}, 2.0),
-        ("c", "三", {"source": "x.pdf:p2"}, 1.0)])
+    monkeypatch.setattr(
+        db,
+        "keyword_search",
+        lambda engine, name, terms, k: (
+            asked.append(k)
+            or [
+                ("a", "一", {"source": "x.pdf:p1"}, 3.0),
+                ("b", "二", {"source": "x.pdf:p1"}, 2.0),
+                ("c", "三", {"source": "x.pdf:p2"}, 1.0),
+            ]
+        ),
+    )
     assert [d.id for d in keyword_search(object(), "documents", "受付", 2)] == ["a", "c"] and asked == [6]
 
 

@@ -1,5 +1,6 @@
 """Secrets never printed (issue 24, case 4): URLs masked, a user:password in LLM_BASE_URL used as HTTP
 Basic auth deliberately, and refused together with LLM_API_KEY."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,24 +9,30 @@ from app.config import Settings, mask_url, split_userinfo
 from app.servers import basic_auth_headers, mask_urls
 
 
-@pytest.mark.parametrize("url, shown", [
-    ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
-    ("http://user:secret@host:8080/v1", "http://***@host:8080/v1"),
-    ("https://token@host/v1", "https://***@host/v1"),
-    ("http://host/v1?api_key=sk-123&model=qwen", "http://host/v1?api_key=***&model=qwen"),
-    ("http://host/v1?access_token=abc&sig=xyz&x=1", "http://host/v1?access_token=***&sig=***&x=1"),
-    ("http://u:p%40ss@host/v1?Password=p", "http://***@host/v1?Password=***"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+        ("http://user:secret@host:8080/v1", "http://***@host:8080/v1"),
+        ("https://token@host/v1", "https://***@host/v1"),
+        ("http://host/v1?api_key=sk-123&model=qwen", "http://host/v1?api_key=***&model=qwen"),
+        ("http://host/v1?access_token=abc&sig=xyz&x=1", "http://host/v1?access_token=***&sig=***&x=1"),
+        ("http://u:p%40ss@host/v1?Password=p", "http://***@host/v1?Password=***"),
+    ],
+)
 def test_mask_url(url, shown):
     assert mask_url(url) == shown
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("http://host:8080/v1", ("http://host:8080/v1", "")),
-    ("http://user:secret@host:8080/v1", ("http://host:8080/v1", "user:secret")),
-    ("http://us%3Aer:p%40ss@host/v1", ("http://host/v1", "us:er:p@ss")),
-    ("http://user@host/v1", ("http://host/v1", "user:")),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("http://host:8080/v1", ("http://host:8080/v1", "")),
+        ("http://user:secret@host:8080/v1", ("http://host:8080/v1", "user:secret")),
+        ("http://us%3Aer:p%40ss@host/v1", ("http://host/v1", "us:er:p@ss")),
+        ("http://user@host/v1", ("http://host/v1", "user:")),
+    ],
+)
 def test_split_userinfo(url, expected):
     assert split_userinfo(url) == expected
 
@@ -37,13 +44,20 @@ def test_llm_base_url_password_becomes_basic_auth_and_leaves_the_url():
     assert "s3cret" not in repr(s)
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"LLM_BASE_URL": "http://ann:s3cret@host/v1", "LLM_API_KEY": "sk-1"},
-     "LLM_BASE_URL carries a user:password and LLM_API_KEY is set too"),
-    ({"EMBED_BASE_URL": "http://ann:s3cret@host/v1", "EMBED_API_KEY": "sk-1"},
-     "EMBED_BASE_URL carries a user:password and EMBED_API_KEY is set too"),
-    ({"LLM_BASE_URL": "ftp://ann:s3cret@host/v1"}, "got 'ftp://***@host/v1'"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (
+            {"LLM_BASE_URL": "http://ann:s3cret@host/v1", "LLM_API_KEY": "sk-1"},
+            "LLM_BASE_URL carries a user:password and LLM_API_KEY is set too",
+        ),
+        (
+            {"EMBED_BASE_URL": "http://ann:s3cret@host/v1", "EMBED_API_KEY": "sk-1"},
+            "EMBED_BASE_URL carries a user:password and EMBED_API_KEY is set too",
+        ),
+        ({"LLM_BASE_URL": "ftp://ann:s3cret@host/v1"}, "got 'ftp://***@host/v1'"),
+    ],
+)
 def test_base_url_errors_name_the_variables_never_the_secret(env, message):
     with pytest.raises(ValueError) as err:
         Settings.from_env(env)
@@ -51,8 +65,13 @@ def test_base_url_errors_name_the_variables_never_the_secret(env, message):
 
 
 def test_settings_repr_masks_every_secret():
-    s = Settings(db_password="pw1", llm_api_key="sk-2", embed_api_key="sk-3", mcp_token="tok4",
-                 database_url="postgresql+psycopg://u:pw5@h/db")
+    s = Settings(
+        db_password="pw1",
+        llm_api_key="sk-2",
+        embed_api_key="sk-3",
+        mcp_token="tok4",
+        database_url="postgresql+psycopg://u:pw5@h/db",
+    )
     shown = repr(s)
     assert not any(secret in shown for secret in ("pw1", "sk-2", "sk-3", "tok4", "pw5"))
     assert "db_password='***'" in shown
@@ -60,7 +79,8 @@ def test_settings_repr_masks_every_secret():
 
 def test_server_errors_mask_urls_in_the_cause():
     assert mask_urls("Connection refused: http://ann:pw@10.0.0.9:8080/v1/chat?key=k") == (
-        "Connection refused: http://***@10.0.0.9:8080/v1/chat?key=***")
+        "Connection refused: http://***@10.0.0.9:8080/v1/chat?key=***"
+    )
 
 
 def test_llm_client_sends_basic_auth_and_shows_no_password(clean_env):

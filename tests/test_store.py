@@ -1,4 +1,5 @@
 """store.py (the Python API) with doubles; tests/integration/test_sync.py runs it on PostgreSQL."""
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -14,9 +15,13 @@ def store(no_db, mock_vectorstore, mock_documents):
     s = RagStore(Settings(search_k=4))
     s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
     keyword_docs = [mock_documents[3], mock_documents[0]]
-    mocker.patch("app.retrieval.keyword_search",
-                 side_effect=lambda engine, coll, q, k: [Document(page_content=d.page_content, id=d.metadata["source"],
-                                                                   metadata=dict(d.metadata)) for d in keyword_docs][:k])
+    mocker.patch(
+        "app.retrieval.keyword_search",
+        side_effect=lambda engine, coll, q, k: [
+            Document(page_content=d.page_content, id=d.metadata["source"], metadata=dict(d.metadata))
+            for d in keyword_docs
+        ][:k],
+    )
     return s
 
 
@@ -28,7 +33,9 @@ def test_search_vector_mode(store):
 
 def test_search_keyword_mode(store):
     assert [d.metadata["source"] for d in store.search("E3010", search_mode="keyword")] == [
-        "technical_guide.pdf:p3", "faq.csv:r2"]
+        "technical_guide.pdf:p3",
+        "faq.csv:r2",
+    ]
 
 
 def test_search_hybrid_mode_has_fused_scores(store):
@@ -40,7 +47,9 @@ def test_search_hybrid_mode_has_fused_scores(store):
 def test_search_default_mode_and_top_k_from_settings(store, mock_vectorstore):
     store.settings = Settings(search_k=2, search_mode="vector")
     assert len(store.search("受付")) == 2
-    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 6}  # 3 × k chunks: k distinct sources
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {
+        "k": 6
+    }  # 3 × k chunks: k distinct sources
 
 
 def test_search_k_vector_sets_candidates(store, mock_vectorstore):
@@ -66,7 +75,8 @@ def test_search_blank_query(store):
 
 def test_get_context_joins_page_content(store, mock_documents):
     assert store.get_context("受付", search_mode="vector", top_k=2) == (
-        mock_documents[0].page_content + "\n\n" + mock_documents[1].page_content)
+        mock_documents[0].page_content + "\n\n" + mock_documents[1].page_content
+    )
     assert store.get_context("受付", separator="|", search_mode="keyword", top_k=1) == mock_documents[3].page_content
 
 
@@ -80,12 +90,16 @@ def test_search_function_for_the_graph(store):
     assert len(store.search_function("vector")("受付", 3)) == 3
 
 
-DOCS = [{"doc_id": "csv/faq.csv", "source_file": "faq.csv"}, {"doc_id": "old/faq.csv", "source_file": "faq.csv"},
-        {"doc_id": "pdf/a.pdf", "source_file": "a.pdf"}]
+DOCS = [
+    {"doc_id": "csv/faq.csv", "source_file": "faq.csv"},
+    {"doc_id": "old/faq.csv", "source_file": "faq.csv"},
+    {"doc_id": "pdf/a.pdf", "source_file": "a.pdf"},
+]
 
 
-@pytest.mark.parametrize("wanted,doc_id", [("csv/faq.csv", "csv/faq.csv"), ("a.pdf", "pdf/a.pdf"),
-                                            ("pdf/a.pdf", "pdf/a.pdf")])
+@pytest.mark.parametrize(
+    "wanted,doc_id", [("csv/faq.csv", "csv/faq.csv"), ("a.pdf", "pdf/a.pdf"), ("pdf/a.pdf", "pdf/a.pdf")]
+)
 def test_remove_document_matches_id_or_file_name(store, mocker, wanted, doc_id):
     mocker.patch("app.db.list_documents", return_value=DOCS)
     delete = mocker.patch("app.db.delete_document", return_value=5)
@@ -101,8 +115,10 @@ def test_remove_document_by_path_under_data_dir(store, mocker, tmp_path):
     assert delete.call_args.args[2] == "pdf/a.pdf"
 
 
-@pytest.mark.parametrize("wanted,message", [("faq.csv", "is ambiguous: csv/faq.csv, old/faq.csv"),
-                                            ("none.csv", "no stored document 'none.csv'")])
+@pytest.mark.parametrize(
+    "wanted,message",
+    [("faq.csv", "is ambiguous: csv/faq.csv, old/faq.csv"), ("none.csv", "no stored document 'none.csv'")],
+)
 def test_remove_document_errors(store, mocker, wanted, message):
     mocker.patch("app.db.list_documents", return_value=DOCS)
     with pytest.raises(DataSourceError, match=message):
@@ -139,8 +155,13 @@ def _store_with_broken_vectors(monkeypatch):
 
     store = RagStore(Settings(), embeddings=object(), engine=object())
     store._vectorstore = _BrokenVectorStore()
-    monkeypatch.setattr(retrieval, "keyword_search", lambda engine, name, query, k: [
-        Document(page_content="受付時間", id="k1", metadata={"relevance_score": 3.0, "source": "faq.csv:r2"})])
+    monkeypatch.setattr(
+        retrieval,
+        "keyword_search",
+        lambda engine, name, query, k: [
+            Document(page_content="受付時間", id="k1", metadata={"relevance_score": 3.0, "source": "faq.csv:r2"})
+        ],
+    )
     return store
 
 
@@ -152,8 +173,9 @@ def test_hybrid_search_falls_back_to_keywords_with_one_warning(monkeypatch, capl
     assert [d.id for d in first] == ["k1"] and [d.id for d in second] == ["k1"]
     assert first[0].metadata["keyword_rank"] == 1 and first[0].metadata["vector_rank"] is None
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert warnings == ["vector search is unavailable (OSError: model.safetensors is corrupt); "
-                        "searching by keywords only"]
+    assert warnings == [
+        "vector search is unavailable (OSError: model.safetensors is corrupt); searching by keywords only"
+    ]
     assert store.vector_unavailable == "OSError: model.safetensors is corrupt"
     assert store._vectorstore.calls == 2  # tried again each time: a repaired model is used at once
 

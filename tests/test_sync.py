@@ -1,4 +1,5 @@
 """sync.py: planning (pure), stable IDs, chunking with metadata, embedding reuse."""
+
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,13 @@ def sf(doc_id, digest):
 
 
 def stored(doc_id, digest, settings="S"):
-    return {"doc_id": doc_id, "source_file": doc_id.rsplit("/", 1)[-1], "content_hash": digest,
-            "settings_hash": settings, "chunks": 1}
+    return {
+        "doc_id": doc_id,
+        "source_file": doc_id.rsplit("/", 1)[-1],
+        "content_hash": digest,
+        "settings_hash": settings,
+        "chunks": 1,
+    }
 
 
 def test_plan_sync_classifies_every_case():
@@ -33,8 +39,7 @@ def test_plan_sync_classifies_every_case():
 def test_plan_sync_detects_rename_by_content_hash():
     plan = plan_sync([sf("csv/renamed.csv", "h1")], [stored("csv/old.csv", "h1")], "S")
     assert plan.renamed == {"csv/renamed.csv": "csv/old.csv"}
-    assert plan.lines() == ["would add:    csv/renamed.csv  (renamed from csv/old.csv)",
-                            "would remove: csv/old.csv"]
+    assert plan.lines() == ["would add:    csv/renamed.csv  (renamed from csv/old.csv)", "would remove: csv/old.csv"]
 
 
 def test_plan_sync_settings_change_means_update():
@@ -54,15 +59,20 @@ def test_plan_sync_empty():
 
 def test_sync_report_summary():
     r = SyncReport(added=1, updated=2, unchanged=3, removed=4, failed=5, embedded=6, reused=7, renamed=1)
-    assert r.summary() == ("1 added, 2 updated, 3 unchanged, 4 removed, 5 failed; "
-                           "embedded 6 chunks, reused 7 (1 renamed)")
+    assert r.summary() == (
+        "1 added, 2 updated, 3 unchanged, 4 removed, 5 failed; embedded 6 chunks, reused 7 (1 renamed)"
+    )
 
 
 def test_chunk_id_depends_on_each_part():
     base = sync.chunk_id("documents", "csv/a.csv", 0, "h")
     assert base == sync.chunk_id("documents", "csv/a.csv", 0, "h")
-    others = {sync.chunk_id("other", "csv/a.csv", 0, "h"), sync.chunk_id("documents", "csv/b.csv", 0, "h"),
-              sync.chunk_id("documents", "csv/a.csv", 1, "h"), sync.chunk_id("documents", "csv/a.csv", 0, "h2")}
+    others = {
+        sync.chunk_id("other", "csv/a.csv", 0, "h"),
+        sync.chunk_id("documents", "csv/b.csv", 0, "h"),
+        sync.chunk_id("documents", "csv/a.csv", 1, "h"),
+        sync.chunk_id("documents", "csv/a.csv", 0, "h2"),
+    }
     assert base not in others and len(others) == 4
 
 
@@ -123,7 +133,8 @@ def test_chunk_file_markdown_sections_carry_title_and_context(data_dir):
     path.write_text("# 導入\n\n## VPN接続\n\nミナトVPNに接続します。\n", encoding="utf-8")
     chunks = sync.chunk_file(sync.resolve_file(path, data_dir), Settings())
     assert [(c.page_content, c.metadata["source"], c.metadata["title"], c.metadata["context"]) for c in chunks] == [
-        ("ミナトVPNに接続します。", "guide.md#vpn接続", "導入 > VPN接続", "guide — 導入 > VPN接続")]
+        ("ミナトVPNに接続します。", "guide.md#vpn接続", "導入 > VPN接続", "guide — 導入 > VPN接続")
+    ]
     assert chunks[0].metadata["doc_id"] == "docs/guide.md"
 
 
@@ -140,10 +151,16 @@ def test_file_hash_changes_with_content(tmp_path):
     assert sync.file_hash(p) != first
 
 
-@pytest.mark.parametrize("rel,message", [
-    ("csv/none.csv", "file not found"),
-    ("csv/notes.txt", "only pdf/\\*.pdf\\|\\*.png.* csv/\\*.csv\\|\\*.xlsx.* and docs/\\*\\*/\\*.md\\|\\*.txt\\|\\*.docx.* are ingested"),
-])
+@pytest.mark.parametrize(
+    "rel,message",
+    [
+        ("csv/none.csv", "file not found"),
+        (
+            "csv/notes.txt",
+            "only pdf/\\*.pdf\\|\\*.png.* csv/\\*.csv\\|\\*.xlsx.* and docs/\\*\\*/\\*.md\\|\\*.txt\\|\\*.docx.* are ingested",
+        ),
+    ],
+)
 def test_resolve_file_errors(data_dir, rel, message):
     with pytest.raises(DataSourceError, match=message):
         sync.resolve_file(data_dir / rel, data_dir)
@@ -161,27 +178,38 @@ def test_chunk_file_csv_metadata(data_dir):
     chunks = sync.chunk_file(src, Settings())
     assert [c.metadata["source"] for c in chunks] == ["faq.csv:r1", "faq.csv:r2"]
     meta = chunks[0].metadata
-    assert meta == {"source": "faq.csv:r1", "chunk_index": 0, "file": "faq.csv", "doc_id": "csv/faq.csv",
-                    "context": "faq — 質問, 回答",
-                    "content_hash": sync.text_hash("faq — 質問, 回答\n" + chunks[0].page_content),
-                    "embed_model": "intfloat/multilingual-e5-small"}
+    assert meta == {
+        "source": "faq.csv:r1",
+        "chunk_index": 0,
+        "file": "faq.csv",
+        "doc_id": "csv/faq.csv",
+        "context": "faq — 質問, 回答",
+        "content_hash": sync.text_hash("faq — 質問, 回答\n" + chunks[0].page_content),
+        "embed_model": "intfloat/multilingual-e5-small",
+    }
     assert chunks[0].id == sync.chunk_id("documents", "csv/faq.csv", 0, meta["content_hash"])
 
 
 def test_chunk_file_pdf_pages(data_dir):
     src = sync.resolve_file(data_dir / "pdf" / "guide.pdf", data_dir)
     chunks = sync.chunk_file(src, Settings())
-    assert [(c.metadata["source"], c.page_content) for c in chunks] == [("guide.pdf:p1", "会社概要\n当社は東京にあります。")]
+    assert [(c.metadata["source"], c.page_content) for c in chunks] == [
+        ("guide.pdf:p1", "会社概要\n当社は東京にあります。")
+    ]
     assert chunks[0].metadata["context"] == "guide — 会社概要"  # no PDF title: the file stem; the page's heading
 
 
 def test_chunk_file_pdf_sections_number_chunks_per_page_and_carry_heading_paths(data_dir):
     from tests.test_loaders import make_sized_pdf
 
-    make_sized_pdf(data_dir / "pdf" / "rules.pdf", [
-        [(16, "第1章 総則"), (10, "この規則は全社員に適用します。"), (13, "1.1 目的"), (10, "秩序を保つためです。")]])
+    make_sized_pdf(
+        data_dir / "pdf" / "rules.pdf",
+        [[(16, "第1章 総則"), (10, "この規則は全社員に適用します。"), (13, "1.1 目的"), (10, "秩序を保つためです。")]],
+    )
     chunks = sync.chunk_file(sync.resolve_file(data_dir / "pdf" / "rules.pdf", data_dir), Settings())
-    assert [(c.metadata["source"], c.metadata["chunk_index"], c.metadata["context"], c.page_content) for c in chunks] == [
+    assert [
+        (c.metadata["source"], c.metadata["chunk_index"], c.metadata["context"], c.page_content) for c in chunks
+    ] == [
         ("rules.pdf:p1", 0, "rules — 第1章 総則", "第1章 総則\nこの規則は全社員に適用します。"),
         ("rules.pdf:p1", 1, "rules — 第1章 総則 > 1.1 目的", "1.1 目的\n秩序を保つためです。"),
     ]

@@ -1,6 +1,7 @@
 """Batched, resumable staging of one file (app.sync.stage_file) without a database: the staging
 table is an in-memory double of app.db's staging functions; tests/integration/test_big_files.py
 runs the same on PostgreSQL."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,12 +56,22 @@ class StagingTable:
     def stage_chunks(self, engine, collection, doc_id, generation, run, chunks, vectors, graphs=None):
         self.batches.append(len(chunks))
         for (position, doc), vector in zip(chunks, vectors):
-            self.rows[doc_id, doc.id] = {"generation": generation, "run": run, "position": position, "id": doc.id,
-                                         "text": doc.page_content, "metadata": doc.metadata, "vector": vector}
+            self.rows[doc_id, doc.id] = {
+                "generation": generation,
+                "run": run,
+                "position": position,
+                "id": doc.id,
+                "text": doc.page_content,
+                "metadata": doc.metadata,
+                "vector": vector,
+            }
 
     def vectors_by_hash(self, engine, hashes, model):
-        return {r["metadata"]["content_hash"]: r["vector"] for r in self.rows.values()
-                if r["metadata"]["content_hash"] in hashes}
+        return {
+            r["metadata"]["content_hash"]: r["vector"]
+            for r in self.rows.values()
+            if r["metadata"]["content_hash"] in hashes
+        }
 
     def staged(self, run=None):
         return sorted((r for r in self.rows.values() if run is None or r["run"] == run), key=lambda r: r["position"])
@@ -98,8 +109,10 @@ def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, sta
     rows = staging.staged()
     assert [(r["id"], r["text"], r["metadata"]) for r in rows] == [(d.id, d.page_content, d.metadata) for d in whole]
     assert [r["position"] for r in rows] == list(range(len(whole)))
-    assert all(d.id == sync.chunk_id(SETTINGS.collection_name, big_csv.doc_id, i, d.metadata["content_hash"])
-               for i, d in enumerate(whole))
+    assert all(
+        d.id == sync.chunk_id(SETTINGS.collection_name, big_csv.doc_id, i, d.metadata["content_hash"])
+        for i, d in enumerate(whole)
+    )
     assert max(staging.batches) == 4 and max(len(c) for c in emb.calls) <= 4
     assert (staged.chunks, staged.embedded) == (len(whole), len(whole))
     assert sync.stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1").chunks == len(whole)
@@ -147,8 +160,12 @@ def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, mon
     switched = []
     monkeypatch.setattr("app.db.list_documents", lambda *a: [])
     monkeypatch.setattr("app.db.clean_staging", lambda *a, **k: 0)
-    monkeypatch.setattr("app.db.switch_document", lambda engine, name, doc, run, chunks, extractor: switched.append(
-        (doc["doc_id"], chunks, len(staging.staged(run)))))
+    monkeypatch.setattr(
+        "app.db.switch_document",
+        lambda engine, name, doc, run, chunks, extractor: switched.append(
+            (doc["doc_id"], chunks, len(staging.staged(run)))
+        ),
+    )
     monkeypatch.setattr("app.db.delete_legacy_chunks", lambda *a: 0)
     data_dir = big_csv.path.parents[1]
     _, report = sync.sync(data_dir, CountingEmbeddings(), None, SETTINGS, progress=True, graph=False)
@@ -161,9 +178,11 @@ def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, mon
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
 def test_a_worker_asks_the_kernel_to_die_with_its_parent():
     """A real process: after _kill_with_parent, prctl(PR_GET_PDEATHSIG) reads SIGKILL."""
-    code = ("import ctypes, ctypes.util; from app import sync; sync._kill_with_parent(); "
-            "libc = ctypes.CDLL(ctypes.util.find_library('c')); sig = ctypes.c_int(); "
-            "libc.prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)")
+    code = (
+        "import ctypes, ctypes.util; from app import sync; sync._kill_with_parent(); "
+        "libc = ctypes.CDLL(ctypes.util.find_library('c')); sig = ctypes.c_int(); "
+        "libc.prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "9"

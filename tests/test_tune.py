@@ -1,4 +1,5 @@
 """Fusion tuning: pure scoring of cached candidate lists, with hand-computed values."""
+
 import pytest
 from langchain_core.documents import Document
 
@@ -34,8 +35,13 @@ def test_grid_rows_singles_then_hybrid_in_grid_order():
     candidates = [(V, K), (V, K)]
     rows = tune.grid(candidates, QUESTIONS, top_k=2, search_k=3, rrf_ks=(60, 5), keyword_weights=(1.0, 10.0))
     assert [(r["mode"], r["rrf_k"], r["weights"]) for r in rows] == [
-        ("vector", None, None), ("keyword", None, None), ("hybrid", 60, (1.0, 1.0)),
-        ("hybrid", 60, (1.0, 10.0)), ("hybrid", 5, (1.0, 1.0)), ("hybrid", 5, (1.0, 10.0))]
+        ("vector", None, None),
+        ("keyword", None, None),
+        ("hybrid", 60, (1.0, 1.0)),
+        ("hybrid", 60, (1.0, 10.0)),
+        ("hybrid", 5, (1.0, 1.0)),
+        ("hybrid", 5, (1.0, 10.0)),
+    ]
     # vector: q1 miss, q2 at rank 2 → @2 0.5, @3 0.5, MRR (0 + 1/2) / 2
     assert (rows[0]["at_top_k"], rows[0]["at_search_k"], rows[0]["mrr"]) == (0.5, 0.5, 0.25)
     # k=5, 1:10 → [v3, k4, v1]: q1 at rank 2, q2 (a:p2) absent
@@ -45,14 +51,18 @@ def test_grid_rows_singles_then_hybrid_in_grid_order():
 
 
 def row(rrf_k, top, search, mrr):
-    return {"mode": "hybrid", "rrf_k": rrf_k, "weights": (1.0, 1.0), "at_top_k": top, "at_search_k": search,
-            "mrr": mrr}
+    return {"mode": "hybrid", "rrf_k": rrf_k, "weights": (1.0, 1.0), "at_top_k": top, "at_search_k": search, "mrr": mrr}
 
 
 def test_best_setting_orders_by_top_k_then_search_k_then_mrr_then_grid_order():
-    rows = [{"mode": "keyword", "rrf_k": None, "weights": None, "at_top_k": 1.0, "at_search_k": 1.0, "mrr": 1.0},
-            row(60, 0.5, 1.0, 0.9), row(30, 0.8, 0.9, 0.9), row(10, 0.8, 1.0, 0.7), row(5, 0.8, 1.0, 0.8),
-            row(1, 0.8, 1.0, 0.8)]
+    rows = [
+        {"mode": "keyword", "rrf_k": None, "weights": None, "at_top_k": 1.0, "at_search_k": 1.0, "mrr": 1.0},
+        row(60, 0.5, 1.0, 0.9),
+        row(30, 0.8, 0.9, 0.9),
+        row(10, 0.8, 1.0, 0.7),
+        row(5, 0.8, 1.0, 0.8),
+        row(1, 0.8, 1.0, 0.8),
+    ]
     assert tune.best_setting(rows)["rrf_k"] == 5
 
 
@@ -115,13 +125,16 @@ def test_source_rank_and_truncate():
     assert tune.truncate((V, K), 1) == ([V[0]], [K[0]])
 
 
-@pytest.mark.parametrize("ranks, expected", [
-    ((None, None, 2), "ok"),            # in the top_k of the hybrid ranking
-    ((5, 9, 4), "rerank"),              # among the hybrid candidates, below top_k
-    ((None, 3, None), "fusion"),        # in a list's first search_k, dropped by the fusion
-    ((12, 30, None), "deeper"),         # only below search_k
-    ((None, None, None), "missed"),
-])
+@pytest.mark.parametrize(
+    "ranks, expected",
+    [
+        ((None, None, 2), "ok"),  # in the top_k of the hybrid ranking
+        ((5, 9, 4), "rerank"),  # among the hybrid candidates, below top_k
+        ((None, 3, None), "fusion"),  # in a list's first search_k, dropped by the fusion
+        ((12, 30, None), "deeper"),  # only below search_k
+        ((None, None, None), "missed"),
+    ],
+)
 def test_verdict_table(ranks, expected):
     assert tune.verdict(*ranks, top_k=2, search_k=5) == expected
 
@@ -129,12 +142,20 @@ def test_verdict_table(ranks, expected):
 def test_diagnose_ranks_in_deep_lists_and_in_the_fusion_of_their_first_search_k():
     deep_v = [doc("v1", "a:p1"), doc("v2", "a:p2"), doc("v3", "a:p3"), doc("v9", "c:p9")]
     deep_k = [doc("k4", "b:r1"), doc("v3", "a:p3")]
-    rows = tune.diagnose([(deep_v, deep_k)] * 3,
-                         [{"query": "q", "expected_source": s} for s in ("a:p3", "c:p9", "zz")],
-                         top_k=1, search_k=3, rrf_k=60, weights=(1.0, 1.0))
+    rows = tune.diagnose(
+        [(deep_v, deep_k)] * 3,
+        [{"query": "q", "expected_source": s} for s in ("a:p3", "c:p9", "zz")],
+        top_k=1,
+        search_k=3,
+        rrf_k=60,
+        weights=(1.0, 1.0),
+    )
     # fused first-3 lists: v3 (1/63 + 1/62) first, then v1 and k4 (1/61 each; v1 seen first), v2, …
     assert [(r["vector_rank"], r["keyword_rank"], r["hybrid_rank"], r["verdict"]) for r in rows] == [
-        (3, 2, 1, "ok"), (4, None, None, "deeper"), (None, None, None, "missed")]
+        (3, 2, 1, "ok"),
+        (4, None, None, "deeper"),
+        (None, None, None, "missed"),
+    ]
     text = tune.format_diagnosis(rows, 50)
     assert "     3       2      1  ok      q → a:p3" in text
     assert "     4       -      -  deeper  q → c:p9" in text

@@ -5,6 +5,7 @@
 The build takes the writer lock (like ingest). ``--extract`` extracts every stored chunk's entities
 again first (it happens by itself when GRAPH_EXTRACTOR changed).
 """
+
 from __future__ import annotations
 
 import argparse

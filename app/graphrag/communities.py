@@ -15,6 +15,7 @@ An extractive report needs no LLM: its title is its best-connected entities, its
 sentences that name the most of its entities (the most "central" sentences), its findings a
 sentence about each leading entity, its rank (0-10) grows with the community's weighted degree.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,12 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def build_graph(entity_chunks: Mapping[str, int], edges: Iterable[tuple[str, str, float]],
-                min_chunks: int = 2, edge_percentile: float = 40.0):
+def build_graph(
+    entity_chunks: Mapping[str, int],
+    edges: Iterable[tuple[str, str, float]],
+    min_chunks: int = 2,
+    edge_percentile: float = 40.0,
+):
     """The pruned, weighted entity graph (a networkx Graph).
 
     ``entity_chunks``: entity ID -> number of chunks naming it; ``edges``: (source, target, weight).
@@ -87,13 +92,22 @@ def detect_communities(graph, seed: int = SEED, max_levels: int = 3) -> list[Com
     communities: list[Community] = []
     owner: dict[tuple[int, str], str] = {}  # (level, entity) -> community ID
     for level, partition in enumerate(levels):
-        groups = sorted((sorted(group) for group in partition if len(group) >= MIN_COMMUNITY_SIZE),
-                        key=lambda g: (-len(g), g[0]))
+        groups = sorted(
+            (sorted(group) for group in partition if len(group) >= MIN_COMMUNITY_SIZE), key=lambda g: (-len(g), g[0])
+        )
         for number, members in enumerate(groups):
             cid = f"c{level}-{number}"
             parent = owner.get((level - 1, members[0])) if level else None
-            communities.append(Community(id=cid, level=level, entity_ids=members, parent=parent,
-                                         size=len(members), weight=round(sum(strength[m] for m in members), 6)))
+            communities.append(
+                Community(
+                    id=cid,
+                    level=level,
+                    entity_ids=members,
+                    parent=parent,
+                    size=len(members),
+                    weight=round(sum(strength[m] for m in members), 6),
+                )
+            )
             for member in members:
                 owner[(level, member)] = cid
     return communities
@@ -104,8 +118,10 @@ def community_ranks(communities: Sequence[Community]) -> dict[str, float]:
     best: dict[int, float] = {}
     for c in communities:
         best[c.level] = max(best.get(c.level, 0.0), c.weight)
-    return {c.id: round(10.0 * math.log1p(c.weight) / math.log1p(best[c.level]), 2) if best[c.level] > 0 else 0.0
-            for c in communities}
+    return {
+        c.id: round(10.0 * math.log1p(c.weight) / math.log1p(best[c.level]), 2) if best[c.level] > 0 else 0.0
+        for c in communities
+    }
 
 
 def clip(text: str, limit: int) -> str:
@@ -114,8 +130,9 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def central_sentences(members: Sequence[EntityFacts], limit: int = SUMMARY_SENTENCES,
-                      max_chars: int = SUMMARY_MAX_CHARS) -> list[tuple[str, str, str]]:
+def central_sentences(
+    members: Sequence[EntityFacts], limit: int = SUMMARY_SENTENCES, max_chars: int = SUMMARY_MAX_CHARS
+) -> list[tuple[str, str, str]]:
     """The sentences that name the most member entities (ties: the earlier member, then the earlier
     sentence), distinct, at most ``limit`` and ``max_chars`` characters together."""
     titles = [m.title.lower() for m in members]
@@ -139,16 +156,18 @@ def central_sentences(members: Sequence[EntityFacts], limit: int = SUMMARY_SENTE
     return chosen
 
 
-def extractive_report(community: Community, facts: Mapping[str, EntityFacts], degree: Mapping[str, float],
-                      rank: float) -> CommunityReport:
+def extractive_report(
+    community: Community, facts: Mapping[str, EntityFacts], degree: Mapping[str, float], rank: float
+) -> CommunityReport:
     """A report written from the community's own sentences (no LLM).
 
     Members are ordered by weighted degree (then ID). Title: the first TITLE_ENTITIES titles
     joined by ``・``; summary: :func:`central_sentences`; findings: for each of the first FINDINGS
     members, ``title: its first sentence not already in the summary``.
     """
-    members = sorted((facts[e] for e in community.entity_ids if e in facts),
-                     key=lambda f: (-degree.get(f.id, 0.0), f.id))
+    members = sorted(
+        (facts[e] for e in community.entity_ids if e in facts), key=lambda f: (-degree.get(f.id, 0.0), f.id)
+    )
     title = "・".join(m.title for m in members[:TITLE_ENTITIES])
     if len(members) > TITLE_ENTITIES:
         title += f" ほか{len(members) - TITLE_ENTITIES}件"
@@ -163,8 +182,14 @@ def extractive_report(community: Community, facts: Mapping[str, EntityFacts], de
         sources.append(other)
         findings.append(f"{member.title}: {clip(other[0], FINDING_MAX_CHARS)}")
     return CommunityReport(
-        id=community.id, level=community.level, title=title,
-        summary=" ".join(clip(s, SUMMARY_MAX_CHARS) for s, _, _ in summary), rank=rank, findings=findings,
+        id=community.id,
+        level=community.level,
+        title=title,
+        summary=" ".join(clip(s, SUMMARY_MAX_CHARS) for s, _, _ in summary),
+        rank=rank,
+        findings=findings,
         chunk_ids=list(dict.fromkeys(c for _, c, _ in sources)),
         document_ids=list(dict.fromkeys(d for _, _, d in sources)),
-        entity_ids=[m.id for m in members], kind="extractive")
+        entity_ids=[m.id for m in members],
+        kind="extractive",
+    )

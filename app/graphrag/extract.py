@@ -20,6 +20,7 @@ A chunk's sentences (split after 。！？ and at line breaks; a CSV row is one 
 ``column:`` labels removed) give the mentions (entity key → name, kind, count, first sentence)
 and the pairs of entities named in one sentence (the relationships, weighted by count).
 """
+
 from __future__ import annotations
 
 import re
@@ -46,19 +47,156 @@ CSV_SOURCE = re.compile(r"\.csv:r\d+$")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|\n+")
 
 # whole phrases that are not entities: formal, deictic, quantity and "role" nouns
-STOP_PHRASES = frozenset({
-    "こと", "もの", "ため", "よう", "ところ", "とき", "場合", "際", "方", "ほう", "等", "など", "以下", "以上", "以外",
-    "以前", "以降", "上記", "下記", "次", "他", "ほか", "中", "内", "間", "前", "後", "全て", "すべて", "自身", "通り",
-    "とおり", "一部", "全部", "多く", "現在", "最近", "必要", "可能", "例", "これら", "それら", "うち", "まま", "わけ",
-    "はず", "たち", "個", "つ", "版", "最初", "最後", "今回", "場所", "部分", "内容", "全体", "自体", "大部分", "一つ",
-    "ひとつ", "いくつ", "幾つ", "とも", "なし", "無し", "何度", "一度", "一回", "二つ", "通常", "新規", "単一", "唯一",
-    "同一", "方法", "参照", "数行", "数時間", "本当", "程度",
-})
-STOP_LEAD = frozenset({"各", "全", "同", "本", "当", "上記", "下記", "以下", "以上", "次", "他", "前記", "元", "約",
-                       "計", "第", "こと", "もの", "ため", "よう", "ところ", "とき", "とも"})
-STOP_TRAIL = frozenset({"上", "中", "内", "間", "時", "際", "後", "前", "下", "等", "など", "向け", "用", "毎", "ごと",
-                        "以外", "以上", "以下", "以前", "以降", "全体", "自体", "目", "経由", "越し", "たち", "達", "ら",
-                        "以後", "まで", "から", "全て", "すべて", "の"})
+STOP_PHRASES = frozenset(
+    {
+        "こと",
+        "もの",
+        "ため",
+        "よう",
+        "ところ",
+        "とき",
+        "場合",
+        "際",
+        "方",
+        "ほう",
+        "等",
+        "など",
+        "以下",
+        "以上",
+        "以外",
+        "以前",
+        "以降",
+        "上記",
+        "下記",
+        "次",
+        "他",
+        "ほか",
+        "中",
+        "内",
+        "間",
+        "前",
+        "後",
+        "全て",
+        "すべて",
+        "自身",
+        "通り",
+        "とおり",
+        "一部",
+        "全部",
+        "多く",
+        "現在",
+        "最近",
+        "必要",
+        "可能",
+        "例",
+        "これら",
+        "それら",
+        "うち",
+        "まま",
+        "わけ",
+        "はず",
+        "たち",
+        "個",
+        "つ",
+        "版",
+        "最初",
+        "最後",
+        "今回",
+        "場所",
+        "部分",
+        "内容",
+        "全体",
+        "自体",
+        "大部分",
+        "一つ",
+        "ひとつ",
+        "いくつ",
+        "幾つ",
+        "とも",
+        "なし",
+        "無し",
+        "何度",
+        "一度",
+        "一回",
+        "二つ",
+        "通常",
+        "新規",
+        "単一",
+        "唯一",
+        "同一",
+        "方法",
+        "参照",
+        "数行",
+        "数時間",
+        "本当",
+        "程度",
+    }
+)
+STOP_LEAD = frozenset(
+    {
+        "各",
+        "全",
+        "同",
+        "本",
+        "当",
+        "上記",
+        "下記",
+        "以下",
+        "以上",
+        "次",
+        "他",
+        "前記",
+        "元",
+        "約",
+        "計",
+        "第",
+        "こと",
+        "もの",
+        "ため",
+        "よう",
+        "ところ",
+        "とき",
+        "とも",
+    }
+)
+STOP_TRAIL = frozenset(
+    {
+        "上",
+        "中",
+        "内",
+        "間",
+        "時",
+        "際",
+        "後",
+        "前",
+        "下",
+        "等",
+        "など",
+        "向け",
+        "用",
+        "毎",
+        "ごと",
+        "以外",
+        "以上",
+        "以下",
+        "以前",
+        "以降",
+        "全体",
+        "自体",
+        "目",
+        "経由",
+        "越し",
+        "たち",
+        "達",
+        "ら",
+        "以後",
+        "まで",
+        "から",
+        "全て",
+        "すべて",
+        "の",
+    }
+)
 BREAK_SUFFIXES = frozenset({"あたり", "当たり", "ごと", "毎"})  # 1ユーザーあたり月額: two things, not one
 SURU = frozenset({"する", "す", "できる", "出来る", "為る", "される", "下さる", "くださる"})
 
@@ -83,9 +221,15 @@ def latin_spans(text: str) -> list[list[int]]:
     for span in spans:
         if merged:
             last = merged[-1]
-            left, right = text[last[0]:last[1]], text[span[0]:span[1]]
-            if (span[0] == last[1] + 1 and text[last[1]] == " " and right[:1].isupper()
-                    and left.split(" ")[-1][:1].isupper() and "/" not in left + right and "." not in left + right):
+            left, right = text[last[0] : last[1]], text[span[0] : span[1]]
+            if (
+                span[0] == last[1] + 1
+                and text[last[1]] == " "
+                and right[:1].isupper()
+                and left.split(" ")[-1][:1].isupper()
+                and "/" not in left + right
+                and "." not in left + right
+            ):
                 last[1] = span[1]
                 continue
         merged.append(span)
@@ -122,10 +266,12 @@ def word_flag(pos: Sequence[str], lemma: str) -> str:
     return "suru" if pos1 == "動詞" and lemma in SURU else ""
 
 
-ENGLISH_STOP = frozenset("""a an and are as at be been but by can could do does for from has have if in into is it its
+ENGLISH_STOP = frozenset(
+    """a an and are as at be been but by can could do does for from has have if in into is it its
 may might must no not of on or should so such than that the their then there these they this those to was we were
 what when where which while who will with would you your all any each more most other some also only see use used
-using one two""".split())
+using one two""".split()
+)
 TERM_MARK = re.compile(r"[A-Z0-9\-./_~:+]")
 
 
@@ -145,8 +291,9 @@ def keep_latin(text: str, prose: bool = False) -> bool:
     return not prose or bool(TERM_MARK.search(text))
 
 
-def close_phrase(words: list[tuple[str, str, str, bool]], next_flag: str = "", prose: bool = False
-                 ) -> tuple[str, str] | None:
+def close_phrase(
+    words: list[tuple[str, str, str, bool]], next_flag: str = "", prose: bool = False
+) -> tuple[str, str] | None:
     """A phrase from consecutive ``(surface, class, flag, proper)`` words, edges cleaned, as
     ``(phrase, kind)`` (kind ``latin``, ``proper`` or ``noun``), or None."""
     seq = list(words)
@@ -161,11 +308,19 @@ def close_phrase(words: list[tuple[str, str, str, bool]], next_flag: str = "", p
     phrase = "".join(w[0] for w in seq)
     if all(w[1] == "L" for w in seq):
         return (phrase, "latin") if keep_latin(phrase, prose) else None
-    if (next_flag == "suru" and len(seq) == 1 and seq[0][2] == "sahen") \
-            or all(w[1] in ("W", "WA") for w in seq) or seq[-1][0] == "的":
+    if (
+        (next_flag == "suru" and len(seq) == 1 and seq[0][2] == "sahen")
+        or all(w[1] in ("W", "WA") for w in seq)
+        or seq[-1][0] == "的"
+    ):
         return None  # 使用(する) is a verb; 必要, 定期的 are not things
-    if len(phrase) < 2 or len(phrase) > MAX_PHRASE_CHARS or phrase in STOP_PHRASES or NUMERIC_RE.match(phrase) \
-            or not WORDCHAR.search(phrase):
+    if (
+        len(phrase) < 2
+        or len(phrase) > MAX_PHRASE_CHARS
+        or phrase in STOP_PHRASES
+        or NUMERIC_RE.match(phrase)
+        or not WORDCHAR.search(phrase)
+    ):
         return None
     proper = any(w[3] for w in seq)
     if len(seq) == 1 and not proper and len(phrase) <= 2 and KANJI_ONLY.match(phrase):
@@ -206,7 +361,7 @@ def assemble(text: str, words: Iterable[tuple[int, int, str, str, str, bool]]) -
                 done.add(index)
                 if not current or (span[0] > 0 and text[span[0] - 1].isspace()):
                     flush()
-                current.append((text[span[0]:span[1]], "L", "", False))
+                current.append((text[span[0] : span[1]], "L", "", False))
                 after_number = False
             continue
         if span is not None:
@@ -246,8 +401,16 @@ class SudachiAnalyzer:
         out = []
         for m in self._tokenizer.tokenize(text):
             pos = m.part_of_speech()
-            out.append((m.begin(), m.end(), m.surface(), word_class(pos), word_flag(pos, m.dictionary_form()),
-                        pos[1] == "固有名詞"))
+            out.append(
+                (
+                    m.begin(),
+                    m.end(),
+                    m.surface(),
+                    word_class(pos),
+                    word_flag(pos, m.dictionary_form()),
+                    pos[1] == "固有名詞",
+                )
+            )
         return out
 
     def noun_phrases(self, text: str) -> list[tuple[str, str]]:
@@ -255,7 +418,7 @@ class SudachiAnalyzer:
         out: list[tuple[str, str]] = []
         for line in unicodedata.normalize("NFKC", text).split("\n"):
             for start in range(0, len(line), ANALYZER_CHARS):
-                piece = line[start:start + ANALYZER_CHARS]
+                piece = line[start : start + ANALYZER_CHARS]
                 if piece.strip():
                     out += assemble(piece, self.words(piece))
         return out
@@ -307,8 +470,8 @@ def get_analyzer() -> SudachiAnalyzer:
 LLM_EXTRACT_MAX_TOKENS = 400
 LLM_EXTRACT_SYSTEM = (
     "あなたは文章から固有名詞・製品名・用語などのエンティティと、その間の関係を抜き出すアシスタントです。"
-    "JSON で {\"entities\": [{\"name\": \"文中の表記\", \"type\": \"種類\", \"description\": \"文章に書かれた説明（1文）\"}], "
-    "\"relationships\": [{\"source\": \"エンティティ名\", \"target\": \"エンティティ名\", \"description\": \"関係（1文）\"}]} "
+    'JSON で {"entities": [{"name": "文中の表記", "type": "種類", "description": "文章に書かれた説明（1文）"}], '
+    '"relationships": [{"source": "エンティティ名", "target": "エンティティ名", "description": "関係（1文）"}]} '
     "を返してください。文章にない情報は書かないでください。JSON 以外は書かないでください。"
 )
 
@@ -353,8 +516,9 @@ def llm_extract(text: str, metadata: dict, llm: Any) -> ChunkGraph:
     try:
         value = parse_json_object(generate(f"文章:\n{text}", llm=model, system=LLM_EXTRACT_SYSTEM))
     except MapParseError as exc:
-        logging.getLogger(__name__).warning("%s: the LLM's entities could not be read (%s)",
-                                            metadata.get("source", "a chunk"), exc)
+        logging.getLogger(__name__).warning(
+            "%s: the LLM's entities could not be read (%s)", metadata.get("source", "a chunk"), exc
+        )
         return ChunkGraph()
     return graph_from_json(value, text)
 

@@ -20,6 +20,7 @@
 Every point keeps the reports it came from, so the answer traces back to reports, entities,
 chunks and documents (:class:`~app.graphrag.models.TraceabilityInfo`).
 """
+
 from __future__ import annotations
 
 import json
@@ -48,10 +49,10 @@ MAX_POINTS = 5
 MAP_SYSTEM = (
     "あなたは資料の要約（レポート）を読んで質問に答える分析者です。"
     f"レポートに書かれた事実だけを使い、質問への答えになる要点を{MAX_POINTS}つまで JSON で返してください。"
-    "形式: {\"points\": [{\"description\": \"要点: レポートの内容を具体的に述べる日本語の1文\", "
-    "\"score\": 質問への答えとしての重要度（0から100の整数）, \"reports\": [\"根拠のレポートID\"]}]}。"
+    '形式: {"points": [{"description": "要点: レポートの内容を具体的に述べる日本語の1文", '
+    '"score": 質問への答えとしての重要度（0から100の整数）, "reports": ["根拠のレポートID"]}]}。'
     "レポートの見出しを書き写すだけの要点は書かないでください。"
-    "関係する要点がなければ {\"points\": []} を返してください。JSON 以外は書かないでください。"
+    '関係する要点がなければ {"points": []} を返してください。JSON 以外は書かないでください。'
 )
 MAP_TEMPLATE = "レポート:\n{reports}\n\n質問: {query}"
 REDUCE_SYSTEM = (
@@ -78,8 +79,13 @@ def report_row(report: CommunityReport) -> str:
     return "\n".join(line for line in lines if line.strip())
 
 
-def batch_reports(reports: Sequence[CommunityReport], count_tokens: Callable[[str], int], budget: int,
-                  max_batches: int, shuffle: bool = True) -> tuple[list[list[CommunityReport]], int]:
+def batch_reports(
+    reports: Sequence[CommunityReport],
+    count_tokens: Callable[[str], int],
+    budget: int,
+    max_batches: int,
+    shuffle: bool = True,
+) -> tuple[list[list[CommunityReport]], int]:
     """Pack ``reports`` (best first) into batches whose text fits ``budget`` tokens.
 
     A report too long for a batch of its own is cut to fit. At most ``max_batches`` batches;
@@ -145,14 +151,14 @@ def parse_json_object(text: str) -> Any:
     candidates = [text]
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
             return json.loads(candidate)
         except json.JSONDecodeError:
             continue
     for candidate in reversed(candidates):
-        repaired = repair_json(candidate[candidate.find("{"):] if "{" in candidate else candidate)
+        repaired = repair_json(candidate[candidate.find("{") :] if "{" in candidate else candidate)
         if repaired and repaired not in ('""', "''"):
             try:
                 value = json.loads(repaired)
@@ -236,13 +242,19 @@ class MapProcessor:
             except Exception as exc:
                 error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                 if attempt < self.max_retries:
-                    self.sleep(self.backoff_s * 2 ** attempt)
+                    self.sleep(self.backoff_s * 2**attempt)
             else:
                 return MapResult(batch_id, points, self.count_tokens(prompt), self.clock() - start, attempt + 1)
-        log.warning("global search: batch %d of %d reports skipped after %d attempts (%s)",
-                    batch_id, len(batch), self.max_retries + 1, error)
-        return MapResult(batch_id, [], self.count_tokens(prompt), self.clock() - start,
-                         self.max_retries + 1, error=error)
+        log.warning(
+            "global search: batch %d of %d reports skipped after %d attempts (%s)",
+            batch_id,
+            len(batch),
+            self.max_retries + 1,
+            error,
+        )
+        return MapResult(
+            batch_id, [], self.count_tokens(prompt), self.clock() - start, self.max_retries + 1, error=error
+        )
 
     def map(self, batches: Sequence[Sequence[CommunityReport]], query: str) -> list[MapResult]:
         """Map every batch, at most ``concurrency`` at once; results in batch order."""
@@ -257,8 +269,12 @@ class MapProcessor:
 
 def ranked_points(results: Sequence[MapResult]) -> list[KeyPoint]:
     """Every point of every batch, best score first (ties: batch order, then the order written)."""
-    return [p for _, _, p in sorted(((-p.score, r.batch_id, p) for r in results for p in r.key_points),
-                                    key=lambda t: (t[0], t[1]))]
+    return [
+        p
+        for _, _, p in sorted(
+            ((-p.score, r.batch_id, p) for r in results for p in r.key_points), key=lambda t: (t[0], t[1])
+        )
+    ]
 
 
 def points_text(points: Sequence[KeyPoint]) -> str:
@@ -279,8 +295,10 @@ class ReduceProcessor:
         chosen: list[KeyPoint] = []
         for point in ranked_points(results):
             trial = chosen + [point]
-            if self.count_tokens(REDUCE_SYSTEM + REDUCE_TEMPLATE.format(points=points_text(trial), query=query)) \
-                    > self.budget:
+            if (
+                self.count_tokens(REDUCE_SYSTEM + REDUCE_TEMPLATE.format(points=points_text(trial), query=query))
+                > self.budget
+            ):
                 break
             chosen = trial
         return chosen
@@ -289,8 +307,10 @@ class ReduceProcessor:
         """The final answer from ``points`` (NO_DATA_ANSWER without any, no LLM call)."""
         if not points:
             return NO_DATA_ANSWER
-        return self.call(REDUCE_SYSTEM, REDUCE_TEMPLATE.format(points=points_text(points), query=query), 0).strip() \
+        return (
+            self.call(REDUCE_SYSTEM, REDUCE_TEMPLATE.format(points=points_text(points), query=query), 0).strip()
             or NO_DATA_ANSWER
+        )
 
     @staticmethod
     def format_output(result: GlobalSearchResult, fmt: str = "text") -> Any:
@@ -314,15 +334,19 @@ def traceability(points: Sequence[KeyPoint], reports: Sequence[CommunityReport])
         report_ids=[r.id for r in unique],
         document_ids=list(dict.fromkeys(d for r in unique for d in r.document_ids)),
         chunk_ids=list(dict.fromkeys(c for r in unique for c in r.chunk_ids)),
-        entity_ids=list(dict.fromkeys(e for r in unique for e in r.entity_ids)))
+        entity_ids=list(dict.fromkeys(e for r in unique for e in r.entity_ids)),
+    )
 
 
 def attach_sources(points: Sequence[KeyPoint], reports: Sequence[CommunityReport]) -> None:
     """Fill each point's ``source_metadata`` (documents, chunks, entities of its reports)."""
     for point in points:
         info = traceability([point], reports)
-        point.source_metadata = {"document_ids": info.document_ids, "chunk_ids": info.chunk_ids,
-                                 "entity_ids": info.entity_ids}
+        point.source_metadata = {
+            "document_ids": info.document_ids,
+            "chunk_ids": info.chunk_ids,
+            "entity_ids": info.entity_ids,
+        }
 
 
 # --- the whole search ----------------------------------------------------------------------
@@ -352,7 +376,13 @@ class GlobalSearch:
         t_reduce = clock()
         total = sum(r.context_tokens for r in results)
         return GlobalSearchResult(
-            response=answer, response_type="multiple paragraphs", map_results=results,
-            traceability=traceability(chosen, reports), total_tokens=total, processing_time=t_reduce - start,
+            response=answer,
+            response_type="multiple paragraphs",
+            map_results=results,
+            traceability=traceability(chosen, reports),
+            total_tokens=total,
+            processing_time=t_reduce - start,
             timings={"context": t_context - start, "map": t_map - t_context, "reduce": t_reduce - t_map},
-            reports_considered=len(reports) - left_out, reports_left_out=left_out)
+            reports_considered=len(reports) - left_out,
+            reports_left_out=left_out,
+        )

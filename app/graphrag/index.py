@@ -15,6 +15,7 @@ The per-chunk links (entity ↔ chunk, entity pairs per sentence) are written wi
 
 Timings and counts of each step are kept in ``rag_graph_state.stats`` (``make docs`` shows them).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -64,9 +65,11 @@ class BuildReport:
         """One line for the CLI."""
         took = sum(self.seconds.values())
         extracted = f"{self.chunks_extracted} chunks extracted, " if self.chunks_extracted else ""
-        return (f"{extracted}{self.entities} entities, {self.relationships} relationships, "
-                f"{self.communities} communities, {self.reports} reports; embedded {self.entities_embedded} "
-                f"entity descriptions ({took:.1f} s)")
+        return (
+            f"{extracted}{self.entities} entities, {self.relationships} relationships, "
+            f"{self.communities} communities, {self.reports} reports; embedded {self.entities_embedded} "
+            f"entity descriptions ({took:.1f} s)"
+        )
 
 
 def entity_id(key: str) -> str:
@@ -146,8 +149,9 @@ def shape_inputs(facts: Sequence[dict], sentences: Sequence[dict], pairs: Sequen
     return GraphInputs(by_key, entity_facts, list(pairs))
 
 
-def derive(inputs: GraphInputs, min_chunks: int, seed: int = 42) -> tuple[list[dict], list[dict], list[Community],
-                                                                          dict[str, float]]:
+def derive(
+    inputs: GraphInputs, min_chunks: int, seed: int = 42
+) -> tuple[list[dict], list[dict], list[Community], dict[str, float]]:
     """Entities, relationships, communities and ranks from the links (pure)."""
     relationships = []
     degree: dict[str, int] = {}
@@ -156,13 +160,23 @@ def derive(inputs: GraphInputs, min_chunks: int, seed: int = 42) -> tuple[list[d
         if a not in inputs.entity_facts or b not in inputs.entity_facts:
             continue
         weight = int(pair["weight"])
-        relationships.append({"id": relationship_id(a, b), "source": a, "target": b, "weight": float(weight),
-                              "chunks": int(pair["chunks"]), "description": relationship_description(
-                                  inputs.entity_facts[a], inputs.entity_facts[b], weight)})
+        relationships.append(
+            {
+                "id": relationship_id(a, b),
+                "source": a,
+                "target": b,
+                "weight": float(weight),
+                "chunks": int(pair["chunks"]),
+                "description": relationship_description(inputs.entity_facts[a], inputs.entity_facts[b], weight),
+            }
+        )
         degree[a], degree[b] = degree.get(a, 0) + 1, degree.get(b, 0) + 1
-    graph = build_graph({entity_id(k): int(f["chunks"]) for k, f in inputs.facts.items()},
-                        [(r["source"], r["target"], r["weight"]) for r in relationships],
-                        min_chunks=min_chunks, edge_percentile=EDGE_PERCENTILE)
+    graph = build_graph(
+        {entity_id(k): int(f["chunks"]) for k, f in inputs.facts.items()},
+        [(r["source"], r["target"], r["weight"]) for r in relationships],
+        min_chunks=min_chunks,
+        edge_percentile=EDGE_PERCENTILE,
+    )
     communities = detect_communities(graph, seed=seed)
     member_of: dict[str, list[str]] = {}
     for c in sorted(communities, key=lambda c: c.level):
@@ -172,24 +186,40 @@ def derive(inputs: GraphInputs, min_chunks: int, seed: int = 42) -> tuple[list[d
     for key, f in inputs.facts.items():
         eid = entity_id(key)
         facts = inputs.entity_facts[eid]
-        entities.append({"id": eid, "key": key, "title": f["title"], "kind": f["kind"],
-                         "description": describe([s for s, _, _ in facts.sentences]),
-                         "mentions": int(f["mentions"]), "chunks": int(f["chunks"]),
-                         "degree": float(degree.get(eid, 0)), "communities": member_of.get(eid, [])})
+        entities.append(
+            {
+                "id": eid,
+                "key": key,
+                "title": f["title"],
+                "kind": f["kind"],
+                "description": describe([s for s, _, _ in facts.sentences]),
+                "mentions": int(f["mentions"]),
+                "chunks": int(f["chunks"]),
+                "degree": float(degree.get(eid, 0)),
+                "communities": member_of.get(eid, []),
+            }
+        )
     strength = dict(graph.degree(weight="weight"))
     return entities, relationships, communities, strength
 
 
 def report_hash(community: Community, inputs: GraphInputs) -> str:
     """What an LLM report depends on: the community's entities and their sentences."""
-    parts = [f"{e}:{'|'.join(s for s, _, _ in inputs.entity_facts[e].sentences[:3])}"
-             for e in community.entity_ids if e in inputs.entity_facts]
+    parts = [
+        f"{e}:{'|'.join(s for s, _, _ in inputs.entity_facts[e].sentences[:3])}"
+        for e in community.entity_ids
+        if e in inputs.entity_facts
+    ]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
-def write_reports(communities: Sequence[Community], inputs: GraphInputs, strength: dict[str, float],
-                  llm_report: Callable[[CommunityReport], CommunityReport | None] | None,
-                  stored: dict[str, dict]) -> tuple[list[dict], int]:
+def write_reports(
+    communities: Sequence[Community],
+    inputs: GraphInputs,
+    strength: dict[str, float],
+    llm_report: Callable[[CommunityReport], CommunityReport | None] | None,
+    stored: dict[str, dict],
+) -> tuple[list[dict], int]:
     """Report rows for ``communities`` (extractive; with ``llm_report``, rewritten by the LLM unless
     a stored LLM report has the same content hash). Returns (rows, LLM reports written now)."""
     ranks = community_ranks(communities)
@@ -201,20 +231,36 @@ def write_reports(communities: Sequence[Community], inputs: GraphInputs, strengt
             old = stored.get(digest)
             if old and old["kind"] == "llm":
                 report.title, report.summary, report.findings, report.kind = (
-                    old["title"], old["summary"], old["findings"], "llm")
+                    old["title"],
+                    old["summary"],
+                    old["findings"],
+                    "llm",
+                )
             else:
                 better = llm_report(report)
                 if better is not None:
                     report, written = better, written + 1
-        rows.append({"id": report.id, "level": report.level, "title": report.title, "summary": report.summary,
-                     "findings": report.findings, "rank": report.rank, "kind": report.kind,
-                     "chunk_ids": report.chunk_ids, "document_ids": report.document_ids,
-                     "entity_ids": report.entity_ids, "content_hash": digest})
+        rows.append(
+            {
+                "id": report.id,
+                "level": report.level,
+                "title": report.title,
+                "summary": report.summary,
+                "findings": report.findings,
+                "rank": report.rank,
+                "kind": report.kind,
+                "chunk_ids": report.chunk_ids,
+                "document_ids": report.document_ids,
+                "entity_ids": report.entity_ids,
+                "content_hash": digest,
+            }
+        )
     return rows, written
 
 
-def embed_entities(entities: list[dict], embeddings: Any, known: Callable[[list[str]], dict], model: str,
-                   min_chunks: int = 1) -> int:
+def embed_entities(
+    entities: list[dict], embeddings: Any, known: Callable[[list[str]], dict], model: str, min_chunks: int = 1
+) -> int:
     """Give each entity named in at least ``min_chunks`` chunks its vector (``embedding``,
     ``embed_hash``): reused by hash, the rest embedded in batches. The others (most are named once)
     get none: local search finds them by name. Returns how many were embedded."""
@@ -227,7 +273,7 @@ def embed_entities(entities: list[dict], embeddings: Any, known: Callable[[list[
     vectors = known([e["embed_hash"] for e in chosen])
     missing = list({e["embed_hash"]: e for e in chosen if e["embed_hash"] not in vectors}.values())
     for start in range(0, len(missing), EMBED_BATCH):
-        batch = missing[start:start + EMBED_BATCH]
+        batch = missing[start : start + EMBED_BATCH]
         for e, vector in zip(batch, embeddings.embed_documents([texts[e["id"]] for e in batch])):
             vectors[e["embed_hash"]] = vector
     for e in chosen:
@@ -246,8 +292,14 @@ def reextract(conn, engine, collection, extract: Callable[[str, dict], ChunkGrap
     return done
 
 
-def build(engine: Any, settings: Settings, embeddings: Any, llm: Any = None, force_extract: bool = False,
-          extract: Callable[[str, dict], ChunkGraph] | None = None) -> BuildReport:
+def build(
+    engine: Any,
+    settings: Settings,
+    embeddings: Any,
+    llm: Any = None,
+    force_extract: bool = False,
+    extract: Callable[[str, dict], ChunkGraph] | None = None,
+) -> BuildReport:
     """Rebuild the collection's graph from its stored links, in one transaction (the caller holds
     the writer lock). Re-extracts every chunk first when the links come from another extractor or
     ``force_extract``. ``llm`` writes the reports with GRAPH_REPORTS=llm."""
@@ -267,8 +319,7 @@ def build(engine: Any, settings: Settings, embeddings: Any, llm: Any = None, for
         current = graph_store.state(conn, collection)
         start = clock()
         if force_extract or current is None or current["extractor"] != name:
-            report.chunks_extracted = reextract(conn, engine, collection,
-                                                extract or chunk_extractor(settings, llm))
+            report.chunks_extracted = reextract(conn, engine, collection, extract or chunk_extractor(settings, llm))
         report.seconds["extract"] = clock() - start
         start = clock()
         inputs = shape_inputs(*graph_store.read_build_inputs(conn, collection))
@@ -281,24 +332,51 @@ def build(engine: Any, settings: Settings, embeddings: Any, llm: Any = None, for
 
             llm_report = LLMReportWriter(llm).write
         reports, report.reports_written_by_llm = write_reports(
-            communities, inputs, strength, llm_report, graph_store.stored_reports(conn, collection))
+            communities, inputs, strength, llm_report, graph_store.stored_reports(conn, collection)
+        )
         report.seconds["reports"] = clock() - start
         start = clock()
         report.entities_embedded = embed_entities(
-            entities, embeddings, lambda hashes: graph_store.stored_embeddings(conn, collection, hashes),
-            settings.embed_model, settings.graph_min_chunks)
+            entities,
+            embeddings,
+            lambda hashes: graph_store.stored_embeddings(conn, collection, hashes),
+            settings.embed_model,
+            settings.graph_min_chunks,
+        )
         report.seconds["embed"] = clock() - start
         start = clock()
         report.entities, report.relationships = len(entities), len(relationships)
         report.communities, report.reports = len(communities), len(reports)
         report.links = sum(len(f.sentences) for f in inputs.entity_facts.values())
-        stats = {"entities": report.entities, "relationships": report.relationships,
-                 "communities": report.communities, "reports": report.reports, "links": report.links,
-                 "levels": len({c.level for c in communities}), "seconds": report.seconds}
-        graph_store.save_build(conn, collection, entities, relationships,
-                               [{"id": c.id, "level": c.level, "parent": c.parent, "size": c.size,
-                                 "weight": c.weight, "entity_ids": c.entity_ids} for c in communities],
-                               reports, name, stats)
+        stats = {
+            "entities": report.entities,
+            "relationships": report.relationships,
+            "communities": report.communities,
+            "reports": report.reports,
+            "links": report.links,
+            "levels": len({c.level for c in communities}),
+            "seconds": report.seconds,
+        }
+        graph_store.save_build(
+            conn,
+            collection,
+            entities,
+            relationships,
+            [
+                {
+                    "id": c.id,
+                    "level": c.level,
+                    "parent": c.parent,
+                    "size": c.size,
+                    "weight": c.weight,
+                    "entity_ids": c.entity_ids,
+                }
+                for c in communities
+            ],
+            reports,
+            name,
+            stats,
+        )
         report.seconds["write"] = clock() - start
     return report
 
@@ -312,5 +390,9 @@ def needs_build(engine: Any, settings: Settings) -> bool:
         return False
     with engine.connect() as conn:
         current = graph_store.state(conn, collection)
-    return current is None or current["dirty"] or current["built_at"] is None \
+    return (
+        current is None
+        or current["dirty"]
+        or current["built_at"] is None
         or current["extractor"] != extractor_name(settings)
+    )

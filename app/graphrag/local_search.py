@@ -11,6 +11,7 @@ linked to several chosen ones, at most TOP_RELATIONSHIPS per entity). Tables are
 with IDs, which keeps every line traceable; tokens are counted with the LLM's own tokenizer.
 The chunks go to the LLM as numbered, citable contexts; the tables as the knowledge before them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -30,13 +31,15 @@ def map_query_to_entities(named: Sequence[Entity], similar: Sequence[Entity], to
     return chosen[:top_k]
 
 
-def select_relationships(entities: Sequence[Entity], relationships: Sequence[Relationship],
-                         per_entity: int = TOP_RELATIONSHIPS) -> list[Relationship]:
+def select_relationships(
+    entities: Sequence[Entity], relationships: Sequence[Relationship], per_entity: int = TOP_RELATIONSHIPS
+) -> list[Relationship]:
     """Relationships among ``entities`` first (heaviest first), then links to outside entities:
     those linked to more chosen entities first, then by weight; at most ``per_entity`` × len(entities)."""
     chosen = {e.id for e in entities}
-    inside = sorted((r for r in relationships if r.source in chosen and r.target in chosen),
-                    key=lambda r: (-(r.weight or 0), r.id))
+    inside = sorted(
+        (r for r in relationships if r.source in chosen and r.target in chosen), key=lambda r: (-(r.weight or 0), r.id)
+    )
     outside = [r for r in relationships if (r.source in chosen) != (r.target in chosen)]
     links: dict[str, int] = {}
     for r in outside:
@@ -86,8 +89,9 @@ class Section:
         return "\n".join([f"-----{self.title}-----", self.header, *self.rows]) if self.rows else ""
 
 
-def fill(title: str, header: str, rows: Sequence[str], count_tokens: Callable[[str], int], budget: int
-         ) -> tuple[Section, int]:
+def fill(
+    title: str, header: str, rows: Sequence[str], count_tokens: Callable[[str], int], budget: int
+) -> tuple[Section, int]:
     """A section with as many ``rows`` (in order) as fit ``budget`` tokens; (section, tokens used)."""
     section = Section(title, header, [])
     for row in rows:
@@ -108,33 +112,49 @@ class LocalContextBuilder:
     text_unit_prop: float = 0.5
     max_text_units: int = 1000
 
-    def build_context(self, query: str, entities: Sequence[Entity], relationships: Sequence[Relationship],
-                      text_units: Sequence[TextUnit] | None = None, max_tokens: int = 8000,
-                      reports: Sequence[CommunityReport] = ()) -> ContextResult:
+    def build_context(
+        self,
+        query: str,
+        entities: Sequence[Entity],
+        relationships: Sequence[Relationship],
+        text_units: Sequence[TextUnit] | None = None,
+        max_tokens: int = 8000,
+        reports: Sequence[CommunityReport] = (),
+    ) -> ContextResult:
         """Reports, entity and relationship tables, and the text units, each within its share of
         ``max_tokens``; what a section does not use goes to the next (reports → entities and
         relationships → text units). Too long a context is cut, never refused (seed 001)."""
         count = self.count_tokens
         report_rows = [f"{r.id}|{_cell(r.title)}|{_short(r.summary, 240)}" for r in order_reports(entities, reports)]
-        report_section, used_reports = fill("Reports", "id|title|content", report_rows, count,
-                                            int(max_tokens * self.community_prop))
+        report_section, used_reports = fill(
+            "Reports", "id|title|content", report_rows, count, int(max_tokens * self.community_prop)
+        )
         degree = {e.id: int(e.attributes.get("degree", 0)) for e in entities}
         entity_rows = [f"{e.id}|{_cell(e.title)}|{_short(e.description)}|{degree[e.id]}" for e in entities]
-        graph_budget = int(max_tokens * (1 - self.community_prop - self.text_unit_prop)) \
-            + int(max_tokens * self.community_prop) - used_reports
-        entity_section, used_entities = fill("Entities", "id|entity|description|number of relationships",
-                                             entity_rows, count, graph_budget)
+        graph_budget = (
+            int(max_tokens * (1 - self.community_prop - self.text_unit_prop))
+            + int(max_tokens * self.community_prop)
+            - used_reports
+        )
+        entity_section, used_entities = fill(
+            "Entities", "id|entity|description|number of relationships", entity_rows, count, graph_budget
+        )
         shown = {row.split("|", 1)[0] for row in entity_section.rows}
         titles = {e.id: e.title for e in entities}
         chosen_rel = select_relationships([e for e in entities if e.id in shown], relationships)
-        rel_rows = [f"{r.id}|{_cell(titles.get(r.source, r.attributes.get('source_title', r.source)))}|"
-                    f"{_cell(titles.get(r.target, r.attributes.get('target_title', r.target)))}|"
-                    f"{_short(r.description)}|{r.weight:g}" for r in chosen_rel]
-        rel_section, used_rel = fill("Relationships", "id|source|target|description|weight", rel_rows, count,
-                                     graph_budget - used_entities)
+        rel_rows = [
+            f"{r.id}|{_cell(titles.get(r.source, r.attributes.get('source_title', r.source)))}|"
+            f"{_cell(titles.get(r.target, r.attributes.get('target_title', r.target)))}|"
+            f"{_short(r.description)}|{r.weight:g}"
+            for r in chosen_rel
+        ]
+        rel_section, used_rel = fill(
+            "Relationships", "id|source|target|description|weight", rel_rows, count, graph_budget - used_entities
+        )
         unit_budget = max_tokens - used_reports - used_entities - used_rel
-        units, used_units = self.fit_units(order_text_units(entities, text_units or [])[: self.max_text_units],
-                                           unit_budget)
+        units, used_units = self.fit_units(
+            order_text_units(entities, text_units or [])[: self.max_text_units], unit_budget
+        )
         kept_rel = {row.split("|", 1)[0] for row in rel_section.rows}
         kept_reports = {row.split("|", 1)[0] for row in report_section.rows}
         text = "\n\n".join(s.text() for s in (report_section, entity_section, rel_section) if s.rows)
@@ -142,10 +162,16 @@ class LocalContextBuilder:
             context_text=text,
             entities_used=[e for e in entities if e.id in shown],
             relationships_used=[r for r in chosen_rel if r.id in kept_rel],
-            text_units_used=units, total_tokens=used_reports + used_entities + used_rel + used_units,
+            text_units_used=units,
+            total_tokens=used_reports + used_entities + used_rel + used_units,
             reports_used=[r for r in reports if r.id in kept_reports],
-            section_tokens={"reports": used_reports, "entities": used_entities, "relationships": used_rel,
-                            "text_units": used_units})
+            section_tokens={
+                "reports": used_reports,
+                "entities": used_entities,
+                "relationships": used_rel,
+                "text_units": used_units,
+            },
+        )
 
     def fit_units(self, units: Sequence[TextUnit], budget: int) -> tuple[list[TextUnit], int]:
         """The first ``units`` that fit ``budget`` tokens; the first that does not is cut to fit

@@ -4,6 +4,7 @@ IDs are strings: entities and relationships get stable IDs derived from their na
 (``e-…``, ``r-…``), communities ``c<level>-<n>``, reports the ID of their community, text
 units the chunk IDs of the store; traceability always ends at chunk and document IDs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -11,6 +11,7 @@ whole corpus (map-reduce). ``auto`` picks one by a small rule set over the quest
 
 When the graph has not been built, ``auto`` answers with ``hybrid`` and says why.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -18,8 +19,25 @@ from dataclasses import dataclass
 
 from app.config import ASK_MODES
 
-GLOBAL_CUES = ("全体", "全般", "傾向", "まとめ", "まとめて", "主なテーマ", "テーマ", "一覧", "概要", "要約", "総括",
-               "俯瞰", "全体像", "主な", "どのような種類", "どんな種類", "共通点")
+GLOBAL_CUES = (
+    "全体",
+    "全般",
+    "傾向",
+    "まとめ",
+    "まとめて",
+    "主なテーマ",
+    "テーマ",
+    "一覧",
+    "概要",
+    "要約",
+    "総括",
+    "俯瞰",
+    "全体像",
+    "主な",
+    "どのような種類",
+    "どんな種類",
+    "共通点",
+)
 LOCAL_CUES = ("関係", "関連", "つながり", "繋がり", "違い", "比較", "影響", "連携", "依存")
 
 

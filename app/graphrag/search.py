@@ -5,6 +5,7 @@ and uses the models it is given (the embedding model for entity search; the LLM 
 for budgets and the map-reduce). It raises GraphNotReadyError, with what to run, when the graph of
 the collection has not been built.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,31 +44,55 @@ def estimate_tokens(text: str) -> int:
 
 def entity_from_row(row: dict) -> Entity:
     """An Entity from a ``rag_graph_entity`` row."""
-    return Entity(id=row["id"], title=row["title"], description=row["description"], rank=float(row["degree"]),
-                  attributes={"key": row["key"], "kind": row["kind"], "degree": row["degree"],
-                              "chunks": row["chunks"], "communities": list(row["communities"] or []),
-                              "similarity": float(row.get("similarity") or 0.0)})
+    return Entity(
+        id=row["id"],
+        title=row["title"],
+        description=row["description"],
+        rank=float(row["degree"]),
+        attributes={
+            "key": row["key"],
+            "kind": row["kind"],
+            "degree": row["degree"],
+            "chunks": row["chunks"],
+            "communities": list(row["communities"] or []),
+            "similarity": float(row.get("similarity") or 0.0),
+        },
+    )
 
 
 def relationship_from_row(row: dict) -> Relationship:
     """A Relationship from a ``rag_graph_relationship`` row."""
-    return Relationship(id=row["id"], source=row["source"], target=row["target"], description=row["description"],
-                        weight=float(row["weight"]), attributes={"chunks": row["chunks"]})
+    return Relationship(
+        id=row["id"],
+        source=row["source"],
+        target=row["target"],
+        description=row["description"],
+        weight=float(row["weight"]),
+        attributes={"chunks": row["chunks"]},
+    )
 
 
 def report_document(report: CommunityReport) -> Document:
     """A community report as a LangChain Document (RagStore.search with mode ``global``)."""
-    return Document(page_content=report.content(), id=report.id,
-                    metadata={"source": f"community:{report.id}", "report_id": report.id, "level": report.level,
-                              "rank": report.rank, "document_ids": report.document_ids,
-                              "chunk_ids": report.chunk_ids, "entity_ids": report.entity_ids,
-                              "relevance_score": report.rank})
+    return Document(
+        page_content=report.content(),
+        id=report.id,
+        metadata={
+            "source": f"community:{report.id}",
+            "report_id": report.id,
+            "level": report.level,
+            "rank": report.rank,
+            "document_ids": report.document_ids,
+            "chunk_ids": report.chunk_ids,
+            "entity_ids": report.entity_ids,
+            "relevance_score": report.rank,
+        },
+    )
 
 
 def text_unit_document(unit: TextUnit, metadata: dict) -> Document:
     """A text unit as the chunk Document it is, with the entities that brought it."""
-    return Document(page_content=unit.text, id=unit.id,
-                    metadata={**metadata, "graph_entities": unit.entity_ids})
+    return Document(page_content=unit.text, id=unit.id, metadata={**metadata, "graph_entities": unit.entity_ids})
 
 
 @dataclass
@@ -105,14 +130,16 @@ class GraphSearch:
 
         collection = db.collection_id(self.engine, self.settings.collection_name)
         if collection is None:
-            raise GraphNotReadyError("Local/global search not initialized: nothing has been ingested yet; "
-                                     "run `make ingest`")
+            raise GraphNotReadyError(
+                "Local/global search not initialized: nothing has been ingested yet; run `make ingest`"
+            )
         with self.engine.connect() as conn:
             state = graph_store.state(conn, collection)
         if not state or state["built_at"] is None:
             raise GraphNotReadyError(
                 f"graph search not initialized: the graph of collection '{self.settings.collection_name}' has not "
-                "been built; run `make graph` (or `make ingest` with GRAPH_EXTRACTOR=fast)")
+                "been built; run `make graph` (or `make ingest` with GRAPH_EXTRACTOR=fast)"
+            )
         return collection
 
     def is_ready(self) -> bool:
@@ -152,29 +179,48 @@ class GraphSearch:
             entities = self.entities_for(conn, collection, query)
             t_entities = clock()
             ids = [e.id for e in entities]
-            relationships = [relationship_from_row(r) for r in
-                             graph_store.relationships_of(conn, collection, ids)[:RELATIONSHIP_ROWS]]
+            relationships = [
+                relationship_from_row(r)
+                for r in graph_store.relationships_of(conn, collection, ids)[:RELATIONSHIP_ROWS]
+            ]
             others = {r.source for r in relationships} | {r.target for r in relationships}
-            titles = {row["id"]: row["title"] for row in graph_store.entities_by_id(conn, collection, others - set(ids))}
+            titles = {
+                row["id"]: row["title"] for row in graph_store.entities_by_id(conn, collection, others - set(ids))
+            }
             for r in relationships:
                 r.attributes["source_title"] = titles.get(r.source, r.source)
                 r.attributes["target_title"] = titles.get(r.target, r.target)
             key_of = {e.attributes["key"]: e.id for e in entities}
             rows = graph_store.text_units_of(conn, collection, list(key_of))
-            units = [TextUnit(id=r["chunk_id"], text=r["document"], entity_ids=[key_of[k] for k in r["keys"]],
-                              source=(r["cmetadata"] or {}).get("source", ""),
-                              document_id=(r["cmetadata"] or {}).get("doc_id", "")) for r in rows]
+            units = [
+                TextUnit(
+                    id=r["chunk_id"],
+                    text=r["document"],
+                    entity_ids=[key_of[k] for k in r["keys"]],
+                    source=(r["cmetadata"] or {}).get("source", ""),
+                    document_id=(r["cmetadata"] or {}).get("doc_id", ""),
+                )
+                for r in rows
+            ]
             metadata = {r["chunk_id"]: dict(r["cmetadata"] or {}) for r in rows}
             community_ids = {e.attributes["communities"][-1] for e in entities if e.attributes["communities"]}
             reports = graph_store.reports_by_id(conn, collection, sorted(community_ids))
         t_read = clock()
-        builder = LocalContextBuilder(self.tokens, self.settings.graph_community_prop, self.settings.graph_text_unit_prop,
-                                      max_text_units=max_text_units or self.settings.rerank_top_k)
-        context = builder.build_context(query, entities, relationships, units,
-                                        max_tokens=self.budget(self.settings.llm_max_tokens), reports=reports)
+        builder = LocalContextBuilder(
+            self.tokens,
+            self.settings.graph_community_prop,
+            self.settings.graph_text_unit_prop,
+            max_text_units=max_text_units or self.settings.rerank_top_k,
+        )
+        context = builder.build_context(
+            query, entities, relationships, units, max_tokens=self.budget(self.settings.llm_max_tokens), reports=reports
+        )
         documents = [text_unit_document(u, metadata[u.id]) for u in context.text_units_used]
-        return LocalResult(context, documents, {"entities": t_entities - start, "graph_read": t_read - t_entities,
-                                                "context": clock() - t_read})
+        return LocalResult(
+            context,
+            documents,
+            {"entities": t_entities - start, "graph_read": t_read - t_entities, "context": clock() - t_read},
+        )
 
     # --- global ------------------------------------------------------------------------
 
@@ -187,8 +233,9 @@ class GraphSearch:
             levels = graph_store.report_levels(conn, collection)
             if levels and level not in levels:
                 level = max(levels)
-            return graph_store.reports_at_level(conn, collection, level,
-                                                self.settings.graph_min_rank if min_rank is None else min_rank)
+            return graph_store.reports_at_level(
+                conn, collection, level, self.settings.graph_min_rank if min_rank is None else min_rank
+            )
 
     def llm_call(self, max_tokens: int) -> Callable[[str, str, int], str]:
         """``call(system, prompt, attempt)`` on the LLM, with no answer stop sequences and
@@ -219,11 +266,13 @@ class GraphSearch:
         start = time.perf_counter()
         reports = self.reports()
         t_read = time.perf_counter() - start
-        mapper = MapProcessor(self.llm_call(MAP_MAX_TOKENS), self.tokens, concurrency=self.map_concurrency(),
-                              sleep=self.sleep)
+        mapper = MapProcessor(
+            self.llm_call(MAP_MAX_TOKENS), self.tokens, concurrency=self.map_concurrency(), sleep=self.sleep
+        )
         reducer = ReduceProcessor(self.llm_call(REDUCE_MAX_TOKENS), self.tokens, self.budget(REDUCE_MAX_TOKENS))
-        result = GlobalSearch(mapper, reducer, self.budget(MAP_MAX_TOKENS),
-                              self.settings.graph_map_max_batches).search(query, reports)
+        result = GlobalSearch(mapper, reducer, self.budget(MAP_MAX_TOKENS), self.settings.graph_map_max_batches).search(
+            query, reports
+        )
         result.timings["read_reports"] = t_read
         return result
 
@@ -238,6 +287,10 @@ class GraphSearch:
             return {}
         with self.engine.connect() as conn:
             state = graph_store.state(conn, collection) or {}
-            return {**graph_store.counts(conn, collection), "built_at": state.get("built_at"),
-                    "dirty": state.get("dirty"), "extractor": state.get("extractor"),
-                    "stats": state.get("stats") or {}}
+            return {
+                **graph_store.counts(conn, collection),
+                "built_at": state.get("built_at"),
+                "dirty": state.get("dirty"),
+                "extractor": state.get("extractor"),
+                "stats": state.get("stats") or {},
+            }

@@ -16,6 +16,7 @@ Two kinds of tables:
 Functions take an open SQLAlchemy connection (or engine) and the collection's UUID; this module
 imports nothing else of the app, so app.db can call it inside its own transactions.
 """
+
 from __future__ import annotations
 
 import json
@@ -122,11 +123,14 @@ SQL_STORED_EMBEDDINGS = (
     f"SELECT embed_hash, CAST(embedding AS text) FROM {ENTITY} WHERE collection_id = :collection "
     "AND embed_hash = ANY(:hashes) AND embedding IS NOT NULL"
 )
-SQL_STORED_REPORTS = f"SELECT content_hash, title, summary, findings, kind FROM {REPORT} WHERE collection_id = :collection"
+SQL_STORED_REPORTS = (
+    f"SELECT content_hash, title, summary, findings, kind FROM {REPORT} WHERE collection_id = :collection"
+)
 
 # --- writing a build (one transaction) --------------------------------------------------
-SQL_CLEAR = tuple(f"DELETE FROM {table} WHERE collection_id = :collection"
-                  for table in (ENTITY, RELATIONSHIP, COMMUNITY, REPORT))
+SQL_CLEAR = tuple(
+    f"DELETE FROM {table} WHERE collection_id = :collection" for table in (ENTITY, RELATIONSHIP, COMMUNITY, REPORT)
+)
 SQL_INSERT_ENTITY = (
     f"INSERT INTO {ENTITY} (collection_id, id, key, title, kind, description, mentions, chunks, degree, communities, "
     "embedding, embed_hash) VALUES (:collection, :id, :key, :title, :kind, :description, :mentions, :chunks, :degree, "
@@ -178,7 +182,9 @@ SQL_RELATIONSHIPS_OF = (
     "WHERE collection_id = :collection AND (source = ANY(:ids) OR target = ANY(:ids)) "
     "ORDER BY weight DESC, id"
 )
-SQL_ENTITIES_BY_ID = f"SELECT {_ENTITY_COLUMNS}, 0.0 AS similarity FROM {ENTITY} WHERE collection_id = :collection AND id = ANY(:ids)"
+SQL_ENTITIES_BY_ID = (
+    f"SELECT {_ENTITY_COLUMNS}, 0.0 AS similarity FROM {ENTITY} WHERE collection_id = :collection AND id = ANY(:ids)"
+)
 # the chunks that name the entities (by key), how many of them and how often
 SQL_TEXT_UNITS_OF = (
     f"SELECT m.chunk_id, e.document, e.cmetadata, array_agg(m.entity ORDER BY m.entity) AS keys, sum(m.n) AS n "
@@ -201,7 +207,9 @@ SQL_CORPUS_SIZE = (
 # bytes of a collection's rows in each graph table (row data, not indexes: tables hold several collections)
 SQL_TABLE_BYTES = " UNION ALL ".join(
     f"SELECT '{table}' AS name, coalesce(sum(pg_column_size(t.*)), 0) AS bytes FROM {table} t "
-    "WHERE t.collection_id = :collection" for table in (MENTION, PAIR, ENTITY, RELATIONSHIP, COMMUNITY, REPORT))
+    "WHERE t.collection_id = :collection"
+    for table in (MENTION, PAIR, ENTITY, RELATIONSHIP, COMMUNITY, REPORT)
+)
 SQL_DOCUMENT_OF_CHUNKS = (
     f"SELECT id, cmetadata->>'doc_id', cmetadata->>'source' FROM {CHUNKS} WHERE id = ANY(CAST(:ids AS varchar[]))"
 )
@@ -222,10 +230,24 @@ def create(conn) -> None:
 def write_chunk_graphs(conn, collection, graphs: Mapping[str, ChunkGraph]) -> None:
     """Insert the mentions and pairs of newly written chunks (chunk ID -> ChunkGraph), inside the
     caller's transaction (which marks the graph dirty: :func:`mark_dirty`)."""
-    mentions = [{"chunk": chunk, "collection": collection, "entity": m.key, "title": m.title, "kind": m.kind,
-                 "n": m.count, "sentence": m.sentence} for chunk, g in graphs.items() for m in g.mentions.values()]
-    pairs = [{"chunk": chunk, "collection": collection, "source": a, "target": b, "n": n}
-             for chunk, g in graphs.items() for (a, b), n in g.pairs.items()]
+    mentions = [
+        {
+            "chunk": chunk,
+            "collection": collection,
+            "entity": m.key,
+            "title": m.title,
+            "kind": m.kind,
+            "n": m.count,
+            "sentence": m.sentence,
+        }
+        for chunk, g in graphs.items()
+        for m in g.mentions.values()
+    ]
+    pairs = [
+        {"chunk": chunk, "collection": collection, "source": a, "target": b, "n": n}
+        for chunk, g in graphs.items()
+        for (a, b), n in g.pairs.items()
+    ]
     if mentions:
         conn.execute(_text(SQL_INSERT_MENTION), mentions)
     if pairs:
@@ -267,8 +289,9 @@ def chunk_pages(engine, collection, page_size: int = 500):
     after = ""
     while True:
         with engine.connect() as conn:
-            rows = conn.execute(_text(SQL_CHUNK_PAGE), {"collection": collection, "after": after,
-                                                        "limit": page_size}).all()
+            rows = conn.execute(
+                _text(SQL_CHUNK_PAGE), {"collection": collection, "after": after, "limit": page_size}
+            ).all()
         if not rows:
             return
         yield [(r.id, r.document, r.cmetadata or {}) for r in rows]
@@ -299,33 +322,46 @@ def stored_embeddings(conn, collection, hashes: Sequence[str]) -> dict[str, list
 
 def stored_reports(conn, collection) -> dict[str, dict]:
     """Reports already stored, by content hash (an LLM report is not written again for the same community)."""
-    return {r.content_hash: {"title": r.title, "summary": r.summary, "findings": list(r.findings or []),
-                             "kind": r.kind}
-            for r in conn.execute(_text(SQL_STORED_REPORTS), {"collection": collection})}
+    return {
+        r.content_hash: {"title": r.title, "summary": r.summary, "findings": list(r.findings or []), "kind": r.kind}
+        for r in conn.execute(_text(SQL_STORED_REPORTS), {"collection": collection})
+    }
 
 
 def _vector(values: Sequence[float] | None) -> str | None:
     return None if values is None else "[" + ",".join(repr(float(x)) for x in values) + "]"
 
 
-def save_build(conn, collection, entities: Sequence[dict], relationships: Sequence[dict],
-               communities: Sequence[dict], reports: Sequence[dict], extractor: str, stats: Mapping[str, Any]) -> None:
+def save_build(
+    conn,
+    collection,
+    entities: Sequence[dict],
+    relationships: Sequence[dict],
+    communities: Sequence[dict],
+    reports: Sequence[dict],
+    extractor: str,
+    stats: Mapping[str, Any],
+) -> None:
     """Replace the derived tables with a new build and mark the graph current (caller's transaction)."""
     params = {"collection": collection}
     for statement in SQL_CLEAR:
         conn.execute(_text(statement), params)
     if entities:
-        conn.execute(_text(SQL_INSERT_ENTITY), [{**params, **e, "embedding": _vector(e.get("embedding"))}
-                                                for e in entities])
+        conn.execute(
+            _text(SQL_INSERT_ENTITY), [{**params, **e, "embedding": _vector(e.get("embedding"))} for e in entities]
+        )
     if relationships:
         conn.execute(_text(SQL_INSERT_RELATIONSHIP), [{**params, **r} for r in relationships])
     if communities:
         conn.execute(_text(SQL_INSERT_COMMUNITY), [{**params, **c} for c in communities])
     if reports:
-        conn.execute(_text(SQL_INSERT_REPORT), [{**params, **r, "findings": json.dumps(r["findings"], ensure_ascii=False)}
-                                                for r in reports])
-    conn.execute(_text(SQL_SAVE_STATE), {**params, "extractor": extractor,
-                                         "stats": json.dumps(dict(stats), ensure_ascii=False)})
+        conn.execute(
+            _text(SQL_INSERT_REPORT),
+            [{**params, **r, "findings": json.dumps(r["findings"], ensure_ascii=False)} for r in reports],
+        )
+    conn.execute(
+        _text(SQL_SAVE_STATE), {**params, "extractor": extractor, "stats": json.dumps(dict(stats), ensure_ascii=False)}
+    )
 
 
 def counts(conn, collection) -> dict[str, int]:
@@ -335,38 +371,59 @@ def counts(conn, collection) -> dict[str, int]:
 
 def entities_by_vector(conn, collection, vector: Sequence[float], k: int) -> list[dict]:
     """The ``k`` entities whose description embedding is nearest ``vector`` (HNSW), nearest first."""
-    return [dict(r) for r in conn.execute(_text(SQL_ENTITIES_BY_VECTOR),
-                                          {"collection": collection, "vector": _vector(vector), "k": k}).mappings()]
+    return [
+        dict(r)
+        for r in conn.execute(
+            _text(SQL_ENTITIES_BY_VECTOR), {"collection": collection, "vector": _vector(vector), "k": k}
+        ).mappings()
+    ]
 
 
 def entities_in_text(conn, collection, text: str, k: int) -> list[dict]:
     """Entities whose key occurs in ``text`` (already normalized), longest first."""
-    return [dict(r) for r in conn.execute(_text(SQL_ENTITIES_IN_TEXT),
-                                          {"collection": collection, "text": text, "k": k}).mappings()]
+    return [
+        dict(r)
+        for r in conn.execute(_text(SQL_ENTITIES_IN_TEXT), {"collection": collection, "text": text, "k": k}).mappings()
+    ]
 
 
 def entities_by_id(conn, collection, ids: Iterable[str]) -> list[dict]:
     """Entities by ID (any order)."""
-    return [dict(r) for r in conn.execute(_text(SQL_ENTITIES_BY_ID),
-                                          {"collection": collection, "ids": list(ids)}).mappings()]
+    return [
+        dict(r)
+        for r in conn.execute(_text(SQL_ENTITIES_BY_ID), {"collection": collection, "ids": list(ids)}).mappings()
+    ]
 
 
 def relationships_of(conn, collection, ids: Sequence[str]) -> list[dict]:
     """Relationships touching any of the entity ``ids``, heaviest first."""
-    return [dict(r) for r in conn.execute(_text(SQL_RELATIONSHIPS_OF),
-                                          {"collection": collection, "ids": list(ids)}).mappings()]
+    return [
+        dict(r)
+        for r in conn.execute(_text(SQL_RELATIONSHIPS_OF), {"collection": collection, "ids": list(ids)}).mappings()
+    ]
 
 
 def text_units_of(conn, collection, keys: Sequence[str]) -> list[dict]:
     """The chunks that name any of the entity ``keys``: chunk_id, document, cmetadata, keys, n."""
-    return [dict(r) for r in conn.execute(_text(SQL_TEXT_UNITS_OF),
-                                          {"collection": collection, "keys": list(keys)}).mappings()]
+    return [
+        dict(r)
+        for r in conn.execute(_text(SQL_TEXT_UNITS_OF), {"collection": collection, "keys": list(keys)}).mappings()
+    ]
 
 
 def _report(row) -> CommunityReport:
-    return CommunityReport(id=row.id, level=row.level, title=row.title, summary=row.summary,
-                           rank=float(row.rank), findings=list(row.findings or []), chunk_ids=list(row.chunk_ids),
-                           document_ids=list(row.document_ids), entity_ids=list(row.entity_ids), kind=row.kind)
+    return CommunityReport(
+        id=row.id,
+        level=row.level,
+        title=row.title,
+        summary=row.summary,
+        rank=float(row.rank),
+        findings=list(row.findings or []),
+        chunk_ids=list(row.chunk_ids),
+        document_ids=list(row.document_ids),
+        entity_ids=list(row.entity_ids),
+        kind=row.kind,
+    )
 
 
 def reports_by_id(conn, collection, ids: Sequence[str]) -> list[CommunityReport]:
@@ -376,8 +433,12 @@ def reports_by_id(conn, collection, ids: Sequence[str]) -> list[CommunityReport]
 
 def reports_at_level(conn, collection, level: int, min_rank: float) -> list[CommunityReport]:
     """The reports of one level with rank >= ``min_rank``, best rank first."""
-    return [_report(r) for r in conn.execute(_text(SQL_REPORTS_AT_LEVEL),
-                                             {"collection": collection, "level": level, "min_rank": min_rank})]
+    return [
+        _report(r)
+        for r in conn.execute(
+            _text(SQL_REPORTS_AT_LEVEL), {"collection": collection, "level": level, "min_rank": min_rank}
+        )
+    ]
 
 
 def report_levels(conn, collection) -> dict[int, int]:
@@ -387,7 +448,9 @@ def report_levels(conn, collection) -> dict[int, int]:
 
 def corpus_size(conn, collection) -> dict[str, int]:
     """Pages (distinct source IDs: PDF pages, CSV rows, Markdown sections) and chunks of a collection."""
-    return {k: int(v) for k, v in conn.execute(_text(SQL_CORPUS_SIZE), {"collection": collection}).mappings().one().items()}
+    return {
+        k: int(v) for k, v in conn.execute(_text(SQL_CORPUS_SIZE), {"collection": collection}).mappings().one().items()
+    }
 
 
 def table_bytes(conn, collection) -> dict[str, int]:

@@ -21,6 +21,7 @@ Host patterns (ALLOWED_HOSTS, comma-separated) are lower-cased ``name:port`` (ex
 (``[fe80::1]:8765``; a bare ``fe80::1`` means any port). Origins (ALLOWED_ORIGINS) are compared
 exactly as ``scheme://host[:port]`` (lower-cased, a trailing ``/`` dropped); there are no wildcards.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -81,15 +82,16 @@ def read_token_file(path: Path) -> str | None:
     except OSError as exc:
         raise TokenFileError(f"cannot read the MCP token file {path} ({exc.strerror})") from None
     if stat.S_IMODE(mode) & 0o077:
-        raise TokenFileError(f"the MCP token file {path} is open to other users (mode {stat.S_IMODE(mode):04o}): "
-                             f"run `chmod 600 {path}` (or delete it, and a new token is made at the next start)")
+        raise TokenFileError(
+            f"the MCP token file {path} is open to other users (mode {stat.S_IMODE(mode):04o}): "
+            f"run `chmod 600 {path}` (or delete it, and a new token is made at the next start)"
+        )
     try:
         token = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenFileError(f"cannot read the MCP token file {path} ({exc})") from None
     if not token:
-        raise TokenFileError(f"the MCP token file {path} is empty: delete it to make a new token, or "
-                             "set MCP_TOKEN")
+        raise TokenFileError(f"the MCP token file {path} is empty: delete it to make a new token, or set MCP_TOKEN")
     return token
 
 
@@ -282,16 +284,17 @@ class AccessGuard:
     def refusal(self, headers: Headers) -> JSONResponse | None:
         """The response refusing a request with these headers, or None when it may go on."""
         if not host_allowed(headers.get("host"), self.hosts):
-            return _refusal(421, "misdirected_request",
-                            "this Host is not served here (add it to ALLOWED_HOSTS)")
+            return _refusal(421, "misdirected_request", "this Host is not served here (add it to ALLOWED_HOSTS)")
         if not origin_allowed(headers.get("origin"), self.origins):
-            return _refusal(403, "forbidden_origin",
-                            "requests from this Origin are refused (add it to ALLOWED_ORIGINS)")
+            return _refusal(
+                403, "forbidden_origin", "requests from this Origin are refused (add it to ALLOWED_ORIGINS)"
+            )
         given = bearer_token(headers.get("authorization"))
         if not token_matches(given, self.token):
             challenge = 'Bearer realm="rag-ja"' if given is None else 'Bearer realm="rag-ja", error="invalid_token"'
-            return _refusal(401, "unauthorized", "send the header Authorization: Bearer <token>",
-                            {"WWW-Authenticate": challenge})
+            return _refusal(
+                401, "unauthorized", "send the header Authorization: Bearer <token>", {"WWW-Authenticate": challenge}
+            )
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -308,8 +311,15 @@ class AccessGuard:
             await refused(scope, receive, send)
 
 
-def guard(app: ASGIApp, token: str, bind_host: str, port: int, extra_hosts: Iterable[str] = (),
-          extra_origins: Iterable[str] = ()) -> AccessGuard:
+def guard(
+    app: ASGIApp,
+    token: str,
+    bind_host: str,
+    port: int,
+    extra_hosts: Iterable[str] = (),
+    extra_origins: Iterable[str] = (),
+) -> AccessGuard:
     """``app`` behind an :class:`AccessGuard` for a server bound to ``bind_host:port``."""
-    return AccessGuard(app, token, allowed_hosts(bind_host, port, extra_hosts),
-                       allowed_origins(bind_host, port, extra_origins))
+    return AccessGuard(
+        app, token, allowed_hosts(bind_host, port, extra_hosts), allowed_origins(bind_host, port, extra_origins)
+    )

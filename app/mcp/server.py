@@ -12,6 +12,7 @@ needs nothing, as the client starts the process as its own user.
 The lifespan loads the models and opens the database pool once per process; every tool call
 uses them. Blocking work runs in worker threads, so a long ``ask`` does not stall searches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -129,17 +130,21 @@ def start_watcher(service: RagService, data_dir: Path, debounce_ms: int) -> thre
     return stop
 
 
-def make_service_factory(settings: Settings, data_dir: Path, watch: bool, debounce_ms: int,
-                         preload_llm: bool) -> Callable[[], RagService]:
+def make_service_factory(
+    settings: Settings, data_dir: Path, watch: bool, debounce_ms: int, preload_llm: bool
+) -> Callable[[], RagService]:
     """What the lifespan calls: the warm service, then the watcher; logs the time to ready."""
+
     def factory() -> RagService:
         begin = time.perf_counter()
         service = RagService.create(settings, data_dir=data_dir, preload_llm=preload_llm)
         if watch:
             start_watcher(service, data_dir, debounce_ms)
-        log.warning("ready in %.2f s (models loaded once; collection %r)", time.perf_counter() - begin,
-                    settings.collection_name)
+        log.warning(
+            "ready in %.2f s (models loaded once; collection %r)", time.perf_counter() - begin, settings.collection_name
+        )
         return service
+
     return factory
 
 
@@ -152,7 +157,8 @@ def http_app(server: MCPServer, settings: Settings, host: str, port: int, token:
     from mcp.server.transport_security import TransportSecuritySettings
 
     inner = server.streamable_http_app(
-        host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
     return guard(inner, token.value, host, port, settings.allowed_hosts, settings.allowed_origins)
 
 
@@ -166,12 +172,16 @@ def serve_http(app: Any, host: str, port: int, log_level: str) -> None:
 def start_lines(host: str, port: int, token: Token) -> list[str]:
     """What the HTTP server says at start: the URL, where the token is (never the token) and how a
     client sends it, and a warning when it listens beyond loopback."""
-    lines = [f"MCP server on http://{host_port(host, port)}/mcp (Ctrl-C to stop)",
-             f"token: {token.describe()}; clients send the header Authorization: Bearer <token>"]
+    lines = [
+        f"MCP server on http://{host_port(host, port)}/mcp (Ctrl-C to stop)",
+        f"token: {token.describe()}; clients send the header Authorization: Bearer <token>",
+    ]
     if not is_loopback(host):
-        lines.append(f"warning: listening on {host}: every request needs the token; the traffic is not "
-                     f"encrypted (use an SSH tunnel or a TLS proxy); Host names accepted: "
-                     f"{', '.join(server_hosts(host, port)) or 'none'} (add more with ALLOWED_HOSTS)")
+        lines.append(
+            f"warning: listening on {host}: every request needs the token; the traffic is not "
+            f"encrypted (use an SSH tunnel or a TLS proxy); Host names accepted: "
+            f"{', '.join(server_hosts(host, port)) or 'none'} (add more with ALLOWED_HOSTS)"
+        )
     return lines
 
 
@@ -180,9 +190,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.cli import run
 
     parser = argparse.ArgumentParser(prog="python -m app.mcp", description=__doc__.split("\n")[0])
-    parser.add_argument("--http", metavar="HOST:PORT", default=None,
-                        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1); "
-                             "every request needs Authorization: Bearer <token> (MCP_TOKEN or MCP_TOKEN_FILE)")
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        default=None,
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1); "
+        "every request needs Authorization: Bearer <token> (MCP_TOKEN or MCP_TOKEN_FILE)",
+    )
     parser.add_argument("--watch", action="store_true", help="sync data/ while serving (debounced)")
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--debounce-ms", type=int, default=1000)
@@ -199,8 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.sync import scan
 
             scan(data_dir)  # a missing data dir is an error before anything loads
-        server = build_server(make_service_factory(settings, data_dir, args.watch, args.debounce_ms,
-                                                   preload_llm=not args.no_preload))
+        server = build_server(
+            make_service_factory(settings, data_dir, args.watch, args.debounce_ms, preload_llm=not args.no_preload)
+        )
         if http is None:
             server.run("stdio")
         else:

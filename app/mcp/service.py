@@ -5,6 +5,7 @@ Nothing here imports the MCP SDK: :class:`RagService` is plain Python (the serve
 ``app.mcp.server`` maps its errors to tool errors), and the pure helpers below are tested
 with exact values.
 """
+
 from __future__ import annotations
 
 import logging
@@ -167,8 +168,13 @@ def payload(doc: Document, span: tuple[int, int]) -> HitPayload:
     """Where a hit comes from: source, document ID, page or row, chunk index, snippet offsets."""
     meta = doc.metadata
     source = str(meta.get("source", ""))
-    out: HitPayload = {"source": source, "document_id": meta.get("doc_id"),
-                           "chunk_index": meta.get("chunk_index"), "start": span[0], "end": span[1]}
+    out: HitPayload = {
+        "source": source,
+        "document_id": meta.get("doc_id"),
+        "chunk_index": meta.get("chunk_index"),
+        "start": span[0],
+        "end": span[1],
+    }
     match = _LOCATION.search(source)
     if match:
         out["page" if match.group(1) == "p" else "row"] = int(match.group(2))
@@ -178,14 +184,19 @@ def payload(doc: Document, span: tuple[int, int]) -> HitPayload:
 def search_hit(doc: Document, query: str, mode: str, settings: Settings) -> SearchHit:
     """One ``search_rag`` result: ``{id, score, snippet, payload}``."""
     span = snippet_span(doc.page_content, query)
-    return {"id": doc.id, "score": normalized_score(doc, mode, settings),
-            "snippet": doc.page_content[span[0]:span[1]], "payload": payload(doc, span)}
+    return {
+        "id": doc.id,
+        "score": normalized_score(doc, mode, settings),
+        "snippet": doc.page_content[span[0] : span[1]],
+        "payload": payload(doc, span),
+    }
 
 
 def documents_for_json(docs: Sequence[dict]) -> list[dict[str, Any]]:
     """Stored documents as JSON-friendly dicts (times as ISO 8601 strings)."""
-    return [{key: (value.isoformat() if hasattr(value, "isoformat") else value) for key, value in d.items()}
-            for d in docs]
+    return [
+        {key: (value.isoformat() if hasattr(value, "isoformat") else value) for key, value in d.items()} for d in docs
+    ]
 
 
 @dataclass
@@ -216,8 +227,12 @@ class RagService:
             store.warm_up_search("hybrid")
         except StoreNotReadyError:  # nothing ingested yet: searches say so until a sync runs
             pass
-        service = cls(settings=settings, store=store, data_dir=data_dir,
-                      context_factory=lambda: default_context(settings, search=store.search_function(None)))
+        service = cls(
+            settings=settings,
+            store=store,
+            data_dir=data_dir,
+            context_factory=lambda: default_context(settings, search=store.search_function(None)),
+        )
         if preload_llm:
             threading.Thread(target=service._load_context, name="load-llm", daemon=True).start()
         return service
@@ -252,16 +267,22 @@ class RagService:
         if mode in SEARCH_MODES:
             ctx = replace(ctx, search=self.store.search_function(mode), mode=mode)
         else:  # local, global, auto: the graph search with the context's LLM and its tokenizer
-            ctx = replace(ctx, search=self.store.search_function("hybrid"), mode=mode,
-                          graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens))
+            ctx = replace(
+                ctx,
+                search=self.store.search_function("hybrid"),
+                mode=mode,
+                graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens),
+            )
         with self._llm_lock:
             state = run_rag(question, ctx)
         cited = list(state.get("cited_sources") or [])
         return {
-            "answer": state["answer"], "quote": (state.get("quote") or {}).get("line"),
+            "answer": state["answer"],
+            "quote": (state.get("quote") or {}).get("line"),
             "mode": state.get("mode") or mode,
             "sources": cited + [s for s in state["sources"] if s not in cited],
-            "cited_sources": cited, "abstained": state.get("abstained") or None,
+            "cited_sources": cited,
+            "abstained": state.get("abstained") or None,
             "warnings": list(state.get("warnings") or []),
             "keyword_only": self.store.vector_unavailable,
             "timings": {k: round(v, 3) for k, v in (state.get("timings") or {}).items()},
@@ -291,4 +312,3 @@ class RagService:
     def uptime(self) -> float:
         """Seconds since the service was created."""
         return time.perf_counter() - self.started_at
-

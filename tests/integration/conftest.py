@@ -1,5 +1,6 @@
 """Integration fixtures: a real embedded PostgreSQL + pgvector, the real all-MiniLM-L6-v2,
 the real SmolLM2 GGUF and a tiny cross-encoder built here. Nothing is mocked; nothing is downloaded."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,19 +27,37 @@ pytestmark = pytest.mark.integration
 def integration_env():
     """Environment for the app under test: its own embedded PostgreSQL, models dir and DB name."""
     if not GGUF.is_file():
-        pytest.fail(f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline --llm smollm2`)")
+        pytest.fail(
+            f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline --llm smollm2`)"
+        )
     base = private_base("rag-it-")
     models = base / "models"
     cross_encoder = build_tiny_cross_encoder(
-        models / "tiny-cross-encoder", (ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8"))
+        models / "tiny-cross-encoder", (ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8")
+    )
     env = {
-        "PGDATA_DIR": str(base / "pgdata"), "DB_NAME": "rag_test", "MODELS_DIR": str(models),
-        "LLM_MODEL_PATH": str(GGUF), "RERANKER_MODEL": str(cross_encoder), "LLM_MAX_TOKENS": "48",
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+        "PGDATA_DIR": str(base / "pgdata"),
+        "DB_NAME": "rag_test",
+        "MODELS_DIR": str(models),
+        "LLM_MODEL_PATH": str(GGUF),
+        "RERANKER_MODEL": str(cross_encoder),
+        "LLM_MAX_TOKENS": "48",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
     }
     with pytest.MonkeyPatch.context() as mp:
-        for name in ("DB_HOST", "DB_PORT", "DATABASE_URL", "EMBED_MODEL", "CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K",
-                     "RERANK_TOP_K", "LLM_BASE_URL", "EMBED_BASE_URL"):
+        for name in (
+            "DB_HOST",
+            "DB_PORT",
+            "DATABASE_URL",
+            "EMBED_MODEL",
+            "CHUNK_SIZE",
+            "CHUNK_OVERLAP",
+            "SEARCH_K",
+            "RERANK_TOP_K",
+            "LLM_BASE_URL",
+            "EMBED_BASE_URL",
+        ):
             mp.delenv(name, raising=False)
         for name, value in env.items():
             mp.setenv(name, value)
@@ -121,8 +140,9 @@ def own_store(settings, engine, real_embeddings, request):
 def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
     """Run ``python -m app.<...>`` as a user would, with the test environment."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def private_base(prefix: str) -> Path:
@@ -146,8 +166,20 @@ def free_port() -> int:
 
 def start_postgres(pgdata: Path, port: int, log: Path, who) -> None:
     """Start PostgreSQL (the embedded binaries) on 127.0.0.1:``port`` with its socket in ``pgdata``."""
-    done = embedded_pg._run([str(embedded_pg.bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(log), "-o",
-                             f"-h 127.0.0.1 -p {port} -k {pgdata}", "start"], who)
+    done = embedded_pg._run(
+        [
+            str(embedded_pg.bin_dir() / "pg_ctl"),
+            "-D",
+            str(pgdata),
+            "-w",
+            "-l",
+            str(log),
+            "-o",
+            f"-h 127.0.0.1 -p {port} -k {pgdata}",
+            "start",
+        ],
+        who,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -167,13 +199,26 @@ def tcp_server():
         if who.user is not None:
             os.chown(path, who.uid, who.gid)
     pg = embedded_pg.bin_dir()
-    done = embedded_pg._run([str(pg / "initdb"), "-D", str(pgdata), "--auth-local=scram-sha-256",
-                             "--auth-host=scram-sha-256", "-U", "rag", f"--pwfile={pwfile}", "--encoding=utf8"], who)
+    done = embedded_pg._run(
+        [
+            str(pg / "initdb"),
+            "-D",
+            str(pgdata),
+            "--auth-local=scram-sha-256",
+            "--auth-host=scram-sha-256",
+            "-U",
+            "rag",
+            f"--pwfile={pwfile}",
+            "--encoding=utf8",
+        ],
+        who,
+    )
     assert done.returncode == 0, done.stderr
     port = free_port()
     start_postgres(pgdata, port, pgdata / "log", who)
-    with psycopg.connect(host="127.0.0.1", port=port, user="rag", password="s3cret", dbname="postgres",
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        host="127.0.0.1", port=port, user="rag", password="s3cret", dbname="postgres", autocommit=True
+    ) as conn:
         conn.execute("CREATE DATABASE rag")
     yield {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": "s3cret", "DB_NAME": "rag"}
     embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)

@@ -1,5 +1,6 @@
 """make bench, small: every section except generation and e2e runs for real (they are slow), the MCP
 server and concurrency sections at 600 chunks, the LLM server comparison with the test GGUF."""
+
 import json
 
 import pytest
@@ -10,10 +11,31 @@ pytestmark = pytest.mark.integration
 
 
 def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
-    result = run_cli("bench", "--sizes", "600", "--queries", "3", "--ingest-files", "2", "--serve-size", "600",
-                     "--concurrency-size", "600", "--clients", "1,2", "--skip", "generation,e2e", "--graph-corpora", "sample",
-                     "--graph-questions", "1",
-                     "--out", str(tmp_path), env={"GRAPH_MAP_MAX_BATCHES": "1"}, timeout=600)
+    result = run_cli(
+        "bench",
+        "--sizes",
+        "600",
+        "--queries",
+        "3",
+        "--ingest-files",
+        "2",
+        "--serve-size",
+        "600",
+        "--concurrency-size",
+        "600",
+        "--clients",
+        "1,2",
+        "--skip",
+        "generation,e2e",
+        "--graph-corpora",
+        "sample",
+        "--graph-questions",
+        "1",
+        "--out",
+        str(tmp_path),
+        env={"GRAPH_MAP_MAX_BATCHES": "1"},
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     scale = data["scale"][0]
@@ -34,7 +56,8 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert conc["chunks"] == 600 and [w["workers"] for w in conc["ingest_workers"]] == [1, 2]
     assert all(w["chunks"] == 50 and w["failed"] == 0 for w in conc["ingest_workers"])
     assert [(r["mode"], r["clients"]) for r in conc["search"]] == [
-        (m, n) for m in ("keyword", "vector", "hybrid") for n in (1, 2)]
+        (m, n) for m in ("keyword", "vector", "hybrid") for n in (1, 2)
+    ]
     assert all(r["searches_per_s"] > 0 and r["p95_ms"] >= r["p50_ms"] > 0 for r in conc["search"])
     graph = data["graph"]
     [sample] = graph["builds"]

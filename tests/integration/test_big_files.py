@@ -1,6 +1,7 @@
 """A large file on real PostgreSQL: staged in batches (searches see the old document or the new one,
 never part of it), a killed ingest resumes without embedding its staged batches again, and stale
 batches are cleaned."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,14 +65,17 @@ def state(engine, collection: str, doc_id: str = "csv/big.csv") -> dict:
     """The document's stored chunks (all, with 旧版, with 新版), keyword rows, links and staged rows."""
     cid = db.collection_id(engine, collection)
     with engine.connect() as conn:
-        row = conn.execute(text(
-            "SELECT count(*), count(*) FILTER (WHERE document LIKE '%旧版%'), "
-            "count(*) FILTER (WHERE document LIKE '%新版%'), "
-            "(SELECT count(*) FROM rag_keyword_index k WHERE k.collection_id = :c), "
-            "(SELECT count(*) FROM rag_graph_mention m WHERE m.collection_id = :c), "
-            "(SELECT count(*) FROM rag_staging s WHERE s.collection_id = :c AND s.doc_id = :d) "
-            "FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = :d"),
-            {"c": cid, "d": doc_id}).one()
+        row = conn.execute(
+            text(
+                "SELECT count(*), count(*) FILTER (WHERE document LIKE '%旧版%'), "
+                "count(*) FILTER (WHERE document LIKE '%新版%'), "
+                "(SELECT count(*) FROM rag_keyword_index k WHERE k.collection_id = :c), "
+                "(SELECT count(*) FROM rag_graph_mention m WHERE m.collection_id = :c), "
+                "(SELECT count(*) FROM rag_staging s WHERE s.collection_id = :c AND s.doc_id = :d) "
+                "FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = :d"
+            ),
+            {"c": cid, "d": doc_id},
+        ).one()
     return dict(zip(("chunks", "old", "new", "keywords", "mentions", "staged"), row))
 
 
@@ -89,8 +93,14 @@ def test_a_killed_ingest_of_a_big_csv_shows_no_half_document_and_resumes(hash_st
     assert (old["chunks"], old["old"], old["keywords"], old["staged"]) == (ROWS, ROWS, ROWS, 0)
 
     write_csv(big, "新版")  # every row's text changes
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_INGEST, str(tmp_path / "data"), name, str(BATCH)], cwd=ROOT,
-                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_INGEST, str(tmp_path / "data"), name, str(BATCH)],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen = []
     try:
         deadline = time.time() + 240
@@ -127,8 +137,9 @@ def test_a_killed_ingest_of_a_big_csv_shows_no_half_document_and_resumes(hash_st
     assert [d["chunks"] for d in hash_store.list_documents()] == [ROWS]
 
 
-def test_a_file_failing_mid_way_keeps_its_old_version_and_stale_batches_are_cleaned(hash_store, engine, tmp_path,
-                                                                                    caplog):
+def test_a_file_failing_mid_way_keeps_its_old_version_and_stale_batches_are_cleaned(
+    hash_store, engine, tmp_path, caplog
+):
     hash_store.settings = dataclasses.replace(hash_store.settings, ingest_batch_chunks=BATCH, graph_extractor="off")
     name = hash_store.settings.collection_name
     data = tmp_path / "data"
@@ -141,7 +152,8 @@ def test_a_file_failing_mid_way_keeps_its_old_version_and_stale_batches_are_clea
     _, report = hash_store.sync(data)
     assert report.failed == 1 and report.failures == ["csv/big.csv: RuntimeError: the model crashed"]
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
-        "skipped csv/big.csv: RuntimeError: the model crashed"]
+        "skipped csv/big.csv: RuntimeError: the model crashed"
+    ]
     failed = state(engine, name)
     assert (failed["chunks"], failed["old"], failed["new"], failed["staged"]) == (400, 400, 0, 3 * BATCH)
 
@@ -160,12 +172,19 @@ def test_a_file_failing_mid_way_keeps_its_old_version_and_stale_batches_are_clea
     _, report = hash_store.sync(data)
     assert report.failed == 0 and state(engine, name, "csv/other.csv")["staged"] == 0
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM rag_staging s JOIN langchain_pg_collection c "
-                                 "ON c.uuid = s.collection_id WHERE c.name = :n"), {"n": name}).scalar() == 0
+        assert (
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM rag_staging s JOIN langchain_pg_collection c "
+                    "ON c.uuid = s.collection_id WHERE c.name = :n"
+                ),
+                {"n": name},
+            ).scalar()
+            == 0
+        )
 
 
-def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25_statistics_exact(
-        settings, tmp_path):
+def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25_statistics_exact(settings, tmp_path):
     """6,000 chunks out in one statement: the statistics trigger deletes the terms whose last chunk
     went by a join on (collection, term); it used to loop over every removed term for each of them
     (583 s for 20,000 chunks), far past DB_STATEMENT_TIMEOUT_MS."""
@@ -174,14 +193,19 @@ def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25
 
     from app.store import RagStore
 
-    s = dataclasses.replace(settings, collection_name=f"h_{uuid.uuid4().hex[:8]}", db_statement_timeout_ms=10000,
-                            graph_extractor="off")
+    s = dataclasses.replace(
+        settings, collection_name=f"h_{uuid.uuid4().hex[:8]}", db_statement_timeout_ms=10000, graph_extractor="off"
+    )
     store = RagStore(s, embeddings=HashEmbeddings(), engine=db.get_engine(s))
     data = tmp_path / "data"
     (data / "csv").mkdir(parents=True)
     codes = [hashlib.sha256(str(i).encode()).hexdigest()[:10] for i in range(6000)]  # 12,000 distinct terms
-    (data / "csv" / "big.csv").write_text("番号,内容\n" + "\n".join(
-        f"{i},大表の規程第{i}条：コード{code}を守ること。" for i, code in enumerate(codes)) + "\n", encoding="utf-8")
+    (data / "csv" / "big.csv").write_text(
+        "番号,内容\n"
+        + "\n".join(f"{i},大表の規程第{i}条：コード{code}を守ること。" for i, code in enumerate(codes))
+        + "\n",
+        encoding="utf-8",
+    )
     write_csv(data / "csv" / "small.csv", "小表", rows=20)
     try:
         store.sync(data)
@@ -191,11 +215,18 @@ def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25
         assert report.removed == 1 and time.time() - start < 60
         cid = db.collection_id(store.engine, s.collection_name)
         with store.engine.connect() as conn:
-            stored = dict(conn.execute(text("SELECT term, df FROM rag_term_stats WHERE collection_id = :c"),
-                                       {"c": cid}).all())
-            exact = dict(conn.execute(text(
-                "SELECT t.term, count(*) FROM rag_keyword_index k, unnest(tsvector_to_array(k.tsv)) AS t(term) "
-                "WHERE k.collection_id = :c GROUP BY 1"), {"c": cid}).all())
+            stored = dict(
+                conn.execute(text("SELECT term, df FROM rag_term_stats WHERE collection_id = :c"), {"c": cid}).all()
+            )
+            exact = dict(
+                conn.execute(
+                    text(
+                        "SELECT t.term, count(*) FROM rag_keyword_index k, unnest(tsvector_to_array(k.tsv)) AS t(term) "
+                        "WHERE k.collection_id = :c GROUP BY 1"
+                    ),
+                    {"c": cid},
+                ).all()
+            )
             n = conn.execute(text("SELECT n FROM rag_collection_stats WHERE collection_id = :c"), {"c": cid}).scalar()
         assert stored == exact and n == 20 and "大表" not in " ".join(stored)
     finally:

@@ -1,4 +1,5 @@
 """BM25 in PostgreSQL on real data: exact scores, statistics kept exact by every writer, ranking."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,10 +20,12 @@ def store(hash_store):
 def stats(store):
     cid = db.collection_id(store.engine, store.settings.collection_name)
     with store.engine.connect() as conn:
-        n = conn.execute(text(f"SELECT n, total_len FROM {db.COLLECTION_STATS_TABLE} WHERE collection_id = :c"),
-                         {"c": cid}).one()
-        dfs = dict(conn.execute(text(f"SELECT term, df FROM {db.TERM_STATS_TABLE} WHERE collection_id = :c"),
-                                {"c": cid}).all())
+        n = conn.execute(
+            text(f"SELECT n, total_len FROM {db.COLLECTION_STATS_TABLE} WHERE collection_id = :c"), {"c": cid}
+        ).one()
+        dfs = dict(
+            conn.execute(text(f"SELECT term, df FROM {db.TERM_STATS_TABLE} WHERE collection_id = :c"), {"c": cid}).all()
+        )
     return (int(n[0]), int(n[1])), dfs
 
 
@@ -52,8 +55,10 @@ def test_statistics_stay_exact_after_add_update_delete_and_cascade(store):
     assert stats(store) == expected_stats(["ネットワーク機器", DOCS["c"]])
     cid = db.collection_id(store.engine, store.settings.collection_name)
     with store.engine.begin() as conn:  # a cascade from the vector rows
-        conn.execute(text("DELETE FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = 'c'"),
-                     {"c": cid})
+        conn.execute(
+            text("DELETE FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = 'c'"),
+            {"c": cid},
+        )
     assert stats(store) == expected_stats(["ネットワーク機器"])
 
 
@@ -66,8 +71,11 @@ def test_scores_are_exactly_bm25(store):
     got = {row[2]["doc_id"]: row[3] for row in hits}
     for key, body in DOCS.items():
         tokens = tokenize(body)
-        want = sum(bm25_term_score(tokens.count(t), bm25_idf(n, dfs[t]), len(tokens), avgdl)
-                   for t in ("信用", "サー") if t in tokens)
+        want = sum(
+            bm25_term_score(tokens.count(t), bm25_idf(n, dfs[t]), len(tokens), avgdl)
+            for t in ("信用", "サー")
+            if t in tokens
+        )
         assert got[key] == pytest.approx(want, rel=1e-9), key
 
 
@@ -109,6 +117,8 @@ def test_app_sessions_plan_every_query_for_its_own_values(store):
     """psycopg prepares a statement after 5 runs; a generic plan cannot see the tsquery. Every app
     connection forces custom plans (and keeps pgvector's iterative scan)."""
     with store.engine.connect() as conn:
-        settings = [conn.execute(text(f"SHOW {name}")).scalar()
-                    for name in ("plan_cache_mode", "hnsw.iterative_scan", "hnsw.ef_search")]
+        settings = [
+            conn.execute(text(f"SHOW {name}")).scalar()
+            for name in ("plan_cache_mode", "hnsw.iterative_scan", "hnsw.ef_search")
+        ]
     assert settings == ["force_custom_plan", "strict_order", "100"]

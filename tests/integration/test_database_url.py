@@ -1,5 +1,6 @@
 """Any PostgreSQL: DATABASE_URL (a libpq URI) against the TCP server, `app.db check`, a user without
 the right to create the extension, a read-only user, and the statement timeout."""
+
 import dataclasses
 import shutil
 
@@ -19,8 +20,9 @@ def _url(server: dict, user: str = "rag", password: str = "s3cret", dbname: str 
 
 
 def _admin(server: dict, dbname: str = "postgres"):
-    return psycopg.connect(host="127.0.0.1", port=int(server["DB_PORT"]), user="rag", password="s3cret",
-                           dbname=dbname, autocommit=True)
+    return psycopg.connect(
+        host="127.0.0.1", port=int(server["DB_PORT"]), user="rag", password="s3cret", dbname=dbname, autocommit=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +32,11 @@ def url_env(integration_env, tcp_server):
     with _admin(tcp_server) as conn:
         conn.execute("DROP DATABASE IF EXISTS url")
         conn.execute("CREATE DATABASE url")
-    env = {"DATABASE_URL": _url(tcp_server, dbname="url", query="?sslmode=disable&application_name=rag-test"),
-           "DB_HOST": "", "DB_PASSWORD": ""}
+    env = {
+        "DATABASE_URL": _url(tcp_server, dbname="url", query="?sslmode=disable&application_name=rag-test"),
+        "DB_HOST": "",
+        "DB_PASSWORD": "",
+    }
     ingest = run_cli("app.ingest", env=env)
     assert ingest.returncode == 0, ingest.stderr
     return env
@@ -40,19 +45,23 @@ def url_env(integration_env, tcp_server):
 def test_database_url_reaches_the_server(url_env, tcp_server):
     status = run_cli("app.db", "status", env=url_env)
     assert status.returncode == 0, status.stderr
-    assert status.stdout.strip() == (f"PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']} (DATABASE_URL): 50 chunks "
-                                     "in collection 'documents'")
+    assert status.stdout.strip() == (
+        f"PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']} (DATABASE_URL): 50 chunks in collection 'documents'"
+    )
     check = run_cli("app.db", "check", env=url_env)
     assert check.returncode == 0, check.stderr
-    assert check.stdout.strip() == (f"PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']} (DATABASE_URL): PostgreSQL "
-                                    "18.3 (primary), pgvector 0.8.2 installed, user rag: OK")
+    assert check.stdout.strip() == (
+        f"PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']} (DATABASE_URL): PostgreSQL "
+        "18.3 (primary), pgvector 0.8.2 installed, user rag: OK"
+    )
 
 
 def test_sslmode_require_on_a_server_without_ssl_is_one_line(url_env, tcp_server):
     result = run_cli("app.db", "status", env={**url_env, "DATABASE_URL": _url(tcp_server, query="?sslmode=require")})
     assert result.returncode == 1
-    assert result.stderr.startswith(f"Error: cannot connect to PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']} "
-                                    "(DATABASE_URL): ")
+    assert result.stderr.startswith(
+        f"Error: cannot connect to PostgreSQL at 127.0.0.1:{tcp_server['DB_PORT']} (DATABASE_URL): "
+    )
     assert "SSL" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "s3cret" not in result.stderr
 
@@ -61,8 +70,11 @@ def test_a_read_only_user_can_ask_but_not_ingest(url_env, tcp_server):
     with _admin(tcp_server, "url") as conn:
         conn.execute("CREATE ROLE url_reader LOGIN PASSWORD 'r34d'")
         conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO url_reader")
-    env = {**url_env, "DATABASE_URL": _url(tcp_server, user="url_reader", password="r34d"),
-           "RERANKER_MODEL": "acme/absent"}
+    env = {
+        **url_env,
+        "DATABASE_URL": _url(tcp_server, user="url_reader", password="r34d"),
+        "RERANKER_MODEL": "acme/absent",
+    }
     ask = run_cli("app.ask", "--mode", "keyword", "--no-stream", "エラーコードE3010は何を意味しますか？", env=env)
     assert ask.returncode == 0, ask.stderr
     assert "technical_guide.pdf:p3" in ask.stdout.split("=== Sources")[1]
@@ -78,8 +90,10 @@ def test_check_says_when_the_user_may_not_create_the_extension(url_env, tcp_serv
     env = {**url_env, "DATABASE_URL": _url(tcp_server, user="url_owner", password="0wn", dbname="url_fresh")}
     check = run_cli("app.db", "check", env=env)
     assert check.returncode == 1
-    assert check.stderr.strip() == ("Error: the database user 'url_owner' may not create the vector extension; ask an "
-                                    "administrator to run `CREATE EXTENSION vector;` once in this database")
+    assert check.stderr.strip() == (
+        "Error: the database user 'url_owner' may not create the vector extension; ask an "
+        "administrator to run `CREATE EXTENSION vector;` once in this database"
+    )
     with _admin(tcp_server, "url_fresh") as conn:  # what the administrator does
         conn.execute("CREATE EXTENSION vector")
     check = run_cli("app.db", "check", env=env)
@@ -117,8 +131,22 @@ def replica(url_env, tcp_server):
     if who.user is not None:
         shutil.chown(base, who.uid, who.gid)
     pg = embedded_pg.bin_dir()
-    done = embedded_pg._run([str(pg / "pg_basebackup"), "-D", str(pgdata), "-R", "-X", "stream", "-c", "fast", "-d",
-                             f"host=127.0.0.1 port={tcp_server['DB_PORT']} user=rag password=s3cret"], who, timeout=120)
+    done = embedded_pg._run(
+        [
+            str(pg / "pg_basebackup"),
+            "-D",
+            str(pgdata),
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+            "-d",
+            f"host=127.0.0.1 port={tcp_server['DB_PORT']} user=rag password=s3cret",
+        ],
+        who,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     port = free_port()
     start_postgres(pgdata, port, base / "log", who)
@@ -137,6 +165,9 @@ def test_a_read_replica_answers_and_refuses_writes_in_one_line(url_env, replica)
     assert "technical_guide.pdf:p3" in ask.stdout.split("=== Sources")[1]
     ingest = run_cli("app.ingest", env=env)
     assert ingest.returncode == 1, ingest.stderr
-    assert ingest.stderr.strip().splitlines()[-1].startswith("Error: the database is read-only ("), ingest.stderr[-3000:]
-    assert ingest.stderr.strip().endswith("a read replica answers questions, but ingest, remove and `db init` must go "
-                                          "to the primary")
+    assert ingest.stderr.strip().splitlines()[-1].startswith("Error: the database is read-only ("), ingest.stderr[
+        -3000:
+    ]
+    assert ingest.stderr.strip().endswith(
+        "a read replica answers questions, but ingest, remove and `db init` must go to the primary"
+    )

@@ -1,4 +1,5 @@
 """Evaluation end to end on real components (embedded PostgreSQL, real models, the real CLI)."""
+
 import json
 
 import pytest
@@ -30,5 +31,7 @@ def test_evaluate_no_generate_measures_retrieval_without_loading_the_llm(ingeste
 
     result = run_cli("app.evaluate", "--no-generate", "--no-progress", env={"LLM_MODEL_PATH": "/nowhere.gguf"})
     assert result.returncode == 0, result.stderr  # the LLM file does not exist: it was never loaded
-    assert "Retrieval@k: " in result.stdout and "Faithfulness, Exact Match, Abstention: - (--no-generate)" in result.stdout
+    assert (
+        "Retrieval@k: " in result.stdout and "Faithfulness, Exact Match, Abstention: - (--no-generate)" in result.stdout
+    )
     assert "llm=none (--no-generate)" in result.stdout

@@ -1,6 +1,7 @@
 """Graph search for real: the embedded PostgreSQL + pgvector, the real SudachiPy extractor, the real
 multilingual-e5 for entity search, and the real Qwen2.5-Coder-0.5B GGUF answering local and global
 questions through the CLI (as `make ask MODE=…` runs it)."""
+
 from __future__ import annotations
 
 import json
@@ -35,13 +36,28 @@ def graph_rows(engine, collection_name: str) -> dict:
     """What the graph tables hold for a collection: links (source, entity key), entity keys, pairs."""
     collection = db.collection_id(engine, collection_name)
     with engine.connect() as conn:
-        links = {(r.source, r.entity) for r in conn.execute(text(
-            f"SELECT e.cmetadata->>'source' AS source, m.entity FROM {graph_store.MENTION} m "
-            f"JOIN {db.EMBEDDING_TABLE} e ON e.id = m.chunk_id WHERE m.collection_id = :c"), {"c": collection})}
-        entities = {r[0] for r in conn.execute(text(
-            f"SELECT key FROM {graph_store.ENTITY} WHERE collection_id = :c"), {"c": collection})}
-        pairs = {(r[0], r[1]) for r in conn.execute(text(
-            f"SELECT source, target FROM {graph_store.PAIR} WHERE collection_id = :c"), {"c": collection})}
+        links = {
+            (r.source, r.entity)
+            for r in conn.execute(
+                text(
+                    f"SELECT e.cmetadata->>'source' AS source, m.entity FROM {graph_store.MENTION} m "
+                    f"JOIN {db.EMBEDDING_TABLE} e ON e.id = m.chunk_id WHERE m.collection_id = :c"
+                ),
+                {"c": collection},
+            )
+        }
+        entities = {
+            r[0]
+            for r in conn.execute(
+                text(f"SELECT key FROM {graph_store.ENTITY} WHERE collection_id = :c"), {"c": collection}
+            )
+        }
+        pairs = {
+            (r[0], r[1])
+            for r in conn.execute(
+                text(f"SELECT source, target FROM {graph_store.PAIR} WHERE collection_id = :c"), {"c": collection}
+            )
+        }
     return {"links": links, "entities": entities, "pairs": pairs}
 
 
@@ -71,8 +87,10 @@ def test_ingest_builds_the_graph_of_the_sample_corpus(ingested, settings, engine
 def test_editing_and_deleting_a_document_updates_the_graph_exactly(hash_store, tmp_path, engine):
     data = tmp_path / "data"
     (data / "docs").mkdir(parents=True)
-    docs = {"a.md": "社外からはミナトVPNで社内システムに接続します。接続にはワンタイムパスワードが必要です。",
-            "b.md": "ワンタイムパスワードは認証アプリに表示されます。認証アプリはスマートフォンに入れます。"}
+    docs = {
+        "a.md": "社外からはミナトVPNで社内システムに接続します。接続にはワンタイムパスワードが必要です。",
+        "b.md": "ワンタイムパスワードは認証アプリに表示されます。認証アプリはスマートフォンに入れます。",
+    }
     for name, body in docs.items():
         (data / "docs" / name).write_text(body, encoding="utf-8")
     _, report = hash_store.sync(data)
@@ -132,16 +150,29 @@ def test_graph_modes_without_a_built_graph_say_what_to_run(integration_env, tmp_
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "Error: graph search not initialized: the graph of collection 'documents' has not been built; run "
-        "`make graph` (or `make ingest` with GRAPH_EXTRACTOR=fast)")
+        "`make graph` (or `make ingest` with GRAPH_EXTRACTOR=fast)"
+    )
     docs = run_cli("app.docs", "list", env=env)
     assert "Graph: not built (run `make graph`)" in docs.stdout
 
 
 def test_make_ask_local_answers_from_the_graph_with_sources(qwen_env, integration_env):
     # as a user runs it: make ask Q=… MODE=local (PY: this interpreter, no setup step)
-    result = subprocess.run(["make", "-s", "ask", "Q=ミナトVPNに接続するときに必要なものは何ですか？", "MODE=local",
-                             f"PY={sys.executable}"], cwd=ROOT, env={**os.environ, **qwen_env}, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [
+            "make",
+            "-s",
+            "ask",
+            "Q=ミナトVPNに接続するときに必要なものは何ですか？",
+            "MODE=local",
+            f"PY={sys.executable}",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **qwen_env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     answer = result.stdout.split("=== Answer ===")[1].split("=== Sources")[0].strip()
     sources = [line for line in result.stdout.split("=== Sources")[1].splitlines() if line.startswith("- ")]
@@ -154,8 +185,15 @@ def test_make_ask_local_answers_from_the_graph_with_sources(qwen_env, integratio
 
 
 def test_ask_global_json_has_traceability_and_map_results(qwen_env, ingested, settings, engine):
-    result = run_cli("app.ask", "--mode", "global", "--json", "ミナトデータの製品を一覧でまとめてください。",
-                     env=qwen_env, timeout=900)
+    result = run_cli(
+        "app.ask",
+        "--mode",
+        "global",
+        "--json",
+        "ミナトデータの製品を一覧でまとめてください。",
+        env=qwen_env,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["mode"] == "global" and out["answer"]
@@ -168,8 +206,15 @@ def test_ask_global_json_has_traceability_and_map_results(qwen_env, ingested, se
 
 
 def test_auto_mode_says_which_mode_it_chose(qwen_env):
-    result = run_cli("app.ask", "--mode", "auto", "--no-stream", "--timings",
-                     "ミナトVPNとワンタイムパスワードの関係は？", env=qwen_env)
+    result = run_cli(
+        "app.ask",
+        "--mode",
+        "auto",
+        "--no-stream",
+        "--timings",
+        "ミナトVPNとワンタイムパスワードの関係は？",
+        env=qwen_env,
+    )
     assert result.returncode == 0, result.stderr
     timings = json.loads(result.stderr.strip().splitlines()[-1])
     assert timings["mode"] == "local" and timings["route_reason"] == "relation cue '関係'"
@@ -209,9 +254,17 @@ def test_watch_rebuilds_the_graph_once_the_folder_is_quiet(hash_store, tmp_path,
     (data / "docs").mkdir(parents=True)
     (data / "docs" / "a.md").write_text("ミナトVPNで接続します。", encoding="utf-8")
     syncs, builds, stop = [], [], threading.Event()
-    thread = threading.Thread(target=watch_and_sync, args=(data, hash_store), kwargs={
-        "debounce_ms": 300, "stop": stop, "graph_quiet_s": 1.0, "on_sync": lambda r, rep: syncs.append(rep),
-        "on_graph": builds.append})
+    thread = threading.Thread(
+        target=watch_and_sync,
+        args=(data, hash_store),
+        kwargs={
+            "debounce_ms": 300,
+            "stop": stop,
+            "graph_quiet_s": 1.0,
+            "on_sync": lambda r, rep: syncs.append(rep),
+            "on_graph": builds.append,
+        },
+    )
     thread.start()
     try:
         deadline = time.time() + 60
@@ -236,10 +289,17 @@ def test_watch_rebuilds_the_graph_once_the_folder_is_quiet(hash_store, tmp_path,
 def test_python_api_searches_the_graph(rag_store, ingested):
     local = rag_store.search("ミナトVPNに接続するには？", search_mode="local", top_k=2)
     assert [d.metadata["source"] for d in local][:1] == ["it_helpdesk.md#vpn接続"]
-    assert [d.metadata["relevance_score"] for d in local] == [1.0, 0.5][:len(local)]
+    assert [d.metadata["relevance_score"] for d in local] == [1.0, 0.5][: len(local)]
     reports = rag_store.search("全体の傾向は？", search_mode="global", top_k=3)
     assert reports and all(d.metadata["source"].startswith("community:c") for d in reports)
     assert [d.metadata["rank"] for d in reports] == sorted((d.metadata["rank"] for d in reports), reverse=True)
-    assert rag_store.search("製品の一覧を見せて", search_mode="auto", top_k=3)[0].metadata["source"].startswith("community:")
-    assert rag_store.search("受付時間は何時から？", search_mode="auto", top_k=3)[0].metadata.get("vector_rank") is not None \
-        or rag_store.search("受付時間は何時から？", search_mode="auto", top_k=3)[0].metadata.get("keyword_rank") is not None
+    assert (
+        rag_store.search("製品の一覧を見せて", search_mode="auto", top_k=3)[0]
+        .metadata["source"]
+        .startswith("community:")
+    )
+    assert (
+        rag_store.search("受付時間は何時から？", search_mode="auto", top_k=3)[0].metadata.get("vector_rank") is not None
+        or rag_store.search("受付時間は何時から？", search_mode="auto", top_k=3)[0].metadata.get("keyword_rank")
+        is not None
+    )

@@ -1,6 +1,7 @@
 """Issue 15 on real PostgreSQL, real files and real processes: nothing lost, nobody let in.
 
 Each test names the case it covers; each fails on the code before the fix."""
+
 from __future__ import annotations
 
 import json
@@ -58,11 +59,18 @@ def test_tune_and_evaluate_with_data_dir_use_their_own_collection(ingested, rag_
     (other / "csv").mkdir(parents=True)
     (other / "csv" / "only.csv").write_text("質問,回答\n定休日は？,毎週水曜日です。\n", encoding="utf-8")
     questions = tmp_path / "q.json"
-    questions.write_text(json.dumps([{"query": "定休日はいつですか？", "expected_source": "only.csv:r1",
-                                      "expected_keywords": ["水曜"]}], ensure_ascii=False), encoding="utf-8")
+    questions.write_text(
+        json.dumps(
+            [{"query": "定休日はいつですか？", "expected_source": "only.csv:r1", "expected_keywords": ["水曜"]}],
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     tuned = run_cli("app.tune", "--data-dir", str(other), "--questions", str(questions))
     assert tuned.returncode == 0, tuned.stderr
-    assert "Using collection 'eval_" in tuned.stderr and "the main collection 'documents' is not touched" in tuned.stderr
+    assert (
+        "Using collection 'eval_" in tuned.stderr and "the main collection 'documents' is not touched" in tuned.stderr
+    )
     evaluated = run_cli("app.evaluate", "--data-dir", str(other), "--questions", str(questions), "--no-progress")
     assert evaluated.returncode == 0, evaluated.stderr
     assert "Retrieval@k: 100.0%" in evaluated.stdout
@@ -97,13 +105,15 @@ def test_bad_files_fail_one_by_one_and_the_rest_are_stored(hash_store, data, cap
     assert {"csv/nul.csv", "csv/utf16.csv", "csv/faq.csv", "pdf/work_rules.pdf"} <= set(stored)
     assert "csv/link_in.csv" not in stored and "csv/link_out.csv" not in stored
     failed = sorted(r.split(":")[0] for r in report.failures)
-    assert failed == ["csv/dangling.csv", "csv/link_out.csv", "csv/utf16nobom.csv", "pdf/broken.pdf",
-                      "pdf/scan.pdf"], report.failures
+    assert failed == ["csv/dangling.csv", "csv/link_out.csv", "csv/utf16nobom.csv", "pdf/broken.pdf", "pdf/scan.pdf"], (
+        report.failures
+    )
     assert report.failed == 5 and report.added == len(stored) == 9
     assert "pdf/scan.pdf: no extractable text" in caplog.text
     with hash_store.engine.connect() as conn:
-        nul = conn.execute(text("SELECT document FROM langchain_pg_embedding WHERE cmetadata->>'doc_id' = "
-                                "'csv/nul.csv'")).scalar()
+        nul = conn.execute(
+            text("SELECT document FROM langchain_pg_embedding WHERE cmetadata->>'doc_id' = 'csv/nul.csv'")
+        ).scalar()
     assert nul == "名前:AB\n値:1"
 
 
@@ -122,12 +132,18 @@ def test_an_unreadable_file_is_counted_failed_and_the_rest_go_on(tmp_path):
     (data / "csv" / "ok.csv").write_text("a\n1\n")
     (data / "csv" / "secret.csv").write_text("a\n2\n")
     (data / "csv" / "secret.csv").chmod(0)
-    code = ("import json,sys; from pathlib import Path; from app.sync import scan; "
-            "f, bad = scan(Path(sys.argv[1])); print(json.dumps([[x.doc_id for x in f], bad]))")
+    code = (
+        "import json,sys; from pathlib import Path; from app.sync import scan; "
+        "f, bad = scan(Path(sys.argv[1])); print(json.dumps([[x.doc_id for x in f], bad]))"
+    )
     cmd = [sys.executable, "-c", code, str(data)]
     if os.geteuid() == 0:  # root reads anything: drop the capabilities that let it
-        cmd = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
-               "--bounding-set=-dac_override,-dac_read_search", *cmd]
+        cmd = [
+            "setpriv",
+            "--inh-caps=-dac_override,-dac_read_search",
+            "--bounding-set=-dac_override,-dac_read_search",
+            *cmd,
+        ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     files, bad = json.loads(done.stdout)
@@ -149,8 +165,12 @@ def test_watch_keeps_going_after_a_sync_that_fails(hash_store, data):
         if len(syncs) == 2:
             stop.set()
 
-    thread = threading.Thread(target=watch_and_sync, args=(data, hash_store),
-                              kwargs={"debounce_ms": 200, "stop": stop, "on_sync": on_sync}, daemon=True)
+    thread = threading.Thread(
+        target=watch_and_sync,
+        args=(data, hash_store),
+        kwargs={"debounce_ms": 200, "stop": stop, "on_sync": on_sync},
+        daemon=True,
+    )
     thread.start()
     time.sleep(2.0)
     (data / "csv" / "new.csv").write_text("質問,回答\n駐車場は？,ありません。\n", encoding="utf-8")
@@ -167,8 +187,14 @@ def test_second_writer_fails_with_no_wait_or_waits_for_the_lock(ingested, engine
     with db.writer_lock(engine):
         busy = run_cli("app.ingest", "--no-wait", "--data-dir", str(ROOT / "data"))
         assert busy.returncode == 1 and busy.stderr.startswith("Error: another writer is running ("), busy.stderr
-        waiting = subprocess.Popen([sys.executable, "-m", "app.ingest", "--data-dir", str(ROOT / "data")], cwd=ROOT,
-                                   env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "app.ingest", "--data-dir", str(ROOT / "data")],
+            cwd=ROOT,
+            env=os.environ.copy(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(8)
         assert waiting.poll() is None  # still waiting for the lock
     out, err = waiting.communicate(timeout=120)
@@ -179,8 +205,17 @@ def test_three_first_runs_at_once_all_succeed(integration_env):
     base = private_base("rag-race-")
     env = {**os.environ, "DB_NAME": "rag_race", "PGDATA_DIR": str(base / "pgdata")}
     try:
-        procs = [subprocess.Popen([sys.executable, "-m", "app.db", "init"], cwd=ROOT, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "app.db", "init"],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(3)
+        ]
         results = [p.communicate(timeout=180) + (p.returncode,) for p in procs]
         assert all(code == 0 for _, _, code in results), results
         assert all("0 chunks in collection 'documents'" in out for out, _, _ in results)
@@ -219,22 +254,38 @@ def test_kill_inside_the_replace_transaction_keeps_the_old_version(hash_store, d
 
     def snapshot():
         with hash_store.engine.connect() as conn:
-            chunks = sorted(conn.execute(text(
-                "SELECT e.document FROM langchain_pg_embedding e JOIN langchain_pg_collection c ON c.uuid = "
-                "e.collection_id WHERE c.name = :n AND e.cmetadata->>'doc_id' = 'csv/faq.csv'"), {"n": name}).scalars())
-            keywords = conn.execute(text(
-                "SELECT count(*) FROM rag_keyword_index k JOIN langchain_pg_embedding e ON e.id = k.id "
-                "WHERE e.cmetadata->>'doc_id' = 'csv/faq.csv' AND k.collection_id = e.collection_id "
-                "AND e.collection_id = (SELECT uuid FROM langchain_pg_collection WHERE name = :n)"), {"n": name}).scalar()
+            chunks = sorted(
+                conn.execute(
+                    text(
+                        "SELECT e.document FROM langchain_pg_embedding e JOIN langchain_pg_collection c ON c.uuid = "
+                        "e.collection_id WHERE c.name = :n AND e.cmetadata->>'doc_id' = 'csv/faq.csv'"
+                    ),
+                    {"n": name},
+                ).scalars()
+            )
+            keywords = conn.execute(
+                text(
+                    "SELECT count(*) FROM rag_keyword_index k JOIN langchain_pg_embedding e ON e.id = k.id "
+                    "WHERE e.cmetadata->>'doc_id' = 'csv/faq.csv' AND k.collection_id = e.collection_id "
+                    "AND e.collection_id = (SELECT uuid FROM langchain_pg_collection WHERE name = :n)"
+                ),
+                {"n": name},
+            ).scalar()
         return chunks, keywords, doc_ids(hash_store)
 
     old = snapshot()
     faq = data / "csv" / "faq.csv"
-    faq.write_text(faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"),
-                   encoding="utf-8")
+    faq.write_text(
+        faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"), encoding="utf-8"
+    )
     marker = tmp_path / "paused"
-    proc = subprocess.Popen([sys.executable, "-c", PAUSE_IN_REPLACE, str(data), name, str(marker)], cwd=ROOT,
-                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSE_IN_REPLACE, str(data), name, str(marker)],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.time() + 120
         while not marker.exists() and time.time() < deadline and proc.poll() is None:
@@ -276,11 +327,20 @@ def test_embedded_server_with_a_long_path_keeps_a_private_socket_and_needs_a_pas
         assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == who.uid
         assert {p: stat.S_IMODE(p.stat().st_mode) for p in modes} == modes  # nothing outside was opened up
         hba = (pgdata / "pg_hba.conf").read_text()
-        assert not [line for line in hba.splitlines() if line.split() and not line.startswith("#")
-                    and line.split()[-1] == "trust"]
+        assert not [
+            line
+            for line in hba.splitlines()
+            if line.split() and not line.startswith("#") and line.split()[-1] == "trust"
+        ]
         with pytest.raises(psycopg.OperationalError, match="password"):
-            psycopg.connect(host=str(sockets), port=embedded_pg.PORT, user="postgres", dbname="postgres",
-                            password="wrong", connect_timeout=5)
+            psycopg.connect(
+                host=str(sockets),
+                port=embedded_pg.PORT,
+                user="postgres",
+                dbname="postgres",
+                password="wrong",
+                connect_timeout=5,
+            )
         import psutil
 
         postmaster = psutil.Process(info.pid)
@@ -334,8 +394,10 @@ def test_sql_errors_never_show_document_text(engine):
     from sqlalchemy.exc import DBAPIError
 
     with pytest.raises(DBAPIError) as err, engine.begin() as conn:
-        conn.execute(text(db.SQL_UPSERT_EMBEDDING), {"id": "x", "collection": None, "embedding": "[1,2,3]",
-                                                      "document": "極秘の本文", "cmetadata": "{}"})
+        conn.execute(
+            text(db.SQL_UPSERT_EMBEDDING),
+            {"id": "x", "collection": None, "embedding": "[1,2,3]", "document": "極秘の本文", "cmetadata": "{}"},
+        )
     assert "極秘" not in str(err.value) and "parameters hidden" in str(err.value)
 
 
@@ -397,10 +459,18 @@ def test_a_read_only_database_user_can_list_and_search(tcp_server, integration_e
     reader = {**tcp_server, "DB_USER": "reader", "DB_PASSWORD": "r3ad"}
     listed = run_cli("app.docs", "list", env=reader)
     assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout, listed.stderr
-    code = ("from app.store import RagStore; print([d.metadata['source'] for d in "
-            "RagStore().search('受付時間', search_mode='hybrid', top_k=3)])")
-    searched = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **reader},
-                              capture_output=True, text=True, timeout=120)
+    code = (
+        "from app.store import RagStore; print([d.metadata['source'] for d in "
+        "RagStore().search('受付時間', search_mode='hybrid', top_k=3)])"
+    )
+    searched = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, **reader},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert searched.returncode == 0 and "faq.csv:r2" in searched.stdout, searched.stderr
     denied = run_cli("app.ingest", env=reader)
     assert denied.returncode == 1 and denied.stderr.startswith("Error: ") and "Traceback" not in denied.stderr
@@ -423,7 +493,7 @@ def mutate(raw: bytes, rng: random.Random) -> bytes:
         data[start:start] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
     else:
         start = rng.randrange(len(data))
-        data[start:start + rng.randint(1, 200)] = b"\0" * 32
+        data[start : start + rng.randint(1, 200)] = b"\0" * 32
     return bytes(data)
 
 

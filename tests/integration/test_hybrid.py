@@ -1,4 +1,5 @@
 """Japanese-aware keyword search and hybrid retrieval on real PostgreSQL with the sample corpus."""
+
 from __future__ import annotations
 
 import json
@@ -20,11 +21,15 @@ def test_keyword_index_is_in_step_with_vector_rows(ingested, engine):
     with engine.connect() as conn:
         vectors = conn.execute(text("SELECT count(*) FROM langchain_pg_embedding")).scalar()
         keywords = conn.execute(text(f"SELECT count(*) FROM {db.KEYWORD_TABLE}")).scalar()
-        orphans = conn.execute(text(
-            f"SELECT count(*) FROM langchain_pg_embedding e LEFT JOIN {db.KEYWORD_TABLE} k ON k.id = e.id "
-            "WHERE k.id IS NULL")).scalar()
-        gin = conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"),
-                           {"n": f"{db.KEYWORD_TABLE}_tsv_gin"}).scalar()
+        orphans = conn.execute(
+            text(
+                f"SELECT count(*) FROM langchain_pg_embedding e LEFT JOIN {db.KEYWORD_TABLE} k ON k.id = e.id "
+                "WHERE k.id IS NULL"
+            )
+        ).scalar()
+        gin = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": f"{db.KEYWORD_TABLE}_tsv_gin"}
+        ).scalar()
     assert vectors == keywords and orphans == 0
     assert "USING gin (tsv)" in gin
 
@@ -65,19 +70,33 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
     from app.keywords import query_tokens
 
     name = f"gin_{uuid.uuid4().hex[:8]}"
-    big = PGVector(embeddings=real_embeddings, connection=engine, embedding_length=384,
-                   collection_name=name, use_jsonb=True)
+    big = PGVector(
+        embeddings=real_embeddings, connection=engine, embedding_length=384, collection_name=name, use_jsonb=True
+    )
     rng = random.Random(0)
     kana = "アイウエオカキクケコサシスセソタチツテトナニヌネノ"
-    docs = [Document(id=str(uuid.uuid4()), page_content="".join(rng.choice(kana) for _ in range(40)),
-                     metadata={"source": f"f.csv:r{i}", "file": "f.csv"}) for i in range(3000)]
-    docs.append(Document(id=str(uuid.uuid4()), page_content="受付時間は平日です", metadata={"source": "x", "file": "f.csv"}))
+    docs = [
+        Document(
+            id=str(uuid.uuid4()),
+            page_content="".join(rng.choice(kana) for _ in range(40)),
+            metadata={"source": f"f.csv:r{i}", "file": "f.csv"},
+        )
+        for i in range(3000)
+    ]
+    docs.append(
+        Document(id=str(uuid.uuid4()), page_content="受付時間は平日です", metadata={"source": "x", "file": "f.csv"})
+    )
     import numpy as np
 
     vectors = np.random.default_rng(1).normal(size=(len(docs), 384))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    db.replace_document(engine, name, {"doc_id": "f.csv", "source_file": "f.csv", "content_hash": "x",
-                                       "settings_hash": "x"}, docs, vectors.tolist())
+    db.replace_document(
+        engine,
+        name,
+        {"doc_id": "f.csv", "source_file": "f.csv", "content_hash": "x", "settings_hash": "x"},
+        docs,
+        vectors.tolist(),
+    )
     with engine.begin() as conn:
         conn.execute(text(f"ANALYZE {db.KEYWORD_TABLE}"))
         params = db.keyword_search_params(conn, db.collection_id(engine, name), query_tokens("受付時間"), 10)
@@ -111,14 +130,18 @@ def test_default_fusion_settings_are_what_tune_chooses_on_the_tuning_set(ingeste
     from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K
 
     report = tmp_path / "tune.json"
-    assert tune.main(["--questions", str(ROOT / "data" / "tuning_questions.json"), "--json", str(report)],
-                     store=rag_store) == 0
+    assert (
+        tune.main(["--questions", str(ROOT / "data" / "tuning_questions.json"), "--json", str(report)], store=rag_store)
+        == 0
+    )
     out = capsys.readouterr().out
     saved = json.loads(report.read_text(encoding="utf-8"))
     assert saved["questions"] == 26 and len(saved["rows"]) == 2 + 5 * 7  # 22 answerable + 4 unanswerable
     assert (saved["chosen"]["rrf_k"], tuple(saved["chosen"]["weights"])) == (DEFAULT_RRF_K, DEFAULT_HYBRID_WEIGHTS)
-    assert (f"Best on these questions: RRF_K={DEFAULT_RRF_K} "
-            f"HYBRID_WEIGHTS={DEFAULT_HYBRID_WEIGHTS[0]:g},{DEFAULT_HYBRID_WEIGHTS[1]:g}\n") in out, out
+    assert (
+        f"Best on these questions: RRF_K={DEFAULT_RRF_K} "
+        f"HYBRID_WEIGHTS={DEFAULT_HYBRID_WEIGHTS[0]:g},{DEFAULT_HYBRID_WEIGHTS[1]:g}\n"
+    ) in out, out
     assert "Abstention: ABSTAIN_MIN_COVERAGE=" in out and saved["abstention_coverage"]["unanswerable"] == 4
 
 
@@ -126,14 +149,23 @@ def test_tune_per_question_ranks_each_question_in_both_lists(ingested, rag_store
     from app import tune
 
     questions = tmp_path / "q.json"
-    questions.write_text(json.dumps([
-        {"query": "サポート窓口の受付時間は？", "expected_source": "faq.csv:r2", "expected_keywords": ["9時"]},
-        {"query": "火星の首都は？", "expected_source": "nowhere.pdf:p1", "expected_keywords": ["x"]},
-    ], ensure_ascii=False), encoding="utf-8")
+    questions.write_text(
+        json.dumps(
+            [
+                {"query": "サポート窓口の受付時間は？", "expected_source": "faq.csv:r2", "expected_keywords": ["9時"]},
+                {"query": "火星の首都は？", "expected_source": "nowhere.pdf:p1", "expected_keywords": ["x"]},
+            ],
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     report = tmp_path / "tune.json"
     assert tune.main(["--questions", str(questions), "--per-question", "--json", str(report)], store=rag_store) == 0
     out = capsys.readouterr().out
     rows = json.loads(report.read_text(encoding="utf-8"))["per_question"]
     assert [(r["expected_source"], r["verdict"]) for r in rows] == [("faq.csv:r2", "ok"), ("nowhere.pdf:p1", "missed")]
     assert rows[0]["keyword_rank"] == 1 and rows[0]["hybrid_rank"] == 1 and rows[0]["vector_rank"] is not None
-    assert "Per question (ranks in the top 50 of each list" in out and "Verdicts: ok 1, rerank 0, fusion 0, deeper 0, missed 1" in out
+    assert (
+        "Per question (ranks in the top 50 of each list" in out
+        and "Verdicts: ok 1, rerank 0, fusion 0, deeper 0, missed 1" in out
+    )

@@ -1,6 +1,7 @@
 """LangChain's own standard retriever suite (langchain-tests) against ``RagStore.as_retriever()`` on the
 real embedded PostgreSQL with the sample corpus: the retriever behaves as LangChain's conventions say
 (``k`` in the constructor and in ``invoke``, sync and async, Documents out)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,6 +1,7 @@
 """LLM_BASE_URL: generation through a real OpenAI-compatible server — llama-cpp-python's own
 (`python -m llama_cpp.server`) serving the offline Qwen2.5-Coder-0.5B GGUF on 127.0.0.1 — compared
 with the same model in process, and the server's failures as one-line errors."""
+
 import dataclasses
 import os
 import signal
@@ -28,9 +29,26 @@ def start_server(model: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     """Start llama_cpp.server on a free 127.0.0.1 port; return it and its /v1 URL once it answers."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 1), *extra],
-                            stdout=log, stderr=subprocess.STDOUT)  # a file: llama.cpp's log would fill a pipe
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            str(os.cpu_count() or 1),
+            *extra,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # a file: llama.cpp's log would fill a pipe
     url = f"http://127.0.0.1:{port}/v1"
     wait_ready(proc, f"{url}/models", "llama_cpp.server", Path(log.name))
     return proc, url
@@ -87,9 +105,14 @@ def test_server_answers_like_the_same_model_in_process(llm_server):
     short_answer = short.stdout.split("=== Answer ===")[1].split("=== Sources")[0].split("\n根拠:")[0].strip()
     assert len(short_answer) < len(answer) and len(short_answer) <= 20, short_answer
     # and as a user runs it: LLM_BASE_URL=… make ask Q=… (PY: this interpreter, no setup step)
-    made = subprocess.run(["make", "-s", "ask", f"Q={QUESTION}", "MODE=keyword", f"PY={sys.executable}"], cwd=ROOT,
-                          env={**os.environ, "LLM_BASE_URL": llm_server, "RERANKER_MODEL": "acme/absent"},
-                          capture_output=True, text=True, timeout=300)
+    made = subprocess.run(
+        ["make", "-s", "ask", f"Q={QUESTION}", "MODE=keyword", f"PY={sys.executable}"],
+        cwd=ROOT,
+        env={**os.environ, "LLM_BASE_URL": llm_server, "RERANKER_MODEL": "acme/absent"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert made.returncode == 0, made.stderr
     assert made.stdout.split("=== Sources")[0].strip() == served.stdout.split("=== Sources")[0].strip()
 
@@ -100,7 +123,8 @@ def test_a_server_that_is_down_is_one_line(ingested):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"Error: cannot reach the LLM server at http://127.0.0.1:{port}/v1 ([Errno 111] Connection refused); "
-        "start it or fix LLM_BASE_URL")
+        "start it or fix LLM_BASE_URL"
+    )
     assert "Traceback" not in result.stderr
 
 

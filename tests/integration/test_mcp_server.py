@@ -2,6 +2,7 @@
 subprocess and over streamable HTTP on 127.0.0.1, with the embedded PostgreSQL, the real e5
 embedder and the SmolLM2 GGUF. Also: a corrupt embedding model folder makes hybrid search fall
 back to keywords (CLI, Python API, MCP) while ``--mode vector`` fails with one line."""
+
 from __future__ import annotations
 
 import asyncio
@@ -70,9 +71,14 @@ def test_stdio_session_lists_and_calls_every_tool_and_follows_file_changes(integ
         async with Client(_params(env, "--watch", "--debounce-ms", "200")) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert names == TOOLS
-            docs, _ = await _poll(lambda: client.call_tool("list_documents", {}),
-                                  lambda r: not r.is_error and len(r.structured_content["result"]) == 7)
-            assert {d["doc_id"] for d in docs.structured_content["result"]} >= {"csv/faq.csv", "pdf/technical_guide.pdf"}
+            docs, _ = await _poll(
+                lambda: client.call_tool("list_documents", {}),
+                lambda r: not r.is_error and len(r.structured_content["result"]) == 7,
+            )
+            assert {d["doc_id"] for d in docs.structured_content["result"]} >= {
+                "csv/faq.csv",
+                "pdf/technical_guide.pdf",
+            }
 
             hits = _hits(await client.call_tool("search_rag", {"query": "サポート窓口の受付時間は？", "k": 3}))
             assert len(hits) == 3 and hits[0]["payload"]["source"] == "faq.csv:r2"
@@ -83,15 +89,17 @@ def test_stdio_session_lists_and_calls_every_tool_and_follows_file_changes(integ
             keyword = _hits(await client.call_tool("search_rag", {"query": "E3010", "k": 2, "mode": "keyword"}))
             assert keyword[0]["payload"]["source"] == "technical_guide.pdf:p3" and "E3010" in keyword[0]["snippet"]
 
-            for bad, message in [({"query": "q", "k": 0}, "k must be an integer from 1 to 50"),
-                                 ({"query": "q", "k": 51}, "k must be an integer from 1 to 50"),
-                                 ({"query": "q", "mode": "graph"}, "mode must be one of hybrid, vector, keyword"),
-                                 ({"query": "  "}, "query must be a non-empty string"),
-                                 ({"query": "q", "k": "many"}, "")]:
+            for bad, message in [
+                ({"query": "q", "k": 0}, "k must be an integer from 1 to 50"),
+                ({"query": "q", "k": 51}, "k must be an integer from 1 to 50"),
+                ({"query": "q", "mode": "graph"}, "mode must be one of hybrid, vector, keyword"),
+                ({"query": "  "}, "query must be a non-empty string"),
+                ({"query": "q", "k": "many"}, ""),
+            ]:
                 result = await client.call_tool("search_rag", bad)
                 assert result.is_error and message in result.content[0].text, (bad, result.content)
 
-            answer = (await client.call_tool("ask", {"question": "サポート窓口の受付時間を教えてください。"}))
+            answer = await client.call_tool("ask", {"question": "サポート窓口の受付時間を教えてください。"})
             assert not answer.is_error, answer.content[0].text
             answered = answer.structured_content
             # the tiny test cross-encoder re-ranks, so which rows reach SmolLM2 varies: check the shape
@@ -102,13 +110,24 @@ def test_stdio_session_lists_and_calls_every_tool_and_follows_file_changes(integ
             (served_data / "csv" / "warranty.csv").write_text("製品,保証\nZQ7781,保証期間は5年です\n", encoding="utf-8")
             found, added_s = await _poll(
                 lambda: client.call_tool("search_rag", {"query": "ZQ7781", "k": 1, "mode": "keyword"}),
-                lambda r: not r.is_error and r.structured_content["result"]
-                and r.structured_content["result"][0]["payload"]["document_id"] == "csv/warranty.csv", timeout=60)
+                lambda r: (
+                    not r.is_error
+                    and r.structured_content["result"]
+                    and r.structured_content["result"][0]["payload"]["document_id"] == "csv/warranty.csv"
+                ),
+                timeout=60,
+            )
             (served_data / "csv" / "warranty.csv").unlink()
             _, removed_s = await _poll(
                 lambda: client.call_tool("search_rag", {"query": "ZQ7781", "k": 1, "mode": "keyword"}),
-                lambda r: not r.is_error and not any(h["payload"]["document_id"] == "csv/warranty.csv"
-                                                     for h in r.structured_content["result"]), timeout=60)
+                lambda r: (
+                    not r.is_error
+                    and not any(
+                        h["payload"]["document_id"] == "csv/warranty.csv" for h in r.structured_content["result"]
+                    )
+                ),
+                timeout=60,
+            )
             synced = await client.call_tool("sync", {})
             assert not synced.is_error and "0 added" in synced.structured_content["summary"]
             return added_s, removed_s
@@ -123,8 +142,14 @@ def test_http_session_on_localhost(integration_env, ingested):
     port = free_port()
     token = f"t-{uuid.uuid4().hex}"
     env = server_env(integration_env, MCP_TOKEN=token)
-    proc = subprocess.Popen([sys.executable, "-m", "app.mcp", "--http", str(port), "--no-preload"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.mcp", "--http", str(port), "--no-preload"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 120
         while True:
@@ -156,6 +181,7 @@ def test_http_session_on_localhost(integration_env, ingested):
 
 # --- fallback: a corrupt embedding model folder -----------------------------------------------
 
+
 @pytest.fixture
 def corrupt_models(tmp_path) -> Path:
     """A models folder whose multilingual-e5-small is corrupt (a folder in MODELS_DIR wins over the
@@ -168,8 +194,9 @@ def corrupt_models(tmp_path) -> Path:
     return folder.parent
 
 
-def test_corrupt_embedder_falls_back_to_keywords_in_cli_api_and_mcp(integration_env, ingested, settings, engine,
-                                                                   corrupt_models):
+def test_corrupt_embedder_falls_back_to_keywords_in_cli_api_and_mcp(
+    integration_env, ingested, settings, engine, corrupt_models
+):
     from mcp import Client
 
     from app.store import RagStore

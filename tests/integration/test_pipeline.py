@@ -1,5 +1,6 @@
 """End to end on real components: embedded PostgreSQL + pgvector, all-MiniLM-L6-v2, SmolLM2 GGUF,
 a tiny cross-encoder, the sample PDFs/CSVs and the real CLIs."""
+
 from __future__ import annotations
 
 import shutil
@@ -18,19 +19,39 @@ from tests.integration.conftest import ROOT, run_cli
 pytestmark = pytest.mark.integration
 
 SAMPLE_SOURCES = (
-    {f"faq.csv:r{i}" for i in range(1, 23)} | {f"products.csv:r{i}" for i in range(1, 8)}
-    | {f"company_overview.pdf:p{i}" for i in range(1, 4)} | {f"technical_guide.pdf:p{i}" for i in range(1, 5)}
-    | {f"service_agreement.pdf:p{i}" for i in range(1, 5)} | {f"work_rules.pdf:p{i}" for i in range(1, 5)}
-    | {f"it_helpdesk.md#{s}" for s in ("情報システム部-ヘルプデスク手順書", "アカウントの発行", "貸与", "紛失したとき",
-                                    "vpn接続", "ソフトウェアの導入申請")}
+    {f"faq.csv:r{i}" for i in range(1, 23)}
+    | {f"products.csv:r{i}" for i in range(1, 8)}
+    | {f"company_overview.pdf:p{i}" for i in range(1, 4)}
+    | {f"technical_guide.pdf:p{i}" for i in range(1, 5)}
+    | {f"service_agreement.pdf:p{i}" for i in range(1, 5)}
+    | {f"work_rules.pdf:p{i}" for i in range(1, 5)}
+    | {
+        f"it_helpdesk.md#{s}"
+        for s in (
+            "情報システム部-ヘルプデスク手順書",
+            "アカウントの発行",
+            "貸与",
+            "紛失したとき",
+            "vpn接続",
+            "ソフトウェアの導入申請",
+        )
+    }
 )
 
 
 def sources_in_db(engine, collection="documents"):
     with engine.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT e.cmetadata->>'source' FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
-            "ON c.uuid = e.collection_id WHERE c.name = :name"), {"name": collection}).scalars().all()
+        rows = (
+            conn.execute(
+                text(
+                    "SELECT e.cmetadata->>'source' FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
+                    "ON c.uuid = e.collection_id WHERE c.name = :name"
+                ),
+                {"name": collection},
+            )
+            .scalars()
+            .all()
+        )
     return rows
 
 
@@ -43,8 +64,9 @@ def test_ingest_stores_every_page_and_row_with_metadata(ingested, engine):
 def test_embedding_column_is_vector_384_with_hnsw_cosine_index(ingested, engine):
     with engine.connect() as conn:
         column = conn.execute(text(db.SQL_EMBEDDING_TYPE), {"table": db.EMBEDDING_TABLE}).scalar()
-        indexdef = conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"),
-                                {"n": db.HNSW_INDEX}).scalar()
+        indexdef = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": db.HNSW_INDEX}
+        ).scalar()
         ext = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
     assert column == "vector(384)"
     assert "USING hnsw (embedding vector_cosine_ops)" in indexdef
@@ -74,8 +96,14 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(10000, 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    benchkit.bench_bulk_load(engine, db.collection_id(engine, name), [str(uuid.uuid4()) for _ in range(10000)],
-                       vectors, [f"filler {i}" for i in range(10000)], ["filler"] * 10000)
+    benchkit.bench_bulk_load(
+        engine,
+        db.collection_id(engine, name),
+        [str(uuid.uuid4()) for _ in range(10000)],
+        vectors,
+        [f"filler {i}" for i in range(10000)],
+        ["filler"] * 10000,
+    )
     with engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
     captured = []
@@ -112,7 +140,8 @@ def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings
     retrieved = {d.metadata["source"] for d in state["documents"]}
     assert "faq.csv:r2" in retrieved and set(state["sources"]) <= retrieved
     assert state["prompt"].startswith("資料:\n[1]（出典: ") and state["prompt"].endswith(
-        "質問: サポート窓口の受付時間を教えてください")
+        "質問: サポート窓口の受付時間を教えてください"
+    )
     assert isinstance(state["answer"], str) and state["answer"]
     assert {"retrieve", "rerank", "generate"} <= set(state["timings"])
 
@@ -145,7 +174,8 @@ def test_ingest_cli_skips_corrupt_pdf_and_reads_cp932_csv(integration_env, tmp_p
     assert lines[-1].startswith("Graph: ") and " entities, " in lines[-1]  # the graph was built with the chunks
     second = run_cli("app.ingest", "--data-dir", str(data), env=env)
     assert second.returncode == 0 and second.stdout.strip().endswith(  # nothing changed: no graph rebuild
-        "Ingest: 0 added, 0 updated, 8 unchanged, 0 removed, 1 failed; embedded 0 chunks, reused 0")
+        "Ingest: 0 added, 0 updated, 8 unchanged, 0 removed, 1 failed; embedded 0 chunks, reused 0"
+    )
     status = run_cli("app.db", "status", env=env)
     assert "51 chunks" in status.stdout
 

@@ -3,6 +3,7 @@ nothing, secrets never printed, a hostile PDF bounded in time, a cluster that is
 hostile file names escaped, a document's injected link flagged.
 
 Each test names its case of the issue; each fails on 4435aa3."""
+
 from __future__ import annotations
 
 import os
@@ -30,9 +31,13 @@ def data(tmp_path):
 
 def stored_text(store) -> str:
     with store.engine.connect() as conn:
-        rows = conn.execute(text("SELECT e.document FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
-                                 "ON c.uuid = e.collection_id WHERE c.name = :n"),
-                            {"n": store.settings.collection_name}).scalars()
+        rows = conn.execute(
+            text(
+                "SELECT e.document FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
+                "ON c.uuid = e.collection_id WHERE c.name = :n"
+            ),
+            {"n": store.settings.collection_name},
+        ).scalars()
         return "\n".join(rows)
 
 
@@ -86,8 +91,12 @@ def test_the_watcher_survives_a_loop_appearing_and_syncs_after_it(hash_store, da
         if any("fresh.csv" in d for d in report.doc_ids):
             stop.set()
 
-    thread = threading.Thread(target=watch_and_sync, args=(data, hash_store),
-                              kwargs={"debounce_ms": 200, "stop": stop, "on_sync": on_sync}, daemon=True)
+    thread = threading.Thread(
+        target=watch_and_sync,
+        args=(data, hash_store),
+        kwargs={"debounce_ms": 200, "stop": stop, "on_sync": on_sync},
+        daemon=True,
+    )
     thread.start()
     time.sleep(2.0)
     (data / "docs" / "x.md").symlink_to("y.md")
@@ -118,7 +127,8 @@ def test_llm_base_url_password_with_api_key_is_one_clear_error(integration_env):
     assert done.returncode == 1 and "hunter2" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         "Error: LLM_BASE_URL carries a user:password and LLM_API_KEY is set too; a request sends one Authorization "
-        "header: keep the password in the URL (HTTP Basic) or LLM_API_KEY (Bearer), not both"]
+        "header: keep the password in the URL (HTTP Basic) or LLM_API_KEY (Bearer), not both"
+    ]
 
 
 # --- case 5: a small PDF that would hold the ingest for a minute is stopped at its budget -------------
@@ -136,7 +146,8 @@ def test_a_slow_pdf_is_skipped_at_its_time_budget_and_the_rest_stored(hash_store
     _, report = hash_store.sync(data)
     assert time.monotonic() - begin < 30
     assert [f.split(" (stopped")[0] for f in report.failures] == [
-        "pdf/slow.pdf: reading took longer than PARSE_TIMEOUT_S=2 s"]
+        "pdf/slow.pdf: reading took longer than PARSE_TIMEOUT_S=2 s"
+    ]
     assert {d["doc_id"] for d in hash_store.list_documents()} == {"csv/faq.csv"}
 
 
@@ -155,8 +166,11 @@ def test_db_status_refuses_a_cluster_it_did_not_make_and_changes_no_owner(integr
     try:
         done = run_cli("app.db", "status", env={"PGDATA_DIR": str(foreign)})
         assert done.returncode == 1
-        assert done.stderr.strip().splitlines()[-1].startswith(
-            f"Error: {foreign} holds a PostgreSQL cluster this app did not make (no rag_cluster in it)")
+        assert (
+            done.stderr.strip()
+            .splitlines()[-1]
+            .startswith(f"Error: {foreign} holds a PostgreSQL cluster this app did not make (no rag_cluster in it)")
+        )
         assert {p.stat().st_uid for p in (foreign, foreign / "PG_VERSION", foreign / "private.txt")} == {54321}
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -184,10 +198,12 @@ def test_ingest_and_docs_print_hostile_file_names_escaped(integration_env, data)
 
 def test_the_app_connects_as_a_role_that_is_no_superuser(engine, rag_store):
     with engine.connect() as conn:
-        user, superuser, createdb = conn.execute(text(
-            "SELECT current_user, rolsuper, rolcreatedb FROM pg_roles WHERE rolname = current_user")).one()
-        owners = set(conn.execute(text("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'"))
-                     .scalars())
+        user, superuser, createdb = conn.execute(
+            text("SELECT current_user, rolsuper, rolcreatedb FROM pg_roles WHERE rolname = current_user")
+        ).one()
+        owners = set(
+            conn.execute(text("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'")).scalars()
+        )
         with pytest.raises(Exception, match="permission denied|must be superuser"):
             conn.execute(text("COPY (SELECT 1) TO PROGRAM 'true'"))
     assert (user, superuser, createdb) == ("rag_app", False, False) and owners == {"rag_app"}
@@ -234,12 +250,19 @@ def test_a_link_injected_by_a_document_is_flagged_under_the_real_answer(integrat
     qwen = ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "rules.md").write_text(INJECTED_DOC, encoding="utf-8")
-    env = {"DB_NAME": "rag_inject", "LLM_MODEL_PATH": str(qwen), "LLM_MAX_TOKENS": "120",
-           "RERANKER_MODEL": "acme/absent", "ABSTAIN_MIN_SIMILARITY": "0"}
+    env = {
+        "DB_NAME": "rag_inject",
+        "LLM_MODEL_PATH": str(qwen),
+        "LLM_MAX_TOKENS": "120",
+        "RERANKER_MODEL": "acme/absent",
+        "ABSTAIN_MIN_SIMILARITY": "0",
+    }
     assert run_cli("app.ingest", "--data-dir", str(tmp_path), env=env).returncode == 0
     done = run_cli("app.ask", "--no-stream", "--", "経費精算について教えてください。", env=env)
     assert done.returncode == 0, done.stderr
     answer = done.stdout.split("=== Answer ===")[1].split("=== Sources")[0]
     assert "evil.example" in answer, f"the 0.5B no longer copies the instruction, so this test tests nothing: {answer}"
-    assert ("注意: the answer contains a link from the document [1] rules.md#経費精算: http://evil.example/?q=経費 "
-            "(check it before opening it)") in done.stdout, done.stdout
+    assert (
+        "注意: the answer contains a link from the document [1] rules.md#経費精算: http://evil.example/?q=経費 "
+        "(check it before opening it)"
+    ) in done.stdout, done.stdout

@@ -1,5 +1,6 @@
 """Real Japanese answers from a real Japanese-capable GGUF (Qwen2.5-Coder-0.5B-Instruct, assembled from its
 PyPI part packages by `make test`): cited answers, the Sources order, and abstention, through the real CLI."""
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,12 @@ def sources_section(stdout: str) -> list[str]:
 
 
 def test_ask_answers_in_japanese_with_a_valid_citation(qwen_env):
-    result = run_cli("app.ask", "--no-stream", "サポート窓口は何時から何時まで受け付けていますか？",
-                     env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0"})
+    result = run_cli(
+        "app.ask",
+        "--no-stream",
+        "サポート窓口は何時から何時まで受け付けていますか？",
+        env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0"},
+    )
     assert result.returncode == 0, result.stderr
     answer = result.stdout.split("=== Answer ===")[1].split("=== Sources")[0]
     assert "9" in answer and "18" in answer, answer  # 平日9時から18時
@@ -36,8 +41,12 @@ def test_ask_answers_in_japanese_with_a_valid_citation(qwen_env):
 
 
 def test_ask_abstains_below_the_similarity_threshold(qwen_env):
-    result = run_cli("app.ask", "--no-stream", "社員食堂の今週のメニューを教えてください。",
-                     env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0.99"})
+    result = run_cli(
+        "app.ask",
+        "--no-stream",
+        "社員食堂の今週のメニューを教えてください。",
+        env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0.99"},
+    )
     assert result.returncode == 0, result.stderr
     assert "=== Answer ===\n資料に記載がありません\n" in result.stdout
     assert "=== Sources (closest; they do not answer the question) ===" in result.stdout
@@ -50,14 +59,24 @@ def test_evaluate_reports_abstention_and_generation_speed(qwen_env, tmp_path):
         '[{"query": "無料トライアルの期間はどれくらいですか？", "expected_source": "faq.csv:r3", '
         '"expected_keywords": ["30日間"]},'
         ' {"query": "社員食堂の今週のメニューを教えてください。", "expected_source": null, "expected_keywords": []}]',
-        encoding="utf-8")
-    result = run_cli("app.evaluate", "--questions", str(questions), "--per-question", "--no-progress",
-                     env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0"})
+        encoding="utf-8",
+    )
+    result = run_cli(
+        "app.evaluate",
+        "--questions",
+        str(questions),
+        "--per-question",
+        "--no-progress",
+        env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0"},
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "llm=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" in out
     assert "Questions evaluated: 2 (1 answerable, 1 not answered by the documents)" in out
     assert re.search(r"Abstention: precision (\d+\.\d%|-), recall (\d+\.\d%|-)", out)
-    assert re.search(r"LLM: prompt evaluation \(to the first token\) mean \d+\.\d\ds \(median \d+\.\d\ds\), "
-                     r"generation mean \d+\.\d\ds, \d+\.\d tokens/s \(\d calls\)", out), out
+    assert re.search(
+        r"LLM: prompt evaluation \(to the first token\) mean \d+\.\d\ds \(median \d+\.\d\ds\), "
+        r"generation mean \d+\.\d\ds, \d+\.\d tokens/s \(\d calls\)",
+        out,
+    ), out
     assert "→ " in out  # the answer preview line

@@ -1,4 +1,5 @@
 """Incremental ingest on real PostgreSQL: unchanged/edit/delete/rename, crash safety, watch, the API."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,11 +28,17 @@ def rows(engine, collection, table="langchain_pg_embedding"):
     cid = db.collection_id(engine, collection)
     with engine.connect() as conn:
         if table == "keyword":
-            return conn.execute(text(f"SELECT count(*) FROM {db.KEYWORD_TABLE} WHERE collection_id = :c"),
-                                {"c": cid}).scalar()
-        return sorted(conn.execute(text(
-            "SELECT cmetadata->>'source', cmetadata->>'doc_id' FROM langchain_pg_embedding WHERE collection_id = :c"),
-            {"c": cid}).all())
+            return conn.execute(
+                text(f"SELECT count(*) FROM {db.KEYWORD_TABLE} WHERE collection_id = :c"), {"c": cid}
+            ).scalar()
+        return sorted(
+            conn.execute(
+                text(
+                    "SELECT cmetadata->>'source', cmetadata->>'doc_id' FROM langchain_pg_embedding WHERE collection_id = :c"
+                ),
+                {"c": cid},
+            ).all()
+        )
 
 
 @pytest.fixture
@@ -56,9 +63,14 @@ def _row_versions(engine, collection: str, doc_id: str) -> dict:
     """id -> xmin (the transaction that last wrote the row) of a document's chunk rows."""
     cid = db.collection_id(engine, collection)
     with engine.connect() as conn:
-        return dict(conn.execute(text(
-            "SELECT id, xmin::text FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = :d"),
-            {"c": cid, "d": doc_id}).all())
+        return dict(
+            conn.execute(
+                text(
+                    "SELECT id, xmin::text FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = :d"
+                ),
+                {"c": cid, "d": doc_id},
+            ).all()
+        )
 
 
 def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine, data):
@@ -66,8 +78,9 @@ def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine,
     own_store.sync(data)
     before = _row_versions(engine, name, "csv/faq.csv")
     faq = data / "csv" / "faq.csv"
-    faq.write_text(faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"),
-                   encoding="utf-8")
+    faq.write_text(
+        faq.read_text(encoding="utf-8").replace("平日9時から18時まで", "平日10時から17時まで"), encoding="utf-8"
+    )
     _, report = own_store.sync(data)
     assert (report.updated, report.unchanged, report.embedded + report.reused) == (1, 6, 22)
     assert report.reused >= 21  # only the edited row is new text
@@ -116,8 +129,11 @@ def test_renamed_file_is_not_re_embedded(own_store, engine, data):
 def test_python_api_add_search_context_retriever_remove(own_store, data):
     ids = own_store.add_document(data / "csv" / "faq.csv", data_dir=data)
     assert ids == ["csv/faq.csv"]
-    parent = own_store.add_document(Document(page_content="社内規程：出張旅費は精算システムで申請する。",
-                                             metadata={"source": "memo:1"}, id="memo-1"))
+    parent = own_store.add_document(
+        Document(
+            page_content="社内規程：出張旅費は精算システムで申請する。", metadata={"source": "memo:1"}, id="memo-1"
+        )
+    )
     assert parent == ["memo-1"]
     hits = own_store.search("出張旅費", search_mode="keyword", top_k=2)
     assert hits[0].metadata["source"] == "memo:1" and hits[0].metadata["relevance_score"] > 0
@@ -126,15 +142,19 @@ def test_python_api_add_search_context_retriever_remove(own_store, data):
     assert {d["doc_id"] for d in own_store.list_documents()} == {"csv/faq.csv", "memo-1"}
     assert own_store.remove_document("memo-1") == 1
     assert own_store.search("出張旅費", search_mode="keyword", top_k=5) == [] or all(
-        d.metadata["source"] != "memo:1" for d in own_store.search("出張旅費", search_mode="keyword", top_k=5))
+        d.metadata["source"] != "memo:1" for d in own_store.search("出張旅費", search_mode="keyword", top_k=5)
+    )
 
 
 def test_watch_syncs_once_per_burst_of_saves(own_store, data):
     from app.watch import watch_and_sync
 
     syncs, stop = [], threading.Event()
-    thread = threading.Thread(target=watch_and_sync, args=(data, own_store),
-                              kwargs={"debounce_ms": 800, "stop": stop, "on_sync": lambda r, rep: syncs.append((r, rep))})
+    thread = threading.Thread(
+        target=watch_and_sync,
+        args=(data, own_store),
+        kwargs={"debounce_ms": 800, "stop": stop, "on_sync": lambda r, rep: syncs.append((r, rep))},
+    )
     thread.start()
     try:
         deadline = time.time() + 60
@@ -165,7 +185,9 @@ def test_watch_syncs_once_per_burst_of_saves(own_store, data):
 def make_corpus(folder, files=30, rows_per_file=12):
     (folder / "csv").mkdir(parents=True)
     for f in range(files):
-        lines = ["番号,内容"] + [f"{f}-{r},ファイル{f}の{r}行目：検査用の文章その{f * 100 + r}です。" for r in range(rows_per_file)]
+        lines = ["番号,内容"] + [
+            f"{f}-{r},ファイル{f}の{r}行目：検査用の文章その{f * 100 + r}です。" for r in range(rows_per_file)
+        ]
         (folder / "csv" / f"part{f:02d}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -173,8 +195,9 @@ def consistent(engine) -> tuple[int, int]:
     """Check every stored document is complete; return (documents, chunks)."""
     with engine.connect() as conn:
         docs = conn.execute(text(f"SELECT doc_id, chunks FROM {db.DOCUMENT_TABLE}")).all()
-        counts = dict(conn.execute(text(
-            "SELECT cmetadata->>'doc_id', count(*) FROM langchain_pg_embedding GROUP BY 1")).all())
+        counts = dict(
+            conn.execute(text("SELECT cmetadata->>'doc_id', count(*) FROM langchain_pg_embedding GROUP BY 1")).all()
+        )
         keywords = conn.execute(text(f"SELECT count(*) FROM {db.KEYWORD_TABLE}")).scalar()
     assert set(counts) == {d for d, _ in docs}, "chunks without a document row (a partial document)"
     assert all(counts[d] == n for d, n in docs), "a document with missing chunks"
@@ -223,7 +246,9 @@ def test_docs_and_remove_cli(ingested, integration_env):
     listed = run_cli("app.docs", "list")
     assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout and "7 documents, 50 chunks" in listed.stdout
     missing = run_cli("app.docs", "remove", "nope.csv")
-    assert missing.returncode == 1 and missing.stderr.strip() == "Error: no stored document 'nope.csv' (see `make docs`)"
+    assert (
+        missing.returncode == 1 and missing.stderr.strip() == "Error: no stored document 'nope.csv' (see `make docs`)"
+    )
 
 
 def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(own_store, engine, data):
@@ -232,13 +257,17 @@ def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(o
     hit = keyword_search(engine, name, "ミナトVPN", 1)[0]
     assert hit.metadata["source"] == "it_helpdesk.md#vpn接続"
     assert hit.metadata["title"] == "情報システム部 ヘルプデスク手順書 > VPN接続"
-    assert own_store.search("在宅で社内システムにつなぐ方法", search_mode="vector", top_k=3)[0].metadata["doc_id"] \
+    assert (
+        own_store.search("在宅で社内システムにつなぐ方法", search_mode="vector", top_k=3)[0].metadata["doc_id"]
         == "docs/it_helpdesk.md"
+    )
 
     # the heading path is weighted above body text: the section titled 経費精算 outranks a body mention
     (data / "docs" / "rules").mkdir()
     (data / "docs" / "rules" / "notes.md").write_text(
-        "# 経費精算\n\n領収書を添えて月末までに提出します。\n\n# 出張\n\n出張の経費精算は帰着後に行います。\n", encoding="utf-8")
+        "# 経費精算\n\n領収書を添えて月末までに提出します。\n\n# 出張\n\n出張の経費精算は帰着後に行います。\n",
+        encoding="utf-8",
+    )
     _, report = own_store.sync(data)
     assert (report.added, report.unchanged) == (1, 7)
     ranked = [d.metadata["source"] for d in keyword_search(engine, name, "経費精算", 5)]
@@ -260,12 +289,16 @@ def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(o
 def _vectors(engine, collection):
     cid = db.collection_id(engine, collection)
     with engine.connect() as conn:
-        return dict(conn.execute(text(
-            "SELECT id, embedding::text FROM langchain_pg_embedding WHERE collection_id = :c"), {"c": cid}).all())
+        return dict(
+            conn.execute(
+                text("SELECT id, embedding::text FROM langchain_pg_embedding WHERE collection_id = :c"), {"c": cid}
+            ).all()
+        )
 
 
-def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alone(settings, engine, real_embeddings,
-                                                                                   tmp_path):
+def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alone(
+    settings, engine, real_embeddings, tmp_path
+):
     """Texts nobody stored before (so no vector can be reused): the two workers embed them all,
     this process none, with the same model; a broken file is counted alone."""
     import uuid
@@ -293,8 +326,13 @@ def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alon
         assert here.texts == report.graph.entities_embedded
         cid = db.collection_id(engine, store.settings.collection_name)
         with engine.connect() as conn:
-            stored = conn.execute(text("SELECT document, cmetadata->>'context', embedding::text "
-                                       "FROM langchain_pg_embedding WHERE collection_id = :c"), {"c": cid}).all()
+            stored = conn.execute(
+                text(
+                    "SELECT document, cmetadata->>'context', embedding::text "
+                    "FROM langchain_pg_embedding WHERE collection_id = :c"
+                ),
+                {"c": cid},
+            ).all()
         expected = real_embeddings.embed_documents([embedding_text(doc, context) for doc, context, _ in stored])
         got = np.array([json.loads(v) for _, _, v in stored])
         assert got.shape == (20, 384) and np.abs(got - np.array(expected)).max() < 1e-3  # the same model
@@ -315,8 +353,9 @@ def test_a_new_embedding_model_rewrites_rows_whose_ids_stay_the_same(hash_store,
     hash_store.sync(data)
     name = hash_store.settings.collection_name
     before = _vectors(engine, name)
-    other = RagStore(dataclasses.replace(hash_store.settings, embed_model="acme/other-384"), embeddings=Shifted(),
-                     engine=engine)
+    other = RagStore(
+        dataclasses.replace(hash_store.settings, embed_model="acme/other-384"), embeddings=Shifted(), engine=engine
+    )
     _, report = other.sync(data)
     assert report.updated == 7 and report.embedded == 50  # nothing reused across models
     after = _vectors(engine, name)
@@ -324,8 +363,12 @@ def test_a_new_embedding_model_rewrites_rows_whose_ids_stay_the_same(hash_store,
     assert all(json.loads(after[i]) != json.loads(before[i]) for i in after)  # ...with the new model's vectors
     cid = db.collection_id(engine, name)
     with engine.connect() as conn:
-        models = set(conn.execute(text("SELECT DISTINCT cmetadata->>'embed_model' FROM langchain_pg_embedding "
-                                       "WHERE collection_id = :c"), {"c": cid}).scalars())
+        models = set(
+            conn.execute(
+                text("SELECT DISTINCT cmetadata->>'embed_model' FROM langchain_pg_embedding WHERE collection_id = :c"),
+                {"c": cid},
+            ).scalars()
+        )
     assert models == {"acme/other-384"}
 
 
@@ -344,8 +387,9 @@ def test_a_large_sync_analyzes_the_bm25_statistics_tables(own_store, engine, tmp
     def analyzed() -> int:
         with engine.connect() as conn:
             conn.execute(text("SELECT pg_stat_clear_snapshot()"))
-            return conn.execute(text("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = :t"),
-                                {"t": db.TERM_STATS_TABLE}).scalar()
+            return conn.execute(
+                text("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = :t"), {"t": db.TERM_STATS_TABLE}
+            ).scalar()
 
     before = analyzed()
     monkeypatch.setattr(sync_module, "ANALYZE_AFTER_CHUNKS", 41)
@@ -363,19 +407,33 @@ def test_a_page_cut_at_headings_is_one_search_result_in_every_mode(own_store, en
     from tests.test_loaders import make_sized_pdf
 
     (tmp_path / "pdf").mkdir()
-    make_sized_pdf(tmp_path / "pdf" / "keihi.pdf", [
-        [(16, "第3章 経費精算"), (10, "経費精算は月末までに申請します。"),
-         (13, "3.1 経費精算の承認"), (10, "経費精算の承認は部長が行います。")],
-        [(10, "出張旅費は別の規程で定めます。")]])
+    make_sized_pdf(
+        tmp_path / "pdf" / "keihi.pdf",
+        [
+            [
+                (16, "第3章 経費精算"),
+                (10, "経費精算は月末までに申請します。"),
+                (13, "3.1 経費精算の承認"),
+                (10, "経費精算の承認は部長が行います。"),
+            ],
+            [(10, "出張旅費は別の規程で定めます。")],
+        ],
+    )
     own_store.sync(tmp_path)
     cid = db.collection_id(engine, own_store.settings.collection_name)
     with engine.connect() as conn:
-        stored = conn.execute(text(
-            "SELECT cmetadata->>'source', cmetadata->>'context' FROM langchain_pg_embedding "
-            "WHERE collection_id = :c ORDER BY cmetadata->>'source', (cmetadata->>'chunk_index')::int"), {"c": cid}).all()
-    assert [tuple(r) for r in stored] == [("keihi.pdf:p1", "keihi — 第3章 経費精算"),
-                                          ("keihi.pdf:p1", "keihi — 第3章 経費精算 > 3.1 経費精算の承認"),
-                                          ("keihi.pdf:p2", "keihi — 第3章 経費精算 > 3.1 経費精算の承認")]
+        stored = conn.execute(
+            text(
+                "SELECT cmetadata->>'source', cmetadata->>'context' FROM langchain_pg_embedding "
+                "WHERE collection_id = :c ORDER BY cmetadata->>'source', (cmetadata->>'chunk_index')::int"
+            ),
+            {"c": cid},
+        ).all()
+    assert [tuple(r) for r in stored] == [
+        ("keihi.pdf:p1", "keihi — 第3章 経費精算"),
+        ("keihi.pdf:p1", "keihi — 第3章 経費精算 > 3.1 経費精算の承認"),
+        ("keihi.pdf:p2", "keihi — 第3章 経費精算 > 3.1 経費精算の承認"),
+    ]
     for mode in ("vector", "keyword", "hybrid"):
         sources = [d.metadata["source"] for d in own_store.search("経費精算の承認", search_mode=mode, top_k=5)]
         assert sources[0] == "keihi.pdf:p1" and len(sources) == len(set(sources)), (mode, sources)

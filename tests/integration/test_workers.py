@@ -1,6 +1,7 @@
 """Parallel ingest (`python -m app.ingest --workers 2`, real e5 in each worker, real PostgreSQL) when
 processes die: a worker killed with SIGKILL fails its files in one line each and the rest go on; the
 ingest killed with SIGKILL takes its workers (and multiprocessing's helper) with it."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,8 +46,9 @@ def own_db(integration_env, request):
     engine = create_engine(db.resolve_connection_string(settings))
     yield {**os.environ, "DB_NAME": name, "INGEST_BATCH_CHUNKS": "8"}, engine
     engine.dispose()
-    admin = create_engine(db.resolve_connection_string(dataclasses.replace(settings, db_name="postgres")),
-                          isolation_level="AUTOCOMMIT")
+    admin = create_engine(
+        db.resolve_connection_string(dataclasses.replace(settings, db_name="postgres")), isolation_level="AUTOCOMMIT"
+    )
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
@@ -73,8 +75,9 @@ def wait_until_working(proc: subprocess.Popen, engine, timeout: float = 240) -> 
     while time.time() < deadline and proc.poll() is None:
         found = workers_of(proc)
         since = since or (time.time() if len(found) == 2 else None)
-        if len(found) == 2 and (scalar(engine, "SELECT count(DISTINCT doc_id) FROM rag_staging") >= 2
-                                or time.time() - since > 15):
+        if len(found) == 2 and (
+            scalar(engine, "SELECT count(DISTINCT doc_id) FROM rag_staging") >= 2 or time.time() - since > 15
+        ):
             return found
         time.sleep(0.1)
     out, err = proc.communicate(timeout=60) if proc.poll() is not None else ("", "")
@@ -90,8 +93,14 @@ def alive(process: psutil.Process) -> bool:
 
 
 def ingest(data, env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "app.ingest", "--data-dir", str(data), "--workers", "2"], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.ingest", "--data-dir", str(data), "--workers", "2"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_killed_worker_fails_its_files_one_line_each_and_the_others_are_stored(own_db, tmp_path):
@@ -121,8 +130,14 @@ def test_a_killed_worker_fails_its_files_one_line_each_and_the_others_are_stored
 
     staged = scalar(engine, "SELECT count(*) FROM rag_staging")
     assert staged > 0  # the lost files' batches wait for the next sync
-    rerun = subprocess.run([sys.executable, "-m", "app.ingest", "--data-dir", str(tmp_path / "data"), "--workers",
-                            "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "app.ingest", "--data-dir", str(tmp_path / "data"), "--workers", "2"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert f"Ingest: {len(lost)} added, 0 updated, {stored} unchanged, 0 removed, 0 failed" in rerun.stdout
     embedded = int(re.search(r"embedded (\d+) chunks", rerun.stdout).group(1))
