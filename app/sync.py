@@ -294,10 +294,12 @@ def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     return list(iter_chunks(source, settings))
 
 
-def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
+def iter_chunks(
+    source: SourceFile, settings: Settings, on_page: Callable[[int, int], None] | None = None
+) -> Iterator[Document]:
     """Read one file, then yield its chunks one by one as Documents with full metadata (a sync embeds
     and stores them in batches, never holding them all); DataSourceError if unreadable (raised by
-    the first ``next``).
+    the first ``next``). ``on_page(done, total)`` after each page OCR'd (a scan: seconds per page).
 
     Each chunk carries a ``context`` for both indexes (its text shown to users is
     unchanged): a PDF's title and the heading path above the chunk, a CSV's file stem and header line, a
@@ -312,7 +314,7 @@ def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
     limits = loaders.Limits.from_settings(settings)
     titles: dict[str, str] = {}
     if suffix == ".pdf":
-        title, pages = loaders.pdf_document(source.path, limits, ocr=formats.pdf_ocr(settings))
+        title, pages = loaders.pdf_document(source.path, limits, ocr=formats.pdf_ocr(settings, on_page))
         units = [(text, source_id, " — ".join(p for p in (title, heading) if p)) for text, source_id, heading in pages]
         split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     elif suffix in (".md", ".txt"):
@@ -324,7 +326,7 @@ def iter_chunks(source: SourceFile, settings: Settings) -> Iterator[Document]:
         ]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     elif suffix in formats.SUFFIXES:
-        document = formats.read_document(source.path, settings)
+        document = formats.read_document(source.path, settings, on_page)
         units, titles = document.units, document.titles
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
         if document.split == "pages":  # OCR'd scans are split as PDF pages are
@@ -531,13 +533,15 @@ def stage_file(
     key: str,
     run: str,
     on_batch: Callable[[int], None] | None = None,
+    on_page: Callable[[int, int], None] | None = None,
 ) -> StagedFile:
     """Read, chunk, embed and extract the graph's entity links of one file, ``INGEST_BATCH_CHUNKS``
     chunks at a time, each batch committed to the staging table (app.db.stage_chunks): memory stays
     flat however large the file, and nothing is searchable before :func:`write_document`. Chunks an
     interrupted sync of the same bytes and settings staged are claimed for ``run``, not embedded
     again; a vector stored or staged for the same text is reused. ``on_batch(n)`` after each batch
-    is staged. Needs no writer lock (a worker process runs it too).
+    is staged, ``on_page(done, total)`` after each page OCR'd (:func:`iter_chunks`). Needs no writer
+    lock (a worker process runs it too).
 
     The encoder never waits for the database: one writer thread extracts a batch's links, tokenizes
     it for the keyword index and stages it while the next batch is embedded (at most one batch in
@@ -560,7 +564,7 @@ def stage_file(
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-writer") as writer:
         try:
-            for batch in batched(enumerate(iter_chunks(source, settings)), settings.ingest_batch_chunks):
+            for batch in batched(enumerate(iter_chunks(source, settings, on_page)), settings.ingest_batch_chunks):
                 claimed = db.claim_staged(
                     engine, settings.collection_name, source.doc_id, gen, run, [d.id for _, d in batch]
                 )
@@ -662,10 +666,11 @@ def _stage_safely(
     key: str,
     run: str,
     on_batch: Callable[[int], None] | None = None,
+    on_page: Callable[[int, int], None] | None = None,
 ) -> StagedFile | str:
     """:func:`stage_file`, or the one-line reason it failed; a lost database or a missing model raises."""
     try:
-        return stage_file(source, embeddings, settings, engine, key, run, on_batch)
+        return stage_file(source, embeddings, settings, engine, key, run, on_batch, on_page)
     except FATAL_ERRORS:
         raise
     except Exception as exc:
@@ -688,14 +693,17 @@ def _stage_all(
     if workers <= 1 or len(work) <= 1:
         for item in work:
             bar.reading(item[0].doc_id)
-            yield (
-                item,
-                _stage_safely(
-                    item[0], embeddings, settings, engine, key, run, lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n)
-                ),
-            )
+            yield item, _stage_with_bar(item[0], embeddings, settings, engine, key, run, bar)
         return
     yield from _stage_in_workers(work, embeddings, settings, engine, key, run, workers, bar)
+
+
+def _stage_with_bar(
+    source: SourceFile, embeddings: Any, settings: Settings, engine: Any, key: str, run: str, bar: _Progress
+) -> StagedFile | str:
+    """:func:`_stage_safely` in this process, its staged chunks and OCR'd pages shown on ``bar``."""
+    doc_id = source.doc_id
+    return _stage_safely(source, embeddings, settings, engine, key, run, lambda n: bar.add(doc_id, n), bar.ocr_page)
 
 
 def _stage_in_workers(
@@ -725,12 +733,7 @@ def _stage_in_workers(
             return
     for item in pending:
         bar.reading(item[0].doc_id)
-        yield (
-            item,
-            _stage_safely(
-                item[0], embeddings, settings, engine, key, run, lambda n, doc_id=item[0].doc_id: bar.add(doc_id, n)
-            ),
-        )
+        yield item, _stage_with_bar(item[0], embeddings, settings, engine, key, run, bar)
 
 
 def _pool_round(
@@ -914,7 +917,8 @@ class TruncationTally:
 
 class _Progress:
     """The ingest's progress bar (tqdm): chunks done (staged, whether embedded now or reused), files
-    started, and the file being read; does nothing when disabled."""
+    started, the file being read and, while a scan is OCR'd, its page (``OCR page 3/12``, a postfix:
+    a page takes seconds, its chunks come only once every page is read); does nothing when disabled."""
 
     def __init__(self, files: int, enabled: bool):
         self.files, self.started, self.shown = files, 0, {}
@@ -936,6 +940,12 @@ class _Progress:
         self.started += 1
         if self.bar is not None:
             self.bar.set_description_str(f"Ingesting {doc_id} (file {self.started}/{self.files})", refresh=False)
+            self.bar.set_postfix_str("", refresh=False)
+
+    def ocr_page(self, done: int, total: int) -> None:
+        """Page ``done`` of the ``total`` pages OCR'd in the file being read is read."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"OCR page {done}/{total}" if done < total else "", refresh=True)
 
     def add(self, doc_id: str, chunks: int) -> None:
         """``chunks`` more chunks of ``doc_id`` are done."""

@@ -14,7 +14,7 @@ from app.errors import DataSourceError
 from app.formats import pdf_ocr
 from app.formats.ocr import INSTALL_HINT, Ocr, clean_ocr_text, image_document
 from app.loaders import pdf_document
-from app.sync import SourceFile, chunk_file
+from app.sync import SourceFile, _Progress, iter_chunks
 
 LINES = ["就業規則 第3条 勤務時間", "社員の勤務時間は午前9時から午後6時までとする。", "休憩時間は正午から1時間とする。"]
 MISSING = Ocr(command="/nonexistent/tesseract")
@@ -91,7 +91,9 @@ def test_png_is_read_by_ocr(tmp_path):
 def test_multipage_tiff_has_a_source_per_page(tmp_path):
     first, second = page_image(LINES[:1]), page_image(["有給休暇は年10日とする。"])
     first.save(tmp_path / "scan.tif", save_all=True, append_images=[second])
-    units = image_document(tmp_path / "scan.tif", Ocr())
+    pages: list[tuple[int, int]] = []
+    units = image_document(tmp_path / "scan.tif", Ocr(), on_page=lambda done, total: pages.append((done, total)))
+    assert pages == [(1, 2), (2, 2)]  # progress per page
     assert [source for _, source in units] == ["scan.tif:p1", "scan.tif:p2"]
     assert "有給休暇は年" in units[1][0]
 
@@ -101,8 +103,24 @@ def test_image_only_pdf_pages_are_ocrd_with_page_sources(tmp_path):
     page_image().save(
         tmp_path / "scan.pdf", resolution=300.0, save_all=True, append_images=[page_image(["有給休暇は年10日とする。"])]
     )
-    chunks = chunk_file(SourceFile("pdf/scan.pdf", tmp_path / "scan.pdf", "scan.pdf", "h"), Settings())
+    pages: list[tuple[int, int]] = []
+    source = SourceFile("pdf/scan.pdf", tmp_path / "scan.pdf", "scan.pdf", "h")
+    chunks = list(iter_chunks(source, Settings(), on_page=lambda done, total: pages.append((done, total))))
+    assert pages == [(1, 2), (2, 2)]  # the sync's progress bar hears of each page
     assert [c.metadata["source"] for c in chunks] == ["scan.pdf:p1", "scan.pdf:p2"]
     assert "午前9時から午後6時まで" in chunks[0].page_content
     assert "有給休暇は年" in chunks[1].page_content
     assert pdf_ocr(Settings())  # the hook the sync passes
+
+
+def test_progress_bar_shows_the_page_being_ocrd_and_clears_it():
+    with _Progress(2, enabled=True) as bar:
+        bar.reading("pdf/scan.pdf")
+        bar.ocr_page(1, 3)
+        assert bar.bar.postfix == "OCR page 1/3"
+        bar.ocr_page(3, 3)  # the last page: the chunks come next
+        assert not bar.bar.postfix
+        bar.ocr_page(1, 2)
+        bar.reading("pdf/next.pdf")  # a new file starts without the old page
+        assert not bar.bar.postfix
+    _Progress(1, enabled=False).ocr_page(1, 2)  # a disabled bar ignores it

@@ -58,9 +58,11 @@ def _joined(*parts: str) -> str:
     return " — ".join(part for part in parts if part)
 
 
-def read_document(path: Path, settings) -> FormatDocument:
+def read_document(path: Path, settings, on_page=None) -> FormatDocument:
     """One file of a format in :data:`SUFFIXES` as a :class:`FormatDocument`; DataSourceError (one
-    line) if it cannot be read. Context lines name the file's stem first, as for CSV and Markdown."""
+    line) if it cannot be read. Context lines name the file's stem first, as for CSV and Markdown.
+    ``on_page(done, total)`` is called after each OCR'd page of an image (progress; never for the
+    other formats, which read in well under a second)."""
     from app.loaders import Limits
 
     limits = Limits.from_settings(settings)
@@ -94,20 +96,20 @@ def read_document(path: Path, settings) -> FormatDocument:
     if suffix in IMAGE_SUFFIXES:
         from app.formats.ocr import Ocr, image_document
 
-        pages = image_document(path, Ocr.from_settings(settings), limits)
+        pages = image_document(path, Ocr.from_settings(settings), limits, on_page)
         return FormatDocument([(text, source, stem) for text, source in pages], split="pages")
     raise ValueError(f"not a format of app.formats: {path.suffix!r}")
 
 
-def pdf_ocr(settings):
+def pdf_ocr(settings, on_page=None):
     """The ``ocr`` hook of :func:`app.loaders.pdf_document`: OCR of a PDF's pages without a text layer
-    with the settings' Tesseract languages and resolution."""
+    with the settings' Tesseract languages and resolution; ``on_page(done, total)`` after each page."""
     from app.formats.ocr import Ocr
     from app.loaders import Limits
 
     ocr, limits = Ocr.from_settings(settings), Limits.from_settings(settings)
 
     def read(path: Path, numbers: list[int], page_count: int) -> dict[int, str]:
-        return ocr.pdf_pages(path, numbers, page_count, limits)
+        return ocr.pdf_pages(path, numbers, page_count, limits, on_page)
 
     return read

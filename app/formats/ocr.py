@@ -8,7 +8,9 @@ OCR_DPI. Each page must be read within PARSE_TIMEOUT_S. Without Tesseract or its
 file that needs OCR fails with one line saying what to install.
 
 OCR is slow (seconds per page), but a sync reads a file again only when its bytes change: the OCR'd
-text is stored with the document's chunks, so an unchanged scan is never OCR'd twice.
+text is stored with the document's chunks, so an unchanged scan is never OCR'd twice. Progress is
+reported per page through ``on_page(done, total)`` (the ingest's bar shows ``OCR page 3/12``) and logged
+at INFO; nothing here prints.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from app.errors import DataSourceError
 from app.loaders import Limits, clean_pdf_text, display_name, strip_nul
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
+PageProgress = Callable[[int, int], None]  # on_page(pages done, pages to OCR in this file)
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +107,16 @@ class Ocr:
         return clean_ocr_text(done.stdout.decode("utf-8", "replace"))
 
     def pdf_pages(
-        self, path: Path, numbers: list[int], page_count: int, limits: Limits = DEFAULT_LIMITS
+        self,
+        path: Path,
+        numbers: list[int],
+        page_count: int,
+        limits: Limits = DEFAULT_LIMITS,
+        on_page: PageProgress | None = None,
     ) -> dict[int, str]:
         """The OCR text of the PDF pages ``numbers`` (1-based; those with no text layer) as
-        ``{number: text}`` (pages where Tesseract reads nothing left out).
+        ``{number: text}`` (pages where Tesseract reads nothing left out); ``on_page(done, len(numbers))``
+        after each page.
 
         When OCR cannot run: DataSourceError (one line, what to install) if no page of the PDF has text,
         else a warning is logged and ``{}`` returned (the text pages are still stored).
@@ -139,6 +149,8 @@ class Ocr:
                 log.info(
                     "%s: OCR page %d (%d/%d) in %.1f s", name, number, done, len(numbers), time.monotonic() - started
                 )
+                if on_page is not None:
+                    on_page(done, len(numbers))
                 if text:
                     texts[number] = text
         finally:
@@ -153,9 +165,11 @@ def render_page(page, dpi: int):
     return page.render(scale=scale, grayscale=True).to_pil()
 
 
-def image_document(path: Path, ocr: Ocr, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, str]]:
+def image_document(
+    path: Path, ocr: Ocr, limits: Limits = DEFAULT_LIMITS, on_page: PageProgress | None = None
+) -> list[tuple[str, str]]:
     """An image file OCR'd: ``[(text, source), ...]``, source ``file.png`` for a single image and
-    ``file.tif:p<N>`` for each page of a multi-page TIFF. DataSourceError if OCR cannot run (one line
+    ``file.tif:p<N>`` for each page of a multi-page TIFF; ``on_page(done, frames)`` after each page. DataSourceError if OCR cannot run (one line
     saying what to install), the image is unreadable or too large (MAX_PIXELS), or no text is read."""
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
@@ -176,6 +190,8 @@ def image_document(path: Path, ocr: Ocr, limits: Limits = DEFAULT_LIMITS) -> lis
                 started = time.monotonic()
                 text = ocr.read_image(frame, name, f"page {number}", limits.parse_timeout_s)
                 log.info("%s: OCR page %d/%d in %.1f s", name, number, frames, time.monotonic() - started)
+                if on_page is not None:
+                    on_page(number, frames)
                 if text:
                     units.append((text, name if frames == 1 else f"{name}:p{number}"))
     except DataSourceError:
