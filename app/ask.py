@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from app.config import Settings, get_settings
+from app.config import Settings, get_settings, validate_mode
 from app.errors import RagError
 
 
@@ -238,7 +238,6 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         from dataclasses import replace
 
         from app.graph import default_context, run_rag
-        from app.graphrag.router import validate_mode
 
         settings = get_settings()
         mode = validate_mode(args.mode, settings.search_mode)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -122,14 +122,6 @@ def _read_threads(env: Mapping[str, str]) -> int:
     return value
 
 
-def _read_mode(env: Mapping[str, str]) -> str:
-    """SEARCH_MODE: hybrid (default), vector or keyword."""
-    raw = env.get("SEARCH_MODE", "").strip().lower() or "hybrid"
-    if raw not in SEARCH_MODES:
-        raise ValueError(f"SEARCH_MODE must be one of {', '.join(SEARCH_MODES)}, got {raw!r}")
-    return raw
-
-
 def _read_weights(env: Mapping[str, str]) -> tuple[float, float]:
     """HYBRID_WEIGHTS: ``vector,keyword`` RRF weights, default ``1.0,1.0``."""
     raw = env.get("HYBRID_WEIGHTS", "").strip()
@@ -181,12 +173,26 @@ def _read_ocr_langs(env: Mapping[str, str]) -> str:
     return raw
 
 
+def one_of(name: str, value: object, choices: Sequence[str]) -> str:
+    """``value`` stripped and lower-cased when it is one of ``choices``; otherwise ValueError
+    ``<name> must be one of <choices>, got <value>`` (the one message for every choice)."""
+    chosen = value.strip().lower() if isinstance(value, str) else value
+    if chosen not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return chosen
+
+
+def validate_mode(mode: object, default: str | None = "hybrid", allowed: Sequence[str] = ASK_MODES) -> str:
+    """The one check of a search or ask mode (``--mode``, MCP tools, ``RagStore.search``, the workflow):
+    ``mode`` (``default`` when None or empty) if it is in ``allowed``, normalized; ValueError otherwise."""
+    if default is not None and (mode is None or mode == ""):
+        mode = default
+    return one_of("mode", mode, allowed)
+
+
 def _read_choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """A variable that takes one of ``choices`` (the first is the default); ValueError otherwise."""
-    raw = env.get(name, "").strip().lower() or choices[0]
-    if raw not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
-    return raw
+    return one_of(name, env.get(name, "").strip().lower() or choices[0], choices)
 
 
 def _read_float(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
@@ -443,7 +449,7 @@ class Settings:
             llm_max_tokens=_read_int(env, "LLM_MAX_TOKENS"),
             llm_n_threads=_read_threads(env),
             llm_temperature=_read_float(env, "LLM_TEMPERATURE", 0.0, 0.0, 2.0),
-            search_mode=_read_mode(env),
+            search_mode=_read_choice(env, "SEARCH_MODE", SEARCH_MODES),
             rrf_k=_read_int(env, "RRF_K"),
             hybrid_weights=_read_weights(env),
             prompt_style=_read_choice(env, "PROMPT_STYLE", PROMPT_STYLES),

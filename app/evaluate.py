@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.config import Settings, get_settings
+from app.config import Settings, get_settings, validate_mode
 from app.errors import DataSourceError
 from app.metrics import (
     coverage,
@@ -473,8 +473,6 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from app.graphrag.router import validate_mode
-
         settings = get_settings()
         mode = validate_mode(args.mode, settings.search_mode)
         data_dir = args.data_dir or settings.data_dir

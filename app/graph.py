@@ -38,7 +38,7 @@ from app.answers import (
     unsupported_numbers,
     without_citations,
 )
-from app.config import Settings, get_settings
+from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
 from app.errors import ModelNotFoundError, QuestionTooLongError
 from app.evidence import find_quote
 from app.guard import answer_warnings
@@ -532,8 +532,6 @@ def default_context(
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
     (not loaded with ``generate=False``: retrieval and re-ranking only), and for ``local``, ``global`` and
     ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones)."""
-    from app.config import SEARCH_MODES
-    from app.graphrag.router import validate_mode
     from app.llm import get_llm
     from app.store import RagStore
 

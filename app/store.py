@@ -321,12 +321,10 @@ class RagStore:
         """
         from functools import partial
 
-        from app.config import ASK_MODES
+        from app.config import validate_mode
         from app.retrieval import hybrid_search, keyword_search, vector_search
 
-        mode = search_mode or self.settings.search_mode
-        if mode not in ASK_MODES:
-            raise ValueError(f"search mode must be one of {', '.join(ASK_MODES)}, got {mode!r}")
+        mode = validate_mode(search_mode, self.settings.search_mode)
         top_k = top_k or self.settings.search_k
         if not query or not query.strip():
             return []

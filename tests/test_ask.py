@@ -47,7 +47,7 @@ def test_search_uses_a_search_function_for_other_modes(mock_documents, fake_rera
 def test_main_rejects_unknown_mode_in_one_line_listing_the_valid_ones(capsys, clean_env):
     assert ask.main(["--mode", "fuzzy", "質問"]) == 1  # before any database or model is touched
     assert capsys.readouterr().err == (
-        "Error: unknown mode 'fuzzy'; valid modes: hybrid, vector, keyword, local, global, auto\n"
+        "Error: mode must be one of hybrid, vector, keyword, local, global, auto, got 'fuzzy'\n"
     )
 
 

@@ -292,3 +292,36 @@ def test_llm_server_settings(clean_env):
     assert (s.llm_timeout_s, s.llm_max_retries, s.db_pool_size, s.db_statement_timeout_ms) == (120, 2, 5, 60000)
     named = Settings.from_env({"LLM_BASE_URL": "https://llm.example/v1", "LLM_MODEL": "qwen2.5:1.5b"})
     assert named.llm_server_model == "qwen2.5:1.5b"
+
+
+@pytest.mark.parametrize(
+    "mode, default, allowed, expected",
+    [
+        (" Vector ", "hybrid", config.SEARCH_MODES, "vector"),
+        (None, "hybrid", config.ASK_MODES, "hybrid"),
+        ("", "keyword", config.ASK_MODES, "keyword"),
+        ("local", "hybrid", config.ASK_MODES, "local"),
+    ],
+)
+def test_validate_mode_normalizes_and_defaults(mode, default, allowed, expected):
+    assert config.validate_mode(mode, default, allowed) == expected
+
+
+@pytest.mark.parametrize(
+    "mode, default, allowed, message",
+    [
+        ("local", "hybrid", config.SEARCH_MODES, "mode must be one of hybrid, vector, keyword, got 'local'"),
+        ("", None, config.SEARCH_MODES, "mode must be one of hybrid, vector, keyword, got ''"),
+        (3, None, config.ASK_MODES, "mode must be one of hybrid, vector, keyword, local, global, auto, got 3"),
+        (
+            "drift",
+            "hybrid",
+            config.ASK_MODES,
+            "mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'",
+        ),
+    ],
+)
+def test_validate_mode_rejects_with_one_message(mode, default, allowed, message):
+    with pytest.raises(ValueError) as err:
+        config.validate_mode(mode, default, allowed)
+    assert str(err.value) == message

@@ -42,7 +42,7 @@ def test_validate_mode(mode, expected):
 def test_validate_mode_unknown_lists_the_valid_ones():
     with pytest.raises(ValueError) as err:
         validate_mode("drift")
-    assert str(err.value) == "unknown mode 'drift'; valid modes: hybrid, vector, keyword, local, global, auto"
+    assert str(err.value) == "mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'"
 
 
 def test_route_keeps_an_explicit_mode_and_falls_back_without_a_graph():

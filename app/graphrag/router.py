@@ -17,7 +17,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from app.config import ASK_MODES
+from app.config import validate_mode
 
 GLOBAL_CUES = (
     "全体",
@@ -47,14 +47,6 @@ class Route:
 
     mode: str
     reason: str
-
-
-def validate_mode(mode: str | None, default: str = "hybrid") -> str:
-    """``mode`` (or ``default``) if it is one of ASK_MODES; ValueError listing them otherwise."""
-    chosen = (mode or default).strip().lower()
-    if chosen not in ASK_MODES:
-        raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(ASK_MODES)}")
-    return chosen
 
 
 def choose_mode(question: str) -> Route:

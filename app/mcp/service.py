@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.documents import Document
 from typing_extensions import TypedDict
 
-from app.config import ASK_MODES, SEARCH_MODES, Settings
+from app.config import SEARCH_MODES, Settings, validate_mode
 from app.keywords import normalize_text, query_tokens
 
 log = logging.getLogger(__name__)
@@ -85,26 +85,12 @@ def validate_text(value: Any, name: str = "query") -> str:
     return value.strip()
 
 
-def validate_mode(mode: Any) -> str:
-    """One of the search modes."""
-    if mode not in SEARCH_MODES:
-        raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-    return mode
-
-
-def validate_ask_mode(mode: Any) -> str:
-    """One of the modes ``ask`` takes: the search modes, local, global or auto."""
-    if mode not in ASK_MODES:
-        raise ValueError(f"mode must be one of {', '.join(ASK_MODES)}, got {mode!r}")
-    return mode
-
-
 def validate_search(query: Any, k: Any, mode: Any) -> tuple[str, int, str]:
     """The arguments of ``search_rag`` checked: ValueError with a one-line reason otherwise."""
     query = validate_text(query)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
-    return query, k, validate_mode(mode)
+    return query, k, validate_mode(mode, default=None, allowed=SEARCH_MODES)
 
 
 def normalized_score(doc: Document, mode: str, settings: Settings) -> float:
@@ -262,7 +248,7 @@ class RagService:
         """Answer with the LangGraph workflow: answer, sources (cited first), abstention, timings."""
         from app.graph import run_rag
 
-        question, mode = validate_text(question, "question"), validate_ask_mode(mode)
+        question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
         ctx = self.context()
         if mode in SEARCH_MODES:
             ctx = replace(ctx, search=self.store.search_function(mode), mode=mode)

@@ -223,7 +223,7 @@ def test_auto_mode_says_which_mode_it_chose(qwen_env):
 def test_unknown_mode_is_one_line_listing_the_valid_ones(integration_env):
     result = run_cli("app.ask", "--mode", "drift", "質問")
     assert result.returncode == 1
-    assert result.stderr == "Error: unknown mode 'drift'; valid modes: hybrid, vector, keyword, local, global, auto\n"
+    assert result.stderr == "Error: mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'\n"
 
 
 def test_evaluate_overview_questions_in_local_mode_without_the_llm(ingested, integration_env):
