@@ -152,7 +152,9 @@ def test_graph_mode_without_a_graph_search_is_a_clear_error(llm, mock_documents)
 
 
 def test_default_context_rejects_an_unknown_mode(clean_env):
-    with pytest.raises(ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"):
+    with pytest.raises(
+        ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"
+    ):
         graph.default_context(mode="drift", search=lambda q, k: [], reranker=None, generate=False)
 
 

@@ -65,7 +65,9 @@ def test_search_vector_filter_is_passed_to_pgvector(store, mock_vectorstore):
 
 
 def test_search_rejects_unknown_mode(store):
-    with pytest.raises(ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'semantic'$"):
+    with pytest.raises(
+        ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'semantic'$"
+    ):
         store.search("q", search_mode="semantic")
 
 
