@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from app.config import PROMPT_STYLES
+from app.keywords import sentences
 
 ABSTAIN_ANSWER = "資料に記載がありません"
 
@@ -45,14 +46,6 @@ _ABSTAIN = re.compile(
     r"記載(が|は)(ありません|ない)|記載されていません|"
     r"(情報|記述|記載)(が|は)(見つかりません|ありません|含まれていません)"
 )
-
-
-_SENTENCE_END = re.compile(r"(?<=[。！？!?])|\n+")
-
-
-def sentences(text: str) -> list[str]:
-    """``text`` split after 。！？!? and at line breaks; empty pieces dropped, each stripped."""
-    return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
 
 
 def focus_context(text: str, query: str, max_chars: int) -> str:

@@ -63,7 +63,7 @@ def _cut(sentence: str, wanted: set[str]) -> str:
 
 def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Sequence[int] = ()) -> Quote | None:
     """The sentence of ``contexts`` that best supports ``answer`` (see the module docstring), or None."""
-    from app.answers import sentences
+    from app.keywords import sentences
 
     wanted, asked = _terms(answer), _terms(query)
     if not wanted:

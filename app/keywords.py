@@ -81,8 +81,16 @@ STOP_BIGRAMS = frozenset(
 
 
 def normalize_text(text: str) -> str:
-    """NFKC-normalize and lower-case."""
+    """NFKC-normalize and lower-case (how tokens, entity names and questions are compared)."""
     return unicodedata.normalize("NFKC", text).lower()
+
+
+_SENTENCE_END = re.compile(r"(?<=[。！？!?])|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split after 。！？!? and at line breaks; empty pieces dropped, each stripped."""
+    return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
 
 
 def _bigrams(run: str) -> list[str]:

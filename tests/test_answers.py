@@ -12,7 +12,6 @@ from app.answers import (
     focus_context,
     ordered_sources,
     says_not_in_documents,
-    sentences,
     strip_echo,
     system_prompt,
     unsupported_numbers,
@@ -147,15 +146,8 @@ def test_unsupported_numbers(answer, contexts, query, expected):
     assert unsupported_numbers(answer, contexts, query) == expected
 
 
-def test_sentences_and_focus_context():
+def test_focus_context_keeps_the_sentences_near_the_question():
     text = "会社概要です。サポートの受付時間は平日9時から18時までです。土日は休みです。\n料金は月額です。解約は30日前までです。"
-    assert sentences(text) == [
-        "会社概要です。",
-        "サポートの受付時間は平日9時から18時までです。",
-        "土日は休みです。",
-        "料金は月額です。",
-        "解約は30日前までです。",
-    ]
     assert (
         focus_context(text, "受付時間は何時まで？", 40)
         == "会社概要です。サポートの受付時間は平日9時から18時までです。土日は休みです。"

@@ -14,15 +14,8 @@ from app.graphrag.communities import (
     community_ranks,
     detect_communities,
     extractive_report,
-    percentile,
 )
 from app.graphrag.models import Community
-
-
-def test_percentile_interpolates():
-    assert percentile([], 40) == 0.0
-    assert percentile([1, 2, 3, 4, 5], 40) == pytest.approx(2.6)
-    assert percentile([5, 1], 0) == 1 and percentile([5, 1], 100) == 5
 
 
 def test_build_graph_prunes_rare_entities_and_light_edges():

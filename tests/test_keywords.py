@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.keywords import normalize_text, query_tokens, to_document, to_tsquery, tokenize
+from app.keywords import normalize_text, query_tokens, sentences, to_document, to_tsquery, tokenize
 
 
 @pytest.mark.parametrize(
@@ -89,3 +89,18 @@ def test_to_tsquery_terms():
     from app.keywords import to_tsquery_terms
 
     assert to_tsquery_terms(["e3010", "受付"]) == "'e3010' | '受付'"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "会社概要です。受付時間は平日9時から18時です！土日は？\n料金は月額です",
+            ["会社概要です。", "受付時間は平日9時から18時です！", "土日は？", "料金は月額です"],
+        ),
+        ("  \n\n", []),
+        ("Is it open? Yes.", ["Is it open?", "Yes."]),
+    ],
+)
+def test_sentences_split_after_end_marks_and_line_breaks(text, expected):
+    assert sentences(text) == expected

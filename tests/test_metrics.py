@@ -133,6 +133,9 @@ def test_measure_latency_propagates_exceptions():
         ([10.0], 95, 10.0),
         ([3.0, 1.0, 2.0], 95, 2.9),
         ([], 95, 0.0),
+        ([1, 2, 3, 4, 5], 40, 2.6),  # the community graph's edge floor (app.graphrag.communities)
+        ([5, 1], 0, 1.0),
+        ([5, 1], 100, 5.0),
     ],
 )
 def test_percentile(values, q, expected):

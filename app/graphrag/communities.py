@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.graphrag.models import Community, CommunityReport
+from app.metrics import percentile
 
 SEED = 42
 MIN_COMMUNITY_SIZE = 2  # a lone entity is not a community worth a report
@@ -41,16 +42,6 @@ class EntityFacts:
     id: str
     title: str
     sentences: list[tuple[str, str, str]] = field(default_factory=list)  # (sentence, chunk_id, document_id)
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """The ``share`` (0-100) percentile of ``values`` by linear interpolation (0.0 for none)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * share / 100.0
-    low, high = math.floor(position), math.ceil(position)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def build_graph(

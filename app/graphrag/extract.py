@@ -30,6 +30,7 @@ from itertools import combinations
 from typing import Any
 
 from app.graphrag.models import ChunkGraph, Mention
+from app.keywords import normalize_text, sentences
 
 EXTRACTOR_VERSION = "1"  # bump when extraction changes: stored links are extracted again
 SENTENCE_CHARS = 200  # a mention keeps at most this much of its first sentence
@@ -44,7 +45,6 @@ NUMERIC_RE = re.compile(r"^[\d.,一二三四五六七八九十百千万億]+$")
 KANJI_ONLY = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff々]+$")
 CSV_LABEL = re.compile(r"^[^:\n]{1,60}:", re.MULTILINE)
 CSV_SOURCE = re.compile(r"\.csv:r\d+$")
-_SENTENCE_END = re.compile(r"(?<=[。！？!?])|\n+")
 
 # whole phrases that are not entities: formal, deictic, quantity and "role" nouns
 STOP_PHRASES = frozenset(
@@ -199,11 +199,6 @@ STOP_TRAIL = frozenset(
 )
 BREAK_SUFFIXES = frozenset({"あたり", "当たり", "ごと", "毎"})  # 1ユーザーあたり月額: two things, not one
 SURU = frozenset({"する", "す", "できる", "出来る", "為る", "される", "下さる", "くださる"})
-
-
-def sentences(text: str) -> list[str]:
-    """``text`` split after 。！？!? and at line breaks, each stripped, empty ones dropped."""
-    return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
 
 
 def units_of(text: str, metadata: dict) -> list[str]:
@@ -426,7 +421,7 @@ class SudachiAnalyzer:
 
 def entity_key(phrase: str) -> str:
     """The key that identifies an entity across chunks: NFKC, lower case, inner spaces kept."""
-    return " ".join(unicodedata.normalize("NFKC", phrase).lower().split())
+    return " ".join(normalize_text(phrase).split())
 
 
 def clip_sentence(sentence: str) -> str:
@@ -483,7 +478,7 @@ def graph_from_json(value: Any, text: str) -> ChunkGraph:
     graph = ChunkGraph()
     if not isinstance(value, dict):
         return graph
-    normalized = unicodedata.normalize("NFKC", text).lower()
+    normalized = normalize_text(text)
     for item in value.get("entities") or []:
         if not isinstance(item, dict):
             continue

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from app.graphrag.communities import (
     extractive_report,
 )
 from app.graphrag.models import ChunkGraph, Community, CommunityReport
+from app.keywords import normalize_text as normalize
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +89,6 @@ def extractor_name(settings: Settings) -> str:
     if settings.graph_extractor == "llm":
         return f"llm/{settings.llm_server_model}"
     return f"fast/{EXTRACTOR_VERSION}"
-
-
-def normalize(text: str) -> str:
-    """How names and questions are compared: NFKC, lower case."""
-    return unicodedata.normalize("NFKC", text).lower()
 
 
 def describe(sentences: Sequence[str]) -> str:
