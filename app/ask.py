@@ -7,10 +7,13 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from app.config import Settings, get_settings, validate_mode
 from app.errors import RagError
+from app.reranker import SCORE_KEY, load_reranker, rerank_documents
+from app.retrieval import vector_search
 
 
 def search(
@@ -23,47 +26,47 @@ def search(
     mode: str | None = None,
     search_fn: Any = None,
 ) -> list[dict]:
-    """First-stage search (SEARCH_K) then cross-encoder re-ranking (RERANK_TOP_K) via ContextualCompressionRetriever.
+    """The spec's search (§4.8): SEARCH_K candidates, then the workflow's own re-ranking down to RERANK_TOP_K.
 
-    The first stage is ``vectorstore.as_retriever`` when a vectorstore is given
-    (the spec's vector search), else ``search_fn`` or the SEARCH_MODE search
-    (hybrid by default). Returns ``[{"content", "source", "chunk_index", "score"}, ...]``
-    best first, ``[]`` for a blank query. Without a cross-encoder the first-stage order is kept.
+    The first stage is ``search_fn(query, k)`` when given; else vector search over ``vectorstore`` when
+    one is given (the spec's vector search, as the workflow's vector mode runs it); else the store's
+    search for ``mode`` (SEARCH_MODE by default), the one a question's ``retrieve`` node runs. The
+    candidates are re-ranked by app.reranker.rerank_documents, the rerank node's own step (and the
+    compressor of the spec's ContextualCompressionRetriever, app.reranker.get_compression_retriever).
+    Returns ``[{"content", "source", "chunk_index", "score"}, ...]`` best first, ``[]`` for a blank
+    query. Without a cross-encoder (``reranker=None``, or none found locally) the first-stage order is
+    kept and ``score`` is None.
     """
     if not query or not query.strip():
         return []
     s = settings or get_settings()
     k = k or s.search_k
     top_k = top_k or s.rerank_top_k
-    if vectorstore is not None:
-        base = vectorstore.as_retriever(search_kwargs={"k": k})
-    else:
-        from app.retrieval import SearchRetriever
-
-        if search_fn is None:
-            from app.store import RagStore
-
-            search_fn = RagStore(s).search_function(mode)
-        base = SearchRetriever(search=search_fn, k=k)
+    if search_fn is None and vectorstore is not None:
+        search_fn = partial(vector_search, vectorstore)
+    if search_fn is None:
+        mode = validate_mode(mode, s.search_mode)
+        search_fn = shared_store(s).search_function(mode)
     if reranker == "load":
-        from app.graph import load_reranker
-
         reranker = load_reranker(s)
-    if reranker is None:
-        docs = base.invoke(query)[:top_k]
-    else:
-        from app.reranker import get_compression_retriever
-
-        docs = get_compression_retriever(base, reranker).invoke(query)[:top_k]
+    docs = rerank_documents(query, search_fn(query, k), reranker, top_k)
     return [
         {
             "content": d.page_content,
             "source": d.metadata.get("source", "unknown"),
             "chunk_index": d.metadata.get("chunk_index"),
-            "score": d.metadata.get("rerank_score"),
+            "score": d.metadata.get(SCORE_KEY),
         }
         for d in docs
     ]
+
+
+def shared_store(settings: Settings):
+    """One RagStore per settings for this process (opened on first use), so repeated searches reuse it."""
+    from app.resources import cached
+    from app.store import RagStore
+
+    return cached("store", settings, lambda: RagStore(settings))
 
 
 def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, abstained: bool = False) -> str:

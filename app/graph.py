@@ -39,9 +39,10 @@ from app.answers import (
     without_citations,
 )
 from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
-from app.errors import ModelNotFoundError, QuestionTooLongError
+from app.errors import QuestionTooLongError
 from app.evidence import find_quote
 from app.guard import answer_warnings
+from app.reranker import load_reranker, rerank_documents
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class RAGContext:
 
     search: Callable[[str, int], list[Document]]
     llm: Any  # None: no generation (retrieval and re-ranking only)
-    reranker: Any | None = None  # a BaseDocumentCompressor (CrossEncoderReranker); None = keep order
+    reranker: Any | None = None  # a CrossEncoderReranker (app.reranker.get_reranker); None = keep order
     search_k: int = 10
     rerank_top_k: int = 3
     count_tokens: Callable[[str], int] | None = None
@@ -146,14 +147,13 @@ def retrieve(state: RAGState, runtime) -> dict:
 
 
 def rerank_node(state: RAGState, runtime) -> dict:
-    """Keep the RERANK_TOP_K best candidates by cross-encoder score (retrieval order without one)."""
+    """Keep the RERANK_TOP_K best candidates by cross-encoder score (retrieval order without one):
+    app.reranker.rerank_documents, the one re-ranking step."""
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
     docs = state.get("documents") or []
-    if ctx.reranker is None or not docs:
-        kept, reranked = list(docs[: ctx.rerank_top_k]), False
-    else:
-        kept, reranked = list(ctx.reranker.compress_documents(docs, state["query"]))[: ctx.rerank_top_k], True
+    kept = rerank_documents(state["query"], docs, ctx.reranker, ctx.rerank_top_k)
+    reranked = ctx.reranker is not None and bool(docs)
     return {"reranked_documents": kept, "reranked": reranked, "timings": {"rerank": time.perf_counter() - start}}
 
 
@@ -500,17 +500,6 @@ def get_graph():
     from app.resources import cached
 
     return cached("graph", None, build_rag_graph)
-
-
-def load_reranker(settings: Settings):
-    """The cross-encoder reranker, or None (with one warning) if no model is available locally."""
-    from app.reranker import get_reranker
-
-    try:
-        return get_reranker(settings)
-    except ModelNotFoundError as exc:
-        log.warning("reranking is off: %s; keeping retrieval order for the top %d", exc, settings.rerank_top_k)
-        return None
 
 
 def llm_token_counter(llm: Any) -> Callable[[str], int] | None:

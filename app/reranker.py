@@ -1,13 +1,15 @@
 """Re-ranking (§4.5): a cross-encoder scores (query, passage) pairs; loaded lazily once.
 
-``get_reranker`` returns LangChain's ``CrossEncoderReranker`` (a subclass that
-also records each passage's score in a copy of its metadata). When no
-cross-encoder is available locally it raises ``ModelNotFoundError``; the graph
-then keeps retrieval order (see ``graph.rerank_node``).
+:func:`rerank_documents` is the one re-ranking step: the workflow's rerank node, the spec's
+``ask.search``, :func:`rerank` (dicts) and the compressor of :func:`get_compression_retriever`
+(LangChain's ContextualCompressionRetriever pattern) all call it. ``get_reranker`` returns LangChain's
+``CrossEncoderReranker`` (a subclass whose results are scored copies). When no cross-encoder is
+available locally it raises ``ModelNotFoundError``; the callers then keep retrieval order.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from langchain_classic.retrievers.document_compressors import CrossEncoderReranker
     from langchain_core.retrievers import BaseRetriever
 
+log = logging.getLogger(__name__)
 SCORE_KEY = "rerank_score"
 
 
@@ -33,20 +36,22 @@ def _scoring_reranker_class():
         """CrossEncoderReranker whose results carry ``metadata['rerank_score']`` (inputs untouched)."""
 
         def compress_documents(self, documents, query, callbacks=None):
-            return score_documents(self.model, query, list(documents), self.top_n)
+            return rerank_documents(query, list(documents), self, self.top_n)
 
     return ScoringCrossEncoderReranker
 
 
-def score_documents(model: Any, query: str, documents: Sequence[Document], top_n: int) -> list[Document]:
-    """Score ``documents`` against ``query`` with a cross-encoder; return the best ``top_n`` as copies."""
-    if not documents:
-        return []
-    scores = model.score([(query, doc.page_content) for doc in documents])
+def rerank_documents(query: str, documents: Sequence[Document], reranker: Any, top_k: int) -> list[Document]:
+    """The best ``top_k`` of ``documents`` for ``query`` by the cross-encoder's score (``reranker.model``),
+    as copies carrying ``metadata['rerank_score']`` (the inputs are not touched); with ``reranker`` None,
+    the first ``top_k`` in retrieval order, unscored."""
+    if reranker is None or not documents:
+        return list(documents[:top_k])
+    scores = reranker.model.score([(query, doc.page_content) for doc in documents])
     ranked = sorted(zip(documents, scores), key=lambda pair: float(pair[1]), reverse=True)
     return [
         Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, SCORE_KEY: float(score)})
-        for doc, score in ranked[:top_n]
+        for doc, score in ranked[:top_k]
     ]
 
 
@@ -56,6 +61,15 @@ def get_reranker(settings: Settings | None = None) -> CrossEncoderReranker:
 
     s = settings or get_settings()
     return cached("reranker", (s.reranker_model, str(s.models_dir), s.rerank_top_k), lambda: _load_reranker(s))
+
+
+def load_reranker(settings: Settings):
+    """The cross-encoder reranker, or None (with one warning) if no model is available locally."""
+    try:
+        return get_reranker(settings)
+    except ModelNotFoundError as exc:
+        log.warning("reranking is off: %s; keeping retrieval order for the top %d", exc, settings.rerank_top_k)
+        return None
 
 
 def _load_reranker(s: Settings) -> CrossEncoderReranker:
@@ -81,8 +95,8 @@ def rerank(query: str, docs: Sequence[dict] | None, top_k: int = 3, reranker: An
     """Re-rank dicts with a ``content`` key (and usually ``source``); return the best ``top_k``.
 
     Returns ``[]`` for None or empty input. Each result is a new dict with the
-    input's keys plus ``score``. Raises ValueError if an item has no ``content``
-    or ``top_k`` < 1.
+    input's keys plus ``score`` (:func:`rerank_documents` scores them). Raises ValueError
+    if an item has no ``content`` or ``top_k`` < 1.
     """
     if not docs:
         return []
@@ -91,9 +105,8 @@ def rerank(query: str, docs: Sequence[dict] | None, top_k: int = 3, reranker: An
     for i, item in enumerate(docs):
         if not isinstance(item, dict) or not isinstance(item.get("content"), str):
             raise ValueError(f"docs[{i}] must be a dict with a 'content' string")
-    model = (reranker or get_reranker()).model
     as_docs = [Document(page_content=item["content"], metadata={"_index": i}) for i, item in enumerate(docs)]
     return [
         {**docs[d.metadata["_index"]], "score": d.metadata[SCORE_KEY]}
-        for d in score_documents(model, query, as_docs, top_k)
+        for d in rerank_documents(query, as_docs, reranker or get_reranker(), top_k)
     ]

@@ -9,39 +9,81 @@ from app.errors import DatabaseUnavailableError
 from app.graph import RAGContext
 
 
+def recording(documents):
+    """A first-stage search double: returns ``documents[:k]`` and records each (query, k)."""
+    calls = []
+
+    def search(query, k):
+        calls.append((query, k))
+        return list(documents[:k])
+
+    search.calls = calls
+    return search
+
+
 def test_search_returns_content_source_dicts_reranked(mock_vectorstore, fake_reranker):
     out = ask.search("受付時間", k=4, top_k=3, vectorstore=mock_vectorstore, reranker=fake_reranker)
-    assert [r["source"] for r in out][0] == "faq.csv:r2"
+    assert [r["source"] for r in out] == ["faq.csv:r2", "technical_guide.pdf:p4", "company_overview.pdf:p1"]
     assert set(out[0]) == {"content", "source", "chunk_index", "score"}
-    assert out[0]["content"].startswith("サポート窓口") and out[0]["score"] == 4.0
+    assert out[0]["content"].startswith("サポート窓口") and [r["score"] for r in out] == [4.0, 1.0, 0.0]
 
 
-def test_search_asks_the_store_for_search_k(mock_vectorstore, fake_reranker):
-    ask.search("受付", k=7, vectorstore=mock_vectorstore, reranker=fake_reranker)
-    assert mock_vectorstore.as_retriever.call_args.kwargs == {"search_kwargs": {"k": 7}}
+def test_search_over_a_vectorstore_runs_the_workflows_vector_search(mock_vectorstore, fake_reranker):
+    from app.retrieval import COLLAPSE_DEPTH
+
+    ask.search("受付", k=2, vectorstore=mock_vectorstore, reranker=fake_reranker)
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 2 * COLLAPSE_DEPTH}
 
 
-def test_search_default_k_comes_from_settings(mock_vectorstore, fake_reranker, clean_env):
-    clean_env.setenv("SEARCH_K", "6")
-    ask.search("受付", vectorstore=mock_vectorstore, reranker=fake_reranker)
-    assert mock_vectorstore.as_retriever.call_args.kwargs == {"search_kwargs": {"k": 6}}
+def test_search_asks_the_first_stage_for_k(mock_documents, fake_reranker):
+    search = recording(mock_documents)
+    ask.search("受付", k=7, search_fn=search, reranker=fake_reranker)
+    assert search.calls == [("受付", 7)]
 
 
-def test_search_top_k_limits_results(mock_vectorstore, fake_reranker):
-    assert len(ask.search("受付", k=4, top_k=1, vectorstore=mock_vectorstore, reranker=fake_reranker)) == 1
+def test_search_default_k_and_top_k_come_from_settings(mock_documents, fake_reranker, clean_env):
+    clean_env.setenv("SEARCH_K", "3")
+    clean_env.setenv("RERANK_TOP_K", "2")
+    search = recording(mock_documents)
+    assert len(ask.search("受付", search_fn=search, reranker=fake_reranker)) == 2
+    assert search.calls == [("受付", 3)]
 
 
-def test_search_without_reranker_keeps_vector_order(mock_vectorstore, mock_documents):
-    out = ask.search("q", k=4, top_k=2, vectorstore=mock_vectorstore, reranker=None)
+def test_search_top_k_limits_results(mock_documents, fake_reranker):
+    assert len(ask.search("受付", k=4, top_k=1, search_fn=recording(mock_documents), reranker=fake_reranker)) == 1
+
+
+def test_search_without_reranker_keeps_first_stage_order(mock_documents):
+    out = ask.search("q", k=4, top_k=2, search_fn=recording(mock_documents), reranker=None)
     assert [r["source"] for r in out] == [d.metadata["source"] for d in mock_documents[:2]]
-    assert out[0]["score"] is None
+    assert [r["score"] for r in out] == [None, None]
 
 
-def test_search_uses_a_search_function_for_other_modes(mock_documents, fake_reranker):
-    calls = []
-    fn = lambda q, k: calls.append((q, k)) or mock_documents[:k]  # noqa: E731
-    out = ask.search("受付時間", k=4, top_k=2, search_fn=fn, reranker=fake_reranker)
-    assert calls == [("受付時間", 4)] and [r["source"] for r in out][0] == "faq.csv:r2" and len(out) == 2
+def test_search_ranks_as_the_workflows_rerank_node(mock_documents, fake_reranker):
+    """ask.search and a question's rerank node are one step: same candidates, same order and scores."""
+    from app.graph import RAGContext, rerank_node
+    from tests.conftest import runtime
+
+    ctx = RAGContext(search=recording(mock_documents), llm=None, reranker=fake_reranker, search_k=4, rerank_top_k=3)
+    node = rerank_node({"query": "受付時間", "documents": mock_documents}, runtime(ctx))["reranked_documents"]
+    out = ask.search("受付時間", k=4, top_k=3, search_fn=ctx.search, reranker=fake_reranker)
+    assert [(r["source"], r["score"]) for r in out] == [
+        (d.metadata["source"], d.metadata["rerank_score"]) for d in node
+    ]
+
+
+def test_search_loads_the_reranker_once_found_or_keeps_order_when_missing(mock_documents, tmp_path, clean_env, caplog):
+    clean_env.setenv("MODELS_DIR", str(tmp_path))
+    clean_env.setenv("RERANKER_MODEL", "acme/missing")
+    out = ask.search("q", k=4, top_k=2, search_fn=recording(mock_documents))
+    assert [r["score"] for r in out] == [None, None] and "reranking is off" in caplog.text
+
+
+def test_search_rejects_an_unknown_mode_before_searching(clean_env):
+    with pytest.raises(
+        ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'fuzzy'$"
+    ):
+        ask.search("q", mode="fuzzy", reranker=None)
 
 
 def test_main_rejects_unknown_mode_in_one_line_listing_the_valid_ones(capsys, clean_env):
@@ -52,9 +94,10 @@ def test_main_rejects_unknown_mode_in_one_line_listing_the_valid_ones(capsys, cl
 
 
 @pytest.mark.parametrize("query", ["", "   ", None])
-def test_search_blank_query_returns_empty(query, mock_vectorstore):
-    assert ask.search(query, vectorstore=mock_vectorstore, reranker=None) == []
-    mock_vectorstore.as_retriever.assert_not_called()
+def test_search_blank_query_returns_empty(query, mock_documents):
+    search = recording(mock_documents)
+    assert ask.search(query, search_fn=search, reranker=None) == []
+    assert search.calls == []
 
 
 def test_format_output_matches_spec():

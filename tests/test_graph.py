@@ -181,15 +181,6 @@ def test_run_rag_does_not_mutate_retrieved_documents(ctx, mock_documents):
     assert [d.metadata for d in mock_documents] == before
 
 
-def test_load_reranker_returns_none_and_warns_when_missing(tmp_path, clean_env, caplog):
-    clean_env.setenv("MODELS_DIR", str(tmp_path))
-    clean_env.setenv("RERANKER_MODEL", "acme/missing")
-    from app.config import get_settings
-
-    assert graph.load_reranker(get_settings()) is None
-    assert "reranking is off" in caplog.text
-
-
 def test_llm_token_counter_uses_llama_tokenizer():
     client = type("C", (), {"tokenize": lambda self, b, add_bos=True: list(b)})()
     count = graph.llm_token_counter(type("L", (), {"client": client})())

@@ -70,18 +70,33 @@ def test_rerank_scores_query_passage_pairs(model_wrapper, overlap_model):
     assert overlap_model.calls == [[("受付", "東京本社"), ("受付", "受付時間は平日9時から18時")]]
 
 
-def test_score_documents_returns_scored_copies(overlap_model, mock_documents):
-    out = reranker.score_documents(overlap_model, "受付時間", mock_documents, 2)
+def test_rerank_documents_returns_scored_copies(model_wrapper, mock_documents):
+    out = reranker.rerank_documents("受付時間", mock_documents, model_wrapper, 2)
     assert [(d.metadata["source"], d.metadata["rerank_score"]) for d in out] == [
         ("faq.csv:r2", 4.0),
         ("technical_guide.pdf:p4", 1.0),
     ]
-    assert out[0].metadata["rerank_score"] == 4.0
+    assert out[0].page_content == mock_documents[0].page_content and out[0] is not mock_documents[0]
     assert "rerank_score" not in mock_documents[0].metadata
 
 
-def test_score_documents_empty():
-    assert reranker.score_documents(None, "q", [], 3) == []
+def test_rerank_documents_without_reranker_keeps_order_unscored(mock_documents):
+    out = reranker.rerank_documents("受付時間", mock_documents, None, 3)
+    assert out == mock_documents[:3] and all("rerank_score" not in d.metadata for d in out)
+
+
+def test_rerank_documents_empty_asks_no_model(model_wrapper, overlap_model):
+    assert reranker.rerank_documents("q", [], model_wrapper, 3) == []
+    assert overlap_model.calls == []
+
+
+def test_load_reranker_returns_none_and_warns_when_missing(tmp_path, clean_env, caplog):
+    clean_env.setenv("MODELS_DIR", str(tmp_path))
+    clean_env.setenv("RERANKER_MODEL", "acme/missing")
+    from app.config import get_settings
+
+    assert reranker.load_reranker(get_settings()) is None
+    assert "reranking is off" in caplog.text
 
 
 def test_scoring_reranker_is_a_crossencoderreranker(fake_reranker, mock_documents):

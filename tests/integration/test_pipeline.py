@@ -146,6 +146,24 @@ def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings
     assert {"retrieve", "rerank", "generate"} <= set(state["timings"])
 
 
+def test_ask_search_gives_what_the_workflows_retrieve_and_rerank_keep(ingested, settings):
+    """The spec's ask.search on the real store (hybrid, the default mode) and the tiny cross-encoder: the
+    chunks a question's retrieve and rerank nodes keep, in their order, with their scores."""
+    from app import ask
+
+    question = "サポート窓口の受付時間を教えてください"
+    state = run_rag(question, default_context(settings, generate=False))
+    hits = ask.search(question, settings=settings)
+    assert len(hits) == settings.rerank_top_k and all(h["score"] is not None for h in hits)
+    assert [(h["source"], h["chunk_index"], h["content"]) for h in hits] == [
+        (d.metadata["source"], d.metadata["chunk_index"], d.page_content) for d in state["reranked_documents"]
+    ]
+    assert [h["score"] for h in hits] == pytest.approx(
+        [d.metadata["rerank_score"] for d in state["reranked_documents"]]
+    )
+    assert ask.search(question, settings=settings, mode="keyword")[0]["source"] in SAMPLE_SOURCES
+
+
 def test_ask_cli_end_to_end_without_cross_encoder(ingested, integration_env):
     """The offline configuration users get: no cross-encoder, so retrieval order and one warning."""
     result = run_cli("app.ask", "サポート窓口の受付時間を教えてください", env={"RERANKER_MODEL": "acme/absent"})
