@@ -83,7 +83,7 @@ evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...
 tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (retrieval only, ~12 s)
 	$(PY) -m app.tune
 
-real-corpus: $(DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO tables) into .cache/real-corpus
+real-corpus: $(DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO tables) into .cache/real-corpus, and its Word/Excel/PowerPoint/HTML/scanned versions (LibreOffice) into .cache/real-corpus-office
 	$(PY) scripts/real_corpus.py
 
 bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~18 min on 2 cores, every section, the real corpus fetched)
