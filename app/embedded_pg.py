@@ -346,11 +346,12 @@ def _secure_old_cluster(pgdata: Path, sockets: Path, who: Runner) -> None:
     if not any(line.split() and not line.lstrip().startswith("#") and line.split()[-1] == "trust" for line in lines):
         return
     import psycopg
-    from psycopg import sql
+
+    from app.storage import provision
 
     password = secrets.token_urlsafe(24)
     with psycopg.connect(host=str(sockets), port=PORT, user=SUPERUSER, dbname="postgres", autocommit=True) as conn:
-        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(SUPERUSER), sql.Literal(password)))
+        provision.set_password(conn, SUPERUSER, password)
         _write_password(pgdata, password, who)
         hba.write_text(
             "\n".join(
@@ -361,7 +362,7 @@ def _secure_old_cluster(pgdata: Path, sockets: Path, who: Runner) -> None:
             )
             + "\n"
         )
-        conn.execute("SELECT pg_reload_conf()")
+        provision.reload_config(conn)
     log.info("switched %s from trust to password logins", pgdata)
 
 

@@ -34,10 +34,9 @@ from typing import Any
 
 from app import db
 from app.config import Settings, get_settings
+from app.storage import bulk
 from bench.kit import (
     ROOT,
-    SQL_EXACT_VECTOR,
-    SQL_NO_INDEX_SCANS,
     bench_build_indexes,
     bench_bulk_load,
     bench_reset,
@@ -55,28 +54,12 @@ QUESTION = "エラーコードE3010は何を意味しますか？"
 
 def sql_vector_search(engine: Any, collection, vector: Sequence[float], k: int, exact: bool = False) -> list[str]:
     """Top-k ids by cosine distance in plain SQL: through the HNSW index, or exact (index scans off)."""
-    from sqlalchemy import text
-
-    with engine.begin() as conn:
-        if exact:
-            for statement in SQL_NO_INDEX_SCANS:
-                conn.execute(text(statement))
-        return list(
-            conn.execute(
-                text(SQL_EXACT_VECTOR), {"collection": collection, "vector": db._vector_literal(vector), "k": k}
-            ).scalars()
-        )
+    return bulk.nearest_ids(engine, collection, vector, k, exact=exact)
 
 
 def exact_keyword_search(engine: Any, collection, terms: Sequence[str], k: int) -> list[str]:
     """The BM25 keyword query with index scans disabled (a sequential scan), for comparison."""
-    from sqlalchemy import text
-
-    with engine.begin() as conn:
-        for statement in SQL_NO_INDEX_SCANS:
-            conn.execute(text(statement))
-        params = db.keyword_search_params(conn, collection, terms, k)
-        return [r[0] for r in conn.execute(text(db.SQL_KEYWORD_SEARCH), params)] if params else []
+    return bulk.exact_keyword_ids(engine, collection, terms, k)
 
 
 def raw_encoder(embeddings: Any) -> Callable[[list[str]], Any]:

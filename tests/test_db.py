@@ -1,4 +1,4 @@
-"""db.py with mocks: singletons, init SQL, connection targets, error messages.
+"""app.db and app.storage with mocks: singletons, init SQL, connection targets, error messages.
 
 The same paths run for real against PostgreSQL + pgvector in tests/integration."""
 
@@ -7,6 +7,8 @@ import pytest
 from app import db
 from app.config import Settings
 from app.errors import DatabaseUnavailableError
+from app.storage import engine as storage_engine
+from app.storage.tables import vector_literal
 
 
 def test_resolve_connection_string_server_mode_uses_env():
@@ -21,7 +23,7 @@ def test_resolve_connection_string_embedded_starts_server_and_provisions_the_app
         side_effect=lambda pgdata, name, admin=False: f"{'admin' if admin else 'app'}/{name}",
     )
     mocker.patch("app.embedded_pg.app_password", return_value="pw")
-    provision = mocker.patch("app.db._provision")
+    provision = mocker.patch("app.storage.provision.provision")
     assert db.resolve_connection_string(Settings(pgdata_dir=tmp_path / "pg")) == "app/rag"
     start.assert_called_once_with(tmp_path / "pg")
     provision.assert_called_once_with("admin/postgres", "admin/rag", "rag", "rag_app", "pw")
@@ -76,7 +78,7 @@ def test_create_schema_creates_hnsw_cosine_index_keyword_index_and_version(mocke
 
 
 def test_vector_literal():
-    assert db._vector_literal([0.5, 1, -0.25]) == "[0.5,1.0,-0.25]"
+    assert vector_literal([0.5, 1, -0.25]) == "[0.5,1.0,-0.25]"
 
 
 def test_keyword_search_with_empty_query_does_not_touch_the_db(mocker):
@@ -125,11 +127,11 @@ def test_connect_args_set_the_statement_timeout_unless_the_url_does():
     from app.config import Settings
 
     s = Settings.from_env({"DB_STATEMENT_TIMEOUT_MS": "2500"})
-    assert db._connect_args(s, "postgresql+psycopg://u@h/d") == {
+    assert storage_engine.connect_args(s, "postgresql+psycopg://u@h/d") == {
         "connect_timeout": db.CONNECT_TIMEOUT_S,
         "options": "-c statement_timeout=2500",
     }
-    assert db._connect_args(s, "postgresql+psycopg://u@h/d?options=-c%20statement_timeout%3D9") == {
+    assert storage_engine.connect_args(s, "postgresql+psycopg://u@h/d?options=-c%20statement_timeout%3D9") == {
         "connect_timeout": db.CONNECT_TIMEOUT_S
     }
 
@@ -139,7 +141,7 @@ def test_connect_args_set_the_statement_timeout_unless_the_url_does():
     [("0.8.2", (0, 8, 2)), ("0.7.0", (0, 7, 0)), ("0.10", (0, 10)), ("0.5.1-dev", (0, 5, 1)), ("x", ())],
 )
 def test_version_tuple(version, expected):
-    assert db._version_tuple(version) == expected
+    assert storage_engine.version_tuple(version) == expected
 
 
 def test_a_read_only_database_is_one_line_even_when_wrapped():

@@ -1,0 +1,183 @@
+"""The schema: created and upgraded by numbered migrations on write paths, checked on read paths.
+
+Each :class:`Migration` is a version number and re-runnable statements (``IF NOT EXISTS``, ``OR
+REPLACE``, recomputations): a writer applies, in order and in one transaction, those above the version
+recorded in ``rag_meta`` (key ``schema_version``, text), then records the newest. Applying a migration
+twice changes nothing, so a store whose version was recorded by an older release needs no rebuild.
+Readers never create or migrate anything: they work for a read-only user and never wait behind a
+writer's locks; they only check the recorded version.
+
+Version history (the number is what ``rag_meta`` holds; stores made before 2 hold none, read as 0):
+2 documents and the keyword index · 3 BM25 statistics · 4 the graph's tables · 5 the ingest staging table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.config import EMBED_DIM
+from app.errors import DatabaseUnavailableError, StoreNotReadyError
+from app.storage import chunks, graph, keywords, staging
+from app.storage.collection import collection_id
+from app.storage.engine import lift_statement_timeout
+from app.storage.tables import EMBEDDING_TABLE, META_TABLE, sql
+
+if TYPE_CHECKING:
+    from langchain_postgres import PGVector
+    from sqlalchemy.engine import Engine
+
+SQL_CREATE_META_TABLE = sql("CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)")
+SQL_META_EXISTS = "SELECT to_regclass(CAST(:table AS text))"
+SQL_SCHEMA_VERSION = sql("SELECT value FROM {meta} WHERE key = 'schema_version'")
+SQL_SET_SCHEMA_VERSION = sql(
+    "INSERT INTO {meta} (key, value) VALUES ('schema_version', :version) "
+    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+)
+SQL_EMBEDDING_TYPE = (
+    "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+    "WHERE a.attrelid = CAST(:table AS regclass) AND a.attname = 'embedding'"
+)
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema version: ``statements`` bring any older store (or a new one) to it; ``upgrade``
+    statements fix the data of a store that already had a schema (a new store has none to fix)."""
+
+    version: int
+    change: str
+    statements: tuple[str, ...]
+    upgrade: tuple[str, ...] = ()
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        2,
+        "documents, the keyword index, the chunks' indexes, the schema version",
+        (
+            chunks.SQL_CREATE_HNSW,
+            chunks.SQL_CREATE_COLLECTION_INDEX,
+            keywords.SQL_CREATE_KEYWORD_TABLE,
+            keywords.SQL_CREATE_KEYWORD_GIN,
+            keywords.SQL_CREATE_KEYWORD_COLLECTION,
+            chunks.SQL_CREATE_DOCUMENT_TABLE,
+            chunks.SQL_ADD_ORIGIN,
+            chunks.SQL_MARK_API_ORIGIN,
+            chunks.SQL_CREATE_DOC_ID_INDEX,
+            chunks.SQL_CREATE_CONTENT_HASH_INDEX,
+            SQL_CREATE_META_TABLE,
+        ),
+    ),
+    Migration(
+        3,
+        "BM25: token counts, statistics tables kept by triggers, rebuilt from the stored rows",
+        (
+            keywords.SQL_ADD_KEYWORD_DL,
+            keywords.SQL_CREATE_TERM_STATS,
+            keywords.SQL_CREATE_COLLECTION_STATS,
+            keywords.SQL_CREATE_STATS_FUNCTION,
+            *keywords.SQL_STATS_TRIGGERS,
+            *keywords.SQL_REBUILD_STATS,
+        ),
+    ),
+    # chunks stored before the graph existed have no entity links yet: every collection extracts once
+    Migration(4, "the graph's tables", graph.GRAPH_DDL, upgrade=(graph.SQL_MARK_UNEXTRACTED,)),
+    Migration(
+        5,
+        "the ingest staging table; the statistics trigger's set-based delete",
+        (staging.SQL_CREATE_STAGING_TABLE, staging.SQL_CREATE_STAGING_HASH_INDEX, keywords.SQL_CREATE_STATS_FUNCTION),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def pending(previous: int) -> list[Migration]:
+    """The migrations a store at version ``previous`` needs, oldest first."""
+    return [m for m in MIGRATIONS if m.version > previous]
+
+
+def apply_migrations(conn, previous: int) -> list[int]:
+    """Apply the migrations above ``previous`` in order, in the caller's transaction (which records the
+    version); the ``upgrade`` statements only when the store had a schema (``previous`` > 0). Returns the
+    versions applied."""
+    from sqlalchemy import text
+
+    applied = []
+    for migration in pending(previous):
+        statements: Sequence[str] = migration.statements + (migration.upgrade if previous > 0 else ())
+        for statement in statements:
+            conn.execute(text(statement))
+        applied.append(migration.version)
+    return applied
+
+
+def schema_version(engine: Engine) -> int:
+    """The stored schema version (0: no schema yet)."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        if conn.execute(text(SQL_META_EXISTS), {"table": META_TABLE}).scalar() is None:
+            return 0
+        return int(conn.execute(text(SQL_SCHEMA_VERSION)).scalar() or 0)
+
+
+def check_schema(engine: Engine, collection_name: str) -> None:
+    """Read paths: StoreNotReadyError unless the schema is current and the collection exists."""
+    version = schema_version(engine)
+    if version == 0:
+        raise StoreNotReadyError("nothing has been ingested yet; run `make ingest` first")
+    if version != SCHEMA_VERSION:
+        raise StoreNotReadyError(
+            f"the store has schema version {version}, this version needs {SCHEMA_VERSION}; "
+            "run `make ingest` (or `python -m app.db init`) once to upgrade it"
+        )
+    if collection_id(engine, collection_name) is None:
+        raise StoreNotReadyError(f"the collection '{collection_name}' does not exist; run `make ingest` first")
+
+
+def make_vectorstore(engine: Engine, embeddings, collection_name: str, create: bool = False) -> PGVector:
+    """A PGVector on ``engine`` (vector(384) column, JSONB metadata).
+
+    With ``create`` (write paths only, under the writer lock) it creates the extension,
+    its tables and the collection; without, it only finds them (no DDL, no writes).
+    """
+    from langchain_postgres import PGVector
+
+    return PGVector(
+        embeddings=embeddings,
+        connection=engine,
+        embedding_length=EMBED_DIM,
+        collection_name=collection_name,
+        use_jsonb=True,
+        create_extension=create,
+    )
+
+
+def open_store(engine: Engine, embeddings, collection_name: str) -> PGVector:
+    """Read path: the store on an existing, current schema (checked first; nothing is created)."""
+    check_schema(engine, collection_name)
+    return make_vectorstore(engine, embeddings, collection_name, create=False)
+
+
+def create_schema(engine: Engine, embeddings, collection_name: str) -> PGVector:
+    """Write path (the caller holds the writer lock): the extension, PGVector's tables and the
+    collection, then the pending migrations, keyword rows for chunks stored without one, and the
+    schema version, in one transaction; returns the store."""
+    from sqlalchemy import text
+
+    store = make_vectorstore(engine, embeddings, collection_name, create=True)
+    previous = schema_version(engine)
+    with engine.begin() as conn:
+        lift_statement_timeout(conn)  # migrations may rebuild indexes over every chunk
+        column_type = conn.execute(text(SQL_EMBEDDING_TYPE), {"table": EMBEDDING_TABLE}).scalar()
+        if column_type != f"vector({EMBED_DIM})":
+            raise DatabaseUnavailableError(
+                f"{EMBEDDING_TABLE}.embedding is {column_type}, expected vector({EMBED_DIM}); "
+                "drop the table (or use a new DB_NAME) and ingest again"
+            )
+        apply_migrations(conn, previous)
+        keywords.backfill_keywords(conn)
+        conn.execute(text(SQL_SET_SCHEMA_VERSION), {"version": str(SCHEMA_VERSION)})
+    return store

@@ -1,0 +1,147 @@
+"""Schema migrations on a real PostgreSQL + pgvector, in a database of their own: re-running them
+changes nothing, an older store is upgraded in place (its chunks kept), a current one is left alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import pytest
+from langchain_core.documents import Document
+from sqlalchemy import create_engine, event, text
+
+from app.config import Settings
+from app.storage import chunks, schema, tables
+from app.storage import engine as storage_engine
+from tests.integration.conftest import HashEmbeddings
+
+COLLECTION = "documents"
+GRAPH_TABLES = (
+    tables.MENTION_TABLE,
+    tables.PAIR_TABLE,
+    tables.ENTITY_TABLE,
+    tables.RELATIONSHIP_TABLE,
+    tables.COMMUNITY_TABLE,
+    tables.REPORT_TABLE,
+    tables.GRAPH_STATE_TABLE,
+)
+OURS = (
+    tables.KEYWORD_TABLE,
+    tables.TERM_STATS_TABLE,
+    tables.COLLECTION_STATS_TABLE,
+    tables.DOCUMENT_TABLE,
+    tables.STAGING_TABLE,
+    tables.META_TABLE,
+    tables.MENTION_TABLE,
+    tables.PAIR_TABLE,
+    tables.ENTITY_TABLE,
+    tables.RELATIONSHIP_TABLE,
+    tables.COMMUNITY_TABLE,
+    tables.REPORT_TABLE,
+    tables.GRAPH_STATE_TABLE,
+    tables.EMBEDDING_TABLE,
+)
+# What a migration could change: the catalog of every table, and the rows of the derived ones.
+CATALOG = (
+    "SELECT 'column', c.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull "
+    "|| ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+    "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+    "WHERE c.relname = ANY(:tables) AND a.attnum > 0 AND NOT a.attisdropped "
+    "UNION ALL SELECT 'index', indexname, indexdef FROM pg_indexes WHERE tablename = ANY(:tables) "
+    "UNION ALL SELECT 'trigger', t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+    "WHERE c.relname = ANY(:tables) AND NOT t.tgisinternal "
+    "UNION ALL SELECT 'constraint', conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE conrelid = ANY(SELECT oid FROM pg_class WHERE relname = ANY(:tables)) "
+    "UNION ALL SELECT 'function', proname, pg_get_functiondef(oid) FROM pg_proc WHERE proname = :function "
+    "ORDER BY 1, 2"
+)
+ROWS = {
+    "stats": "SELECT term, df FROM rag_term_stats ORDER BY 1",
+    "collection_stats": "SELECT n, total_len FROM rag_collection_stats",
+    "keywords": "SELECT id, tsv::text, dl FROM rag_keyword_index ORDER BY 1",
+    "documents": "SELECT doc_id, origin, chunks FROM rag_document ORDER BY 1",
+    "graph_state": "SELECT extractor, dirty FROM rag_graph_state",
+    "meta": "SELECT key, value FROM rag_meta ORDER BY 1",
+}
+
+
+@pytest.fixture
+def own_engine(integration_env):
+    """An engine on a new database of its own on the embedded server (dropped afterwards)."""
+    settings = dataclasses.replace(Settings.from_env(), db_name=f"rag_m{uuid.uuid4().hex[:8]}")
+    engine = create_engine(storage_engine.resolve_connection_string(settings))
+    yield engine
+    engine.dispose()
+    admin = create_engine(
+        storage_engine.resolve_connection_string(dataclasses.replace(settings, db_name="postgres")),
+        isolation_level="AUTOCOMMIT",
+    )
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{settings.db_name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def snapshot(engine, rows=tuple(ROWS)) -> dict:
+    """The catalog of the store's tables and the rows of ``rows`` (names in ROWS)."""
+    with engine.connect() as conn:
+        found = {
+            "catalog": conn.execute(
+                text(CATALOG), {"tables": list(OURS), "function": tables.NAMES["keyword_stats_function"]}
+            ).all()
+        }
+        for name in rows:
+            found[name] = conn.execute(text(ROWS[name])).all()
+    return found
+
+
+def store_with_a_document(engine) -> None:
+    """The schema, and one document of three chunks (keyword rows, statistics, a document row)."""
+    embeddings = HashEmbeddings()
+    schema.create_schema(engine, embeddings, COLLECTION)
+    texts = ["就業規則の第一条：目的。", "第二条：勤務時間は九時から。", "第三条：休日は土日とする。"]
+    docs = [
+        Document(id=f"c{i}", page_content=t, metadata={"doc_id": "rules", "file": "rules.csv", "context": "就業規則"})
+        for i, t in enumerate(texts)
+    ]
+    doc = {"doc_id": "rules", "source_file": "rules.csv", "content_hash": "h", "settings_hash": "s"}
+    chunks.replace_document(engine, COLLECTION, doc, docs, embeddings.embed_documents(texts))
+
+
+def test_migrations_applied_again_change_nothing(own_engine):
+    store_with_a_document(own_engine)
+    before = snapshot(own_engine)
+    assert before["stats"] and before["collection_stats"][0][0] == 3 and before["meta"] == [("schema_version", "5")]
+    for previous in (0, 0, 1, 1):  # every statement twice more, then with the upgrade statements too
+        with own_engine.begin() as conn:
+            assert schema.apply_migrations(conn, previous) == [2, 3, 4, 5]
+        assert snapshot(own_engine) == before
+
+
+def test_an_older_store_is_upgraded_in_place(own_engine):
+    """A store at version 3 (no graph tables, no staging table) gets them; its chunks and statistics stay."""
+    store_with_a_document(own_engine)
+    with own_engine.begin() as conn:
+        for table in GRAPH_TABLES + (tables.STAGING_TABLE,):
+            conn.execute(text(f"DROP TABLE {tables.quote(table)}"))
+        conn.execute(text("UPDATE rag_meta SET value = '3' WHERE key = 'schema_version'"))
+    data = ("stats", "collection_stats", "keywords", "documents")
+    kept = snapshot(own_engine, data)
+    assert schema.schema_version(own_engine) == 3
+    schema.create_schema(own_engine, HashEmbeddings(), COLLECTION)
+    after = snapshot(own_engine)
+    assert schema.schema_version(own_engine) == schema.SCHEMA_VERSION
+    assert {k: after[k] for k in data} == {k: kept[k] for k in data}
+    assert after["graph_state"] == [("", True)]  # its chunks were stored before the graph: extracted once
+    with own_engine.connect() as conn:
+        assert conn.execute(text("SELECT to_regclass('rag_staging')")).scalar() is not None
+    schema.check_schema(own_engine, COLLECTION)
+
+
+def test_a_current_store_opens_without_any_migration(own_engine):
+    store_with_a_document(own_engine)
+    statements = []
+    event.listen(own_engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    schema.create_schema(own_engine, HashEmbeddings(), COLLECTION)
+    schema.check_schema(own_engine, COLLECTION)
+    migrations = {s for m in schema.MIGRATIONS for s in m.statements + m.upgrade}
+    assert statements and not migrations & set(statements)
