@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.config import get_settings
 from app.errors import DataSourceError
-from app.loaders import csv_units, pdf_units
+from app.sync import read_units, size_refusal
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +28,19 @@ def _files(directory: Path, suffix: str) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() == suffix)
 
 
-def _load(directory: Path, suffix: str, units) -> list[tuple[str, str]]:
-    """Units of every file in ``directory``; unreadable files are skipped with a warning."""
-    out: list[tuple[str, str]] = []
+def _load(directory: Path, suffix: str) -> list[tuple[str, str, str]]:
+    """The units ``(text, source, context)`` of every file in ``directory``, read as the sync reads them
+    (app.sync.read_units: the size limits, parse limits and OCR of the settings); a file that is too
+    large or unreadable is skipped with a warning."""
+    settings = get_settings()
+    out: list[tuple[str, str, str]] = []
     for path in _files(directory, suffix):
+        too_big = size_refusal(path.name, path, settings)
+        if too_big:
+            log.warning("skipped %s", too_big)
+            continue
         try:
-            out.extend(units(path))
+            out.extend(read_units(path, settings)[0])
         except DataSourceError as exc:
             log.warning("skipped %s", exc)
     return out
@@ -42,19 +49,23 @@ def _load(directory: Path, suffix: str, units) -> list[tuple[str, str]]:
 def load_pdfs(pdf_dir: str | Path) -> list[tuple[str, str]]:
     """Read every PDF in ``pdf_dir`` page by page: ``[(text, "file.pdf:p1"), ...]``.
 
-    Pages without text are left out. A corrupt, encrypted or text-less file is
-    skipped with a warning. FileNotFoundError if the folder does not exist.
+    A page's sections (a page cut at headings) are joined by blank lines; pages without text are
+    left out. A corrupt, encrypted, text-less or too large file is skipped with a warning.
+    FileNotFoundError if the folder does not exist.
     """
-    return _load(Path(pdf_dir), ".pdf", pdf_units)
+    pages: dict[str, list[str]] = {}
+    for text, source, _ in _load(Path(pdf_dir), ".pdf"):
+        pages.setdefault(source, []).append(text)
+    return [("\n\n".join(parts), source) for source, parts in pages.items()]
 
 
 def load_csvs(csv_dir: str | Path) -> list[tuple[str, str]]:
     """Read every CSV in ``csv_dir`` row by row: ``[("col:val\\n...", "file.csv:r1"), ...]``.
 
-    An empty or unreadable file is skipped with a warning. FileNotFoundError if
+    An empty, unreadable or too large file is skipped with a warning. FileNotFoundError if
     the folder does not exist.
     """
-    return _load(Path(csv_dir), ".csv", csv_units)
+    return [(text, source) for text, source, _ in _load(Path(csv_dir), ".csv")]
 
 
 def _positive_int(raw: str) -> int:

@@ -364,15 +364,6 @@ def pdf_document(path: Path, limits: Limits = Limits(), ocr=None) -> tuple[str, 
     return title, units
 
 
-def pdf_units(path: Path) -> list[tuple[str, str]]:
-    """One PDF's pages as ``[(text, "file.pdf:p1"), ...]`` (pages without text left out; a page's
-    sections joined by blank lines)."""
-    pages: dict[str, list[str]] = {}
-    for text, source, _ in pdf_document(path)[1]:
-        pages.setdefault(source, []).append(text)
-    return [("\n\n".join(parts), source) for source, parts in pages.items()]
-
-
 def looks_like_wide_text(raw: bytes) -> bool:
     """True for UTF-16/32 without a BOM (zero bytes on one parity: the high bytes of ASCII characters)
     or binary data (many zero bytes); a stray NUL in UTF-8 text is neither."""
@@ -470,11 +461,6 @@ def csv_table(path: Path, limits: Limits = Limits()) -> tuple[list[str], list[tu
     header = list(dict.fromkeys(column for record in records for column in record))
     rows = ((row_to_text(record), number) for number, record in enumerate(records, start=1))
     return header, [(text, f"{display_name(path)}:r{number}") for text, number in rows if text]
-
-
-def csv_units(path: Path) -> list[tuple[str, str]]:
-    """One CSV's rows as ``[("col:val\\n...", "file.csv:r1"), ...]``."""
-    return csv_table(path)[1]
 
 
 def csv_splitter(chunk_size: int, chunk_overlap: int):

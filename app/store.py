@@ -211,39 +211,25 @@ class RagStore:
         """Store one Document (chunked like a PDF page) as its own parent document (origin 'api')."""
         from app import db
         from app.chunking import split_by_structure
+        from app.chunks import build_chunks, text_hash
         from app.loaders import strip_nul
-        from app.sync import (
-            ORIGIN_API,
-            chunk_id,
-            embed_with_reuse,
-            embedding_text,
-            extract_graphs,
-            graph_extractor,
-            text_hash,
-        )
+        from app.sync import ORIGIN_API, embed_with_reuse, extract_graphs, graph_extractor
 
         parent = doc.id or str(uuid.uuid4())
         source = str(doc.metadata.get("source") or parent)
-        chunks = []
         text = strip_nul(doc.page_content)
-        context = str(doc.metadata.get("context", ""))
-        for index, piece in enumerate(split_by_structure(text, self.settings.chunk_size, self.settings.chunk_overlap)):
-            digest = text_hash(embedding_text(piece, context))
-            chunks.append(
-                Document(
-                    id=chunk_id(self.settings.collection_name, parent, index, digest),
-                    page_content=piece,
-                    metadata={
-                        **doc.metadata,
-                        "source": source,
-                        "chunk_index": index,
-                        "file": source,
-                        "doc_id": parent,
-                        "content_hash": digest,
-                        "embed_model": self.settings.embed_model,
-                    },
-                )
+        s = self.settings
+        chunks = list(
+            build_chunks(
+                [(text, source, str(doc.metadata.get("context", "")))],
+                lambda body: split_by_structure(body, s.chunk_size, s.chunk_overlap),
+                collection=s.collection_name,
+                doc_id=parent,
+                file=source,
+                embed_model=s.embed_model,
+                metadata=doc.metadata,
             )
+        )
         lookup = lambda hashes: db.vectors_by_hash(self.engine, hashes, self.settings.embed_model)  # noqa: E731
         vectors, _ = embed_with_reuse(chunks, self.embeddings, lookup)
         db.replace_document(

@@ -42,6 +42,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from app import formats
+from app.chunks import build_chunks, embedding_text
 from app.config import Settings
 from app.datadir import escape, link_refusal, walk_data_dir
 from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
@@ -49,7 +50,6 @@ from app.loaders import file_hash
 
 log = logging.getLogger(__name__)
 
-ID_NAMESPACE = uuid.UUID("6f1b0c3e-2a4d-5e8f-9a1b-3c5d7e9f1a2b")
 # A sync that writes at least this many chunks analyzes the BM25 statistics tables at its end (a
 # one-file sync stays fast; autovacuum handles small changes within a minute).
 ANALYZE_AFTER_CHUNKS = 1000
@@ -143,11 +143,6 @@ class SyncReport:
         if self.renamed:
             extra += f" ({self.renamed} renamed)"
         return line + extra
-
-
-def text_hash(text: str) -> str:
-    """Short hash of a chunk's text (the key for reusing its embedding)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def settings_hash(settings: Settings) -> str:
@@ -284,11 +279,6 @@ def plan_sync(
     return plan
 
 
-def chunk_id(collection: str, doc_id: str, index: int, content_hash: str) -> str:
-    """Stable chunk ID from collection, document ID, position and the chunk's text hash."""
-    return str(uuid.uuid5(ID_NAMESPACE, f"{collection}/{doc_id}#{index}@{content_hash}"))
-
-
 def chunk_file(source: SourceFile, settings: Settings) -> list[Document]:
     """Every chunk of one file (:func:`iter_chunks`) in a list; DataSourceError if unreadable."""
     return list(iter_chunks(source, settings))
@@ -307,61 +297,55 @@ def iter_chunks(
     (:mod:`app.formats`: Word, Excel, PowerPoint, HTML, scanned images) likewise.
     The context is weighted above the body in the keyword index and embedded with it.
     """
+    units, titles, split = read_units(source.path, settings, on_page)
+    yield from build_chunks(
+        units,
+        split,
+        collection=settings.collection_name,
+        doc_id=source.doc_id,
+        file=source.name,
+        embed_model=settings.embed_model,
+        titles=titles,
+    )
+
+
+def read_units(
+    path: Path, settings: Settings, on_page: Callable[[int, int], None] | None = None
+) -> tuple[list[tuple[str, str, str]], dict[str, str], Callable[[str], list[str]]]:
+    """Read one file as its format says: ``(units, titles, split)``, where a unit is ``(text, source,
+    context)`` (a PDF page's section, a CSV row, a Markdown section …), ``titles`` a source's title
+    and ``split`` how the units are cut into chunks. The sync's reader (limits and OCR from
+    ``settings``), also behind the spec's ``ingest.load_pdfs``/``load_csvs``; DataSourceError if
+    unreadable."""
     from app import loaders
     from app.chunking import split_by_structure
 
-    suffix = source.path.suffix.lower()
+    suffix = path.suffix.lower()
     limits = loaders.Limits.from_settings(settings)
     titles: dict[str, str] = {}
     if suffix == ".pdf":
-        title, pages = loaders.pdf_document(source.path, limits, ocr=formats.pdf_ocr(settings, on_page))
+        title, pages = loaders.pdf_document(path, limits, ocr=formats.pdf_ocr(settings, on_page))
         units = [(text, source_id, " — ".join(p for p in (title, heading) if p)) for text, source_id, heading in pages]
         split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     elif suffix in (".md", ".txt"):
-        sections = loaders.text_document(source.path, limits)
+        sections = loaders.text_document(path, limits)
         titles = {source_id: heading for _, source_id, heading in sections if heading}
         units = [
-            (text, source_id, " — ".join(p for p in (source.path.stem, heading) if p))
-            for text, source_id, heading in sections
+            (text, source_id, " — ".join(p for p in (path.stem, heading) if p)) for text, source_id, heading in sections
         ]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
     elif suffix in formats.SUFFIXES:
-        document = formats.read_document(source.path, settings, on_page)
+        document = formats.read_document(path, settings, on_page)
         units, titles = document.units, document.titles
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
         if document.split == "pages":  # OCR'd scans are split as PDF pages are
             split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
     else:
-        header, rows = loaders.csv_table(source.path, limits)
-        context = f"{source.path.stem} — {', '.join(header)}"
+        header, rows = loaders.csv_table(path, limits)
+        context = f"{path.stem} — {', '.join(header)}"
         units = [(text, source_id, context) for text, source_id in rows]
         split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
-    position = 0  # the chunk's place in the document (part of its ID)
-    per_source: dict[str, int] = {}  # a PDF page cut at headings is several units of one source
-    for text, source_id, context in units:
-        for piece in split(text):
-            index = per_source[source_id] = per_source.get(source_id, -1) + 1
-            digest = text_hash(embedding_text(piece, context))
-            yield Document(
-                id=chunk_id(settings.collection_name, source.doc_id, position, digest),
-                page_content=piece,
-                metadata={
-                    "source": source_id,
-                    "chunk_index": index,
-                    "file": source.name,
-                    "context": context,
-                    "doc_id": source.doc_id,
-                    "content_hash": digest,
-                    "embed_model": settings.embed_model,
-                    **({"title": titles[source_id]} if source_id in titles else {}),
-                },
-            )
-            position += 1
-
-
-def embedding_text(text: str, context: str = "") -> str:
-    """What is embedded for a chunk: its context line, then its text."""
-    return f"{context}\n{text}" if context else text
+    return units, titles, split
 
 
 def embed_with_reuse(

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from app import ingest, loaders, sync
+from app.config import Settings
 
 FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
 
@@ -80,6 +81,24 @@ def test_load_pdfs_skips_encrypted_file(data_dir, caplog):
 def test_load_pdfs_matches_uppercase_extension(tmp_path):
     make_pdf(tmp_path / "UPPER.PDF", ["テスト"])
     assert ingest.load_pdfs(tmp_path) == [("テスト", "UPPER.PDF:p1")]
+
+
+def test_load_pdfs_skips_a_file_over_max_pdf_mb_as_the_sync_does(data_dir, clean_env, caplog):
+    clean_env.setenv("MAX_PDF_MB", "1")
+    (data_dir / "pdf" / "huge.pdf").write_bytes(b"%PDF-1.4\n" + b"0" * (1024 * 1024 + 1))
+    with caplog.at_level(logging.WARNING):
+        pages = ingest.load_pdfs(data_dir / "pdf")
+    assert [s for _, s in pages] == ["guide.pdf:p1", "guide.pdf:p3"]
+    assert "huge.pdf: 1 MB, larger than MAX_PDF_MB=1; skipped" in caplog.text
+
+
+def test_load_pdfs_and_load_csvs_read_what_the_sync_chunks(data_dir):
+    """One route: the spec's loaders and the sync read a file with the same reader (app.sync.read_units)."""
+    settings = Settings()
+    for folder, name, load in (("pdf", "guide.pdf", ingest.load_pdfs), ("csv", "faq.csv", ingest.load_csvs)):
+        path = data_dir / folder / name
+        chunks = sync.chunk_file(sync.SourceFile(f"{folder}/{name}", path, name, "h"), settings)
+        assert [(c.page_content, c.metadata["source"]) for c in chunks] == load(data_dir / folder)
 
 
 def test_load_csvs_rows_as_column_value_lines(data_dir):

@@ -23,14 +23,14 @@ FAQ = "質問,回答\n受付時間は？,平日9時から18時です。\n"
 def test_csv_with_a_byte_order_mark_is_decoded_by_it(tmp_path, bom, encoding):
     path = tmp_path / "faq.csv"
     path.write_bytes(bom + FAQ.encode(encoding))
-    assert loaders.csv_units(path) == [("質問:受付時間は？\n回答:平日9時から18時です。", "faq.csv:r1")]
+    assert loaders.csv_table(path)[1] == [("質問:受付時間は？\n回答:平日9時から18時です。", "faq.csv:r1")]
 
 
 def test_utf16_without_bom_is_one_clear_failure_not_nul_text(tmp_path):
     path = tmp_path / "u16.csv"
     path.write_bytes(FAQ.encode("utf-16-le"))
     with pytest.raises(DataSourceError, match="u16.csv: looks like UTF-16/32 without a byte-order mark"):
-        loaders.csv_units(path)
+        loaders.csv_table(path)[1]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_looks_like_wide_text(raw, expected):
 def test_nul_bytes_are_stripped_from_csv_text(tmp_path):
     path = tmp_path / "nul.csv"
     path.write_bytes("名前,値\nA\x00B,1\x002\n".encode())
-    assert loaders.csv_units(path) == [("名前:AB\n値:12", "nul.csv:r1")]
+    assert loaders.csv_table(path)[1] == [("名前:AB\n値:12", "nul.csv:r1")]
 
 
 def test_nul_is_stripped_from_pdf_text():
@@ -77,7 +77,7 @@ def test_image_only_pdf_is_a_failure_with_a_reason(tmp_path):
     c.showPage()
     c.save()
     with pytest.raises(DataSourceError, match="scan.pdf: no extractable text"):
-        loaders.pdf_units(path)
+        loaders.pdf_document(path)
 
 
 def test_unreadable_csv_names_the_file(tmp_path):
@@ -224,7 +224,9 @@ def test_pdf_sections_by_font_size_carry_heading_paths_across_pages(tmp_path):
         ("1.3 用語\n用語を定義します。", "manual.pdf:p2", "第1章 導入 > 1.3 用語"),
         ("第2章 運用\n運用は毎日です。", "manual.pdf:p3", "第2章 運用"),
     ]
-    assert loaders.pdf_units(path)[1] == (
+    from app.ingest import load_pdfs
+
+    assert load_pdfs(path.parent)[1] == (  # the spec's pages: a page's sections joined again
         "範囲は社内です。\n対象は全社員です。\n\n1.3 用語\n用語を定義します。",
         "manual.pdf:p2",
     )

@@ -46,14 +46,14 @@ def test_sets_are_disjoint_and_together_at_least_40():
 
 @pytest.mark.skipif(not (CORPUS / "pdf").is_dir(), reason="the real corpus is not fetched (make real-corpus)")
 def test_every_expected_keyword_is_in_its_source():
-    from app.loaders import csv_units, pdf_document
+    from app.loaders import csv_table, pdf_document
 
     texts = {}
     for path in (CORPUS / "pdf").glob("*.pdf"):
         for text, source, _ in pdf_document(path)[1]:
             texts[source] = texts.get(source, "") + "\n" + text
     for path in (CORPUS / "csv").glob("*.csv"):
-        texts.update({source: text for text, source in csv_units(path)})
+        texts.update({source: text for text, source in csv_table(path)[1]})
     corpus = norm("\n".join(texts.values()))
     for name in SETS:
         for q in load(name):

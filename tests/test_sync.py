@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from app import sync
+from app.chunks import chunk_id, text_hash
 from app.config import Settings
 from app.errors import DataSourceError
 from app.sync import SourceFile, SyncReport, plan_sync
@@ -62,23 +63,6 @@ def test_sync_report_summary():
     assert r.summary() == (
         "1 added, 2 updated, 3 unchanged, 4 removed, 5 failed; embedded 6 chunks, reused 7 (1 renamed)"
     )
-
-
-def test_chunk_id_depends_on_each_part():
-    base = sync.chunk_id("documents", "csv/a.csv", 0, "h")
-    assert base == sync.chunk_id("documents", "csv/a.csv", 0, "h")
-    others = {
-        sync.chunk_id("other", "csv/a.csv", 0, "h"),
-        sync.chunk_id("documents", "csv/b.csv", 0, "h"),
-        sync.chunk_id("documents", "csv/a.csv", 1, "h"),
-        sync.chunk_id("documents", "csv/a.csv", 0, "h2"),
-    }
-    assert base not in others and len(others) == 4
-
-
-def test_text_hash_is_stable_and_short():
-    assert sync.text_hash("受付") == sync.text_hash("受付") != sync.text_hash("受付 ")
-    assert len(sync.text_hash("x")) == 32
 
 
 def test_settings_hash_follows_model_and_chunking():
@@ -184,10 +168,10 @@ def test_chunk_file_csv_metadata(data_dir):
         "file": "faq.csv",
         "doc_id": "csv/faq.csv",
         "context": "faq — 質問, 回答",
-        "content_hash": sync.text_hash("faq — 質問, 回答\n" + chunks[0].page_content),
+        "content_hash": text_hash("faq — 質問, 回答\n" + chunks[0].page_content),
         "embed_model": "intfloat/multilingual-e5-small",
     }
-    assert chunks[0].id == sync.chunk_id("documents", "csv/faq.csv", 0, meta["content_hash"])
+    assert chunks[0].id == chunk_id("documents", "csv/faq.csv", 0, meta["content_hash"])
 
 
 def test_chunk_file_pdf_pages(data_dir):
@@ -234,8 +218,8 @@ class CountingEmbeddings:
 def test_embed_with_reuse_embeds_only_unknown_text_once():
     from langchain_core.documents import Document
 
-    docs = [Document(page_content=t, metadata={"content_hash": sync.text_hash(t)}) for t in ["a", "bb", "a", "ccc"]]
-    known = {sync.text_hash("bb"): [99.0]}
+    docs = [Document(page_content=t, metadata={"content_hash": text_hash(t)}) for t in ["a", "bb", "a", "ccc"]]
+    known = {text_hash("bb"): [99.0]}
     emb = CountingEmbeddings()
     vectors, embedded = sync.embed_with_reuse(docs, emb, lambda hashes: dict(known))
     assert vectors == [[1.0], [99.0], [1.0], [3.0]] and embedded == 2

@@ -13,6 +13,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from app import sync
+from app.chunks import chunk_id
 from app.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +111,7 @@ def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, sta
     assert [(r["id"], r["text"], r["metadata"]) for r in rows] == [(d.id, d.page_content, d.metadata) for d in whole]
     assert [r["position"] for r in rows] == list(range(len(whole)))
     assert all(
-        d.id == sync.chunk_id(SETTINGS.collection_name, big_csv.doc_id, i, d.metadata["content_hash"])
+        d.id == chunk_id(SETTINGS.collection_name, big_csv.doc_id, i, d.metadata["content_hash"])
         for i, d in enumerate(whole)
     )
     assert max(staging.batches) == 4 and max(len(c) for c in emb.calls) <= 4

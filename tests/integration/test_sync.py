@@ -305,8 +305,8 @@ def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alon
 
     import numpy as np
 
+    from app.chunks import embedding_text
     from app.store import RagStore
-    from app.sync import embedding_text
 
     token = uuid.uuid4().hex
     data = tmp_path / "data"
