@@ -203,20 +203,14 @@ def norm(text: str) -> str:
 
 def units(folder: Path, names: tuple[str, ...]) -> dict[str, str]:
     """{source ID: text} of the files ``names`` (globs) under a data dir, read as a sync reads them
-    (no OCR: the scans share the text PDF's page IDs)."""
-    from app import formats, loaders
+    (app.sync.read_units; only text PDFs here: the scans share the text PDF's page IDs)."""
     from app.config import Settings
+    from app.sync import read_units
 
     texts: dict[str, str] = {}
     for pattern in names:
         for path in sorted(folder.glob(pattern)):
-            if path.suffix == ".pdf":
-                read = [(text, source) for text, source, _ in loaders.pdf_document(path)[1]]
-            elif path.suffix == ".csv":
-                read = loaders.csv_table(path)[1]
-            else:
-                read = [(text, source) for text, source, _ in formats.read_document(path, Settings()).units]
-            for text, source in read:
+            for text, source, _ in read_units(path, Settings())[0]:
                 texts[source] = texts.get(source, "") + "\n" + text
     return texts
 
