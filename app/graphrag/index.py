@@ -1,7 +1,7 @@
 """Building the graph from what is stored (``make graph``, and after a sync that changed anything).
 
 The per-chunk links (entity ↔ chunk, entity pairs per sentence) are written with the chunks
-(app.db.replace_document). A build turns them into the derived tables in one transaction:
+(app.storage.chunks.replace_document). A build turns them into the derived tables in one transaction:
 
 1. when the stored links come from another extractor (GRAPH_EXTRACTOR changed, or a store made
    before the graph existed), every stored chunk is extracted again first;
@@ -298,10 +298,9 @@ def build(
     """Rebuild the collection's graph from its stored links, in one transaction (the caller holds
     the writer lock). Re-extracts every chunk first when the links come from another extractor or
     ``force_extract``. ``llm`` writes the reports with GRAPH_REPORTS=llm."""
-    from sqlalchemy import text
-
     from app import db
     from app.graphrag.extract import chunk_extractor
+    from app.storage.engine import lift_statement_timeout
 
     report = BuildReport()
     collection = db.collection_id(engine, settings.collection_name)
@@ -310,7 +309,7 @@ def build(
     name = extractor_name(settings)
     clock = time.perf_counter
     with engine.begin() as conn:
-        conn.execute(text(db.SQL_NO_TIMEOUT))
+        lift_statement_timeout(conn)  # a build rewrites the collection's graph in one transaction
         current = graph_store.state(conn, collection)
         start = clock()
         if force_extract or current is None or current["extractor"] != name:
