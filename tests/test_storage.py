@@ -133,7 +133,10 @@ def test_apply_migrations_runs_upgrade_statements_only_for_an_existing_store(moc
     fresh, upgraded = mocker.MagicMock(), mocker.MagicMock()
     assert schema.apply_migrations(fresh, 0) == [2, 3, 4, 5]
     assert schema.apply_migrations(upgraded, 3) == [4, 5]
-    ran = lambda conn: [str(c.args[0]) for c in conn.execute.call_args_list]  # noqa: E731
+
+    def ran(conn) -> list[str]:
+        return [str(c.args[0]) for c in conn.execute.call_args_list]
+
     mark_unextracted = schema.graph.SQL_MARK_UNEXTRACTED
     assert mark_unextracted not in ran(fresh)
     assert mark_unextracted in ran(upgraded)
