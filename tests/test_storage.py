@@ -98,6 +98,18 @@ def test_storage_has_the_sql():
     assert len([s for p in STORAGE.glob("*.py") for s in sql_strings(p)]) > 50
 
 
+def test_storage_builds_no_sql_with_f_strings():
+    """Statements are templates filled by tables.sql() with quoted names; values are bound, never formatted in."""
+    found = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted(STORAGE.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.JoinedStr)
+        and any(isinstance(part, ast.Constant) and SQL_STATEMENT.match(part.value) for part in node.values)
+    ]
+    assert found == []
+
+
 def test_migrations_are_numbered_in_order_and_the_last_is_the_schema_version():
     versions = [m.version for m in schema.MIGRATIONS]
     assert versions == sorted(set(versions)) and versions[0] >= 1
