@@ -20,6 +20,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from app.keywords import normalize_text
+
 _URL = re.compile(r"(?:https?|ftp)://[^\s<>\"'）)」』\]]+|www\.[^\s<>\"'）)」』\]]+", re.IGNORECASE)
 # A sentence addressed to the model: names it, and asks or orders something.
 # ASCII names bounded by non-letters only: in Japanese text, ``だAIは`` has word characters around it.
@@ -40,7 +42,7 @@ COPY_SHARE = 0.5  # an answer holding this share of an instruction's character b
 
 def _norm(text: str) -> str:
     """NFKC, lower case, no white space."""
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text).lower())
+    return re.sub(r"\s+", "", normalize_text(text))
 
 
 def _bigrams(text: str) -> set[str]:

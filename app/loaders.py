@@ -27,6 +27,7 @@ from pathlib import Path
 
 from app.datadir import escape
 from app.errors import DataSourceError
+from app.keywords import normalize_text
 
 # Byte-order marks, longest first (a UTF-32-LE BOM starts with the UTF-16-LE one).
 _BOMS = (
@@ -481,7 +482,7 @@ MARKDOWN_HEADINGS = [("#" * level, f"h{level}") for level in range(1, 7)]
 def heading_slug(heading: str) -> str:
     """A GitHub-style anchor for a heading: lower-case, punctuation dropped (letters and digits of
     any script kept), spaces to hyphens; ``section`` if nothing is left."""
-    slug = re.sub(r"[^\w\- ]", "", unicodedata.normalize("NFKC", heading).strip().lower()).replace(" ", "-")
+    slug = re.sub(r"[^\w\- ]", "", normalize_text(heading).strip()).replace(" ", "-")
     return slug or "section"
 
 
