@@ -198,3 +198,13 @@ def link_refusal(path: Path, data_dir: Path, follow_external: bool = False) -> s
     walker._take(path, real)
     problems = walker.result.problems
     return problems[0].reason if problems else None
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file under the data dir, as a document: ID, path, file name and content hash."""
+
+    doc_id: str
+    path: Path
+    name: str
+    content_hash: str

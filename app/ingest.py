@@ -16,7 +16,8 @@ from pathlib import Path
 
 from app.config import get_settings
 from app.errors import DataSourceError
-from app.sync import read_units, size_refusal
+from app.reading import read_units
+from app.sync import size_refusal
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ def _files(directory: Path, suffix: str) -> list[Path]:
 
 def _load(directory: Path, suffix: str) -> list[tuple[str, str, str]]:
     """The units ``(text, source, context)`` of every file in ``directory``, read as the sync reads them
-    (app.sync.read_units: the size limits, parse limits and OCR of the settings); a file that is too
+    (app.reading.read_units: the size limits, parse limits and OCR of the settings); a file that is too
     large or unreadable is skipped with a warning."""
     settings = get_settings()
     out: list[tuple[str, str, str]] = []

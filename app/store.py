@@ -213,7 +213,8 @@ class RagStore:
         from app.chunking import split_by_structure
         from app.chunks import build_chunks, text_hash
         from app.loaders import strip_nul
-        from app.sync import ORIGIN_API, embed_with_reuse, extract_graphs, graph_extractor
+        from app.staging import embed_with_reuse, extract_graphs, graph_extractor
+        from app.sync import ORIGIN_API
 
         parent = doc.id or str(uuid.uuid4())
         source = str(doc.metadata.get("source") or parent)

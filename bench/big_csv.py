@@ -130,7 +130,8 @@ def ingest(data: Path, settings, embeddings, graph: bool) -> tuple[dict, object]
 
 def chunk_texts(source, settings, limit: int) -> list[str]:
     """The ingest's own chunk texts as embedded (context line included): the first ``limit`` (0: all)."""
-    from app.sync import embedding_text, iter_chunks
+    from app.chunks import embedding_text
+    from app.reading import iter_chunks
 
     texts = []
     for chunk in iter_chunks(source, settings):

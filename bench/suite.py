@@ -75,8 +75,10 @@ def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) 
     """Whole sync path (parse, chunk, embed, write) vs the raw embedding engine on the same chunks."""
     import numpy as np
 
+    from app.chunks import embedding_text
+    from app.reading import chunk_file
     from app.store import RagStore
-    from app.sync import chunk_file, embedding_text, scan
+    from app.sync import scan
 
     rng = np.random.default_rng(1)
     words = vocabulary()

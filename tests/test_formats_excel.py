@@ -9,10 +9,11 @@ import pytest
 from openpyxl import Workbook
 
 from app.config import Settings
+from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats.excel import fill_merged, find_header, format_value, xlsx_document
 from app.loaders import Limits
-from app.sync import SourceFile, chunk_file
+from app.reading import chunk_file
 
 
 def cache_formula_values(path, values: dict[str, str]) -> None:

@@ -10,11 +10,13 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from app.config import Settings
+from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats import pdf_ocr
 from app.formats.ocr import INSTALL_HINT, Ocr, clean_ocr_text, image_document
 from app.loaders import pdf_document
-from app.sync import SourceFile, _Progress, iter_chunks
+from app.reading import iter_chunks
+from app.workers import Progress
 
 LINES = ["就業規則 第3条 勤務時間", "社員の勤務時間は午前9時から午後6時までとする。", "休憩時間は正午から1時間とする。"]
 MISSING = Ocr(command="/nonexistent/tesseract")
@@ -114,7 +116,7 @@ def test_image_only_pdf_pages_are_ocrd_with_page_sources(tmp_path):
 
 
 def test_progress_bar_shows_the_page_being_ocrd_and_clears_it():
-    with _Progress(2, enabled=True) as bar:
+    with Progress(2, enabled=True) as bar:
         bar.reading("pdf/scan.pdf")
         bar.ocr_page(1, 3)
         assert bar.bar.postfix == "OCR page 1/3"
@@ -123,4 +125,4 @@ def test_progress_bar_shows_the_page_being_ocrd_and_clears_it():
         bar.ocr_page(1, 2)
         bar.reading("pdf/next.pdf")  # a new file starts without the old page
         assert not bar.bar.postfix
-    _Progress(1, enabled=False).ocr_page(1, 2)  # a disabled bar ignores it
+    Progress(1, enabled=False).ocr_page(1, 2)  # a disabled bar ignores it

@@ -7,9 +7,10 @@ from docx import Document
 from docx.shared import Pt
 
 from app.config import Settings
+from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats.word import docx_document
-from app.sync import SourceFile, chunk_file
+from app.reading import chunk_file
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from app import ingest, loaders, sync
+from app import ingest, loaders, reading, staging, sync
 from app.config import Settings
 
 FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
@@ -93,11 +93,11 @@ def test_load_pdfs_skips_a_file_over_max_pdf_mb_as_the_sync_does(data_dir, clean
 
 
 def test_load_pdfs_and_load_csvs_read_what_the_sync_chunks(data_dir):
-    """One route: the spec's loaders and the sync read a file with the same reader (app.sync.read_units)."""
+    """One route: the spec's loaders and the sync read a file with the same reader (app.reading.read_units)."""
     settings = Settings()
     for folder, name, load in (("pdf", "guide.pdf", ingest.load_pdfs), ("csv", "faq.csv", ingest.load_csvs)):
         path = data_dir / folder / name
-        chunks = sync.chunk_file(sync.SourceFile(f"{folder}/{name}", path, name, "h"), settings)
+        chunks = reading.chunk_file(sync.SourceFile(f"{folder}/{name}", path, name, "h"), settings)
         assert [(c.page_content, c.metadata["source"]) for c in chunks] == load(data_dir / folder)
 
 
@@ -172,8 +172,8 @@ def test_count_truncated_uses_the_model_tokenizer():
             return {"input_ids": [list(range(len(t) + 2)) for t in texts]}
 
     emb = type("E", (), {"_client": type("C", (), {"tokenizer": Tok(), "max_seq_length": 5})()})()
-    assert sync.count_truncated(["abc", "abcd", "a"], emb) == (1, 5)
-    assert sync.count_truncated(["abc"], object()) == (0, 0)
+    assert staging.count_truncated(["abc", "abcd", "a"], emb) == (1, 5)
+    assert staging.count_truncated(["abc"], object()) == (0, 0)
 
 
 def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, no_db):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from app import sync
+from app import reading, staging, sync
 from app.chunks import chunk_id, text_hash
 from app.config import Settings
 from app.errors import DataSourceError
@@ -115,7 +115,7 @@ def test_chunk_file_markdown_sections_carry_title_and_context(data_dir):
     path = data_dir / "docs" / "guide.md"
     path.parent.mkdir()
     path.write_text("# 導入\n\n## VPN接続\n\nミナトVPNに接続します。\n", encoding="utf-8")
-    chunks = sync.chunk_file(sync.resolve_file(path, data_dir), Settings())
+    chunks = reading.chunk_file(sync.resolve_file(path, data_dir), Settings())
     assert [(c.page_content, c.metadata["source"], c.metadata["title"], c.metadata["context"]) for c in chunks] == [
         ("ミナトVPNに接続します。", "guide.md#vpn接続", "導入 > VPN接続", "guide — 導入 > VPN接続")
     ]
@@ -159,7 +159,7 @@ def test_resolve_file_outside_data_dir(data_dir, tmp_path_factory):
 
 def test_chunk_file_csv_metadata(data_dir):
     src = sync.resolve_file(data_dir / "csv" / "faq.csv", data_dir)
-    chunks = sync.chunk_file(src, Settings())
+    chunks = reading.chunk_file(src, Settings())
     assert [c.metadata["source"] for c in chunks] == ["faq.csv:r1", "faq.csv:r2"]
     meta = chunks[0].metadata
     assert meta == {
@@ -176,7 +176,7 @@ def test_chunk_file_csv_metadata(data_dir):
 
 def test_chunk_file_pdf_pages(data_dir):
     src = sync.resolve_file(data_dir / "pdf" / "guide.pdf", data_dir)
-    chunks = sync.chunk_file(src, Settings())
+    chunks = reading.chunk_file(src, Settings())
     assert [(c.metadata["source"], c.page_content) for c in chunks] == [
         ("guide.pdf:p1", "会社概要\n当社は東京にあります。")
     ]
@@ -190,7 +190,7 @@ def test_chunk_file_pdf_sections_number_chunks_per_page_and_carry_heading_paths(
         data_dir / "pdf" / "rules.pdf",
         [[(16, "第1章 総則"), (10, "この規則は全社員に適用します。"), (13, "1.1 目的"), (10, "秩序を保つためです。")]],
     )
-    chunks = sync.chunk_file(sync.resolve_file(data_dir / "pdf" / "rules.pdf", data_dir), Settings())
+    chunks = reading.chunk_file(sync.resolve_file(data_dir / "pdf" / "rules.pdf", data_dir), Settings())
     assert [
         (c.metadata["source"], c.metadata["chunk_index"], c.metadata["context"], c.page_content) for c in chunks
     ] == [
@@ -203,7 +203,7 @@ def test_chunk_file_pdf_sections_number_chunks_per_page_and_carry_heading_paths(
 def test_chunk_file_empty_csv_is_an_error(data_dir):
     (data_dir / "csv" / "empty.csv").write_text("質問,回答\n", encoding="utf-8")
     with pytest.raises(DataSourceError, match="empty.csv: empty CSV"):
-        sync.chunk_file(sync.resolve_file(data_dir / "csv" / "empty.csv", data_dir), Settings())
+        reading.chunk_file(sync.resolve_file(data_dir / "csv" / "empty.csv", data_dir), Settings())
 
 
 class CountingEmbeddings:
@@ -221,7 +221,7 @@ def test_embed_with_reuse_embeds_only_unknown_text_once():
     docs = [Document(page_content=t, metadata={"content_hash": text_hash(t)}) for t in ["a", "bb", "a", "ccc"]]
     known = {text_hash("bb"): [99.0]}
     emb = CountingEmbeddings()
-    vectors, embedded = sync.embed_with_reuse(docs, emb, lambda hashes: dict(known))
+    vectors, embedded = staging.embed_with_reuse(docs, emb, lambda hashes: dict(known))
     assert vectors == [[1.0], [99.0], [1.0], [3.0]] and embedded == 2
     assert emb.calls == [["a", "ccc"]]
 
@@ -229,8 +229,8 @@ def test_embed_with_reuse_embeds_only_unknown_text_once():
 def test_embed_with_reuse_batches(monkeypatch):
     from langchain_core.documents import Document
 
-    monkeypatch.setattr(sync, "EMBED_BATCH", 2)
+    monkeypatch.setattr(staging, "EMBED_BATCH", 2)
     docs = [Document(page_content=str(i), metadata={"content_hash": str(i)}) for i in range(5)]
     emb = CountingEmbeddings()
-    sync.embed_with_reuse(docs, emb, lambda hashes: {})
+    staging.embed_with_reuse(docs, emb, lambda hashes: {})
     assert [len(c) for c in emb.calls] == [2, 2, 1]

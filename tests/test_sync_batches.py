@@ -1,4 +1,4 @@
-"""Batched, resumable staging of one file (app.sync.stage_file) without a database: the staging
+"""Batched, resumable staging of one file (app.staging.stage_file) without a database: the staging
 table is an in-memory double of app.db's staging functions; tests/integration/test_big_files.py
 runs the same on PostgreSQL."""
 
@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from app import sync
+from app import reading, sync
 from app.chunks import chunk_id
 from app.config import Settings
+from app.staging import generation, stage_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,10 +104,10 @@ SETTINGS = dataclasses.replace(Settings(), ingest_batch_chunks=4, graph_extracto
 def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, staging):
     """Cut in batches of 4, the staged chunks are the file's chunks with the IDs they always had (the
     position in the whole document, not in the batch), and no batch exceeds 4 chunks anywhere."""
-    whole = sync.chunk_file(big_csv, SETTINGS)
+    whole = reading.chunk_file(big_csv, SETTINGS)
     assert len(whole) > 20  # the long row is several chunks
     emb = CountingEmbeddings()
-    staged = sync.stage_file(big_csv, emb, SETTINGS, None, "key", "run-1")
+    staged = stage_file(big_csv, emb, SETTINGS, None, "key", "run-1")
     rows = staging.staged()
     assert [(r["id"], r["text"], r["metadata"]) for r in rows] == [(d.id, d.page_content, d.metadata) for d in whole]
     assert [r["position"] for r in rows] == list(range(len(whole)))
@@ -116,44 +117,44 @@ def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, sta
     )
     assert max(staging.batches) == 4 and max(len(c) for c in emb.calls) <= 4
     assert (staged.chunks, staged.embedded) == (len(whole), len(whole))
-    assert sync.stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1").chunks == len(whole)
+    assert stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1").chunks == len(whole)
 
 
 def test_iter_chunks_yields_lazily_one_chunk_at_a_time(big_csv):
-    chunks = sync.iter_chunks(big_csv, SETTINGS)
+    chunks = reading.iter_chunks(big_csv, SETTINGS)
     first = next(chunks)
     assert first.metadata["source"] == "rules.csv:r1" and not isinstance(chunks, list)
-    assert [first, *chunks] == sync.chunk_file(big_csv, SETTINGS)
+    assert [first, *chunks] == reading.chunk_file(big_csv, SETTINGS)
 
 
 def test_a_killed_staging_resumes_without_embedding_the_staged_batches_again(big_csv, staging):
-    total = len(sync.chunk_file(big_csv, SETTINGS))
+    total = len(reading.chunk_file(big_csv, SETTINGS))
     dying = CountingEmbeddings(fail_on=4)  # the 4th batch never gets its vectors: 3 batches are staged
     with pytest.raises(RuntimeError, match="killed"):
-        sync.stage_file(big_csv, dying, SETTINGS, None, "key", "run-1")
+        stage_file(big_csv, dying, SETTINGS, None, "key", "run-1")
     assert len(staging.staged()) == 12
     again = CountingEmbeddings()
-    staged = sync.stage_file(big_csv, again, SETTINGS, None, "key", "run-2")
+    staged = stage_file(big_csv, again, SETTINGS, None, "key", "run-2")
     assert (staged.chunks, staged.embedded) == (total, total - 12)
     assert again.embedded == total - 12  # the staged 12 were claimed, not embedded
     assert len(staging.staged("run-2")) == total  # every chunk belongs to the new run (the switch moves them)
 
 
 def test_staged_batches_of_other_bytes_or_settings_are_not_claimed(big_csv, staging, monkeypatch):
-    total = len(sync.chunk_file(big_csv, SETTINGS))
-    sync.stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1")
+    total = len(reading.chunk_file(big_csv, SETTINGS))
+    stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1")
     monkeypatch.setattr("app.db.vectors_by_hash", lambda *a: {})  # only claims could spare embedding here
     other = CountingEmbeddings()
-    staged = sync.stage_file(big_csv, other, SETTINGS, None, "other-settings", "run-2")
+    staged = stage_file(big_csv, other, SETTINGS, None, "other-settings", "run-2")
     assert staged.embedded == total and other.embedded == total
 
 
 def test_generation_follows_bytes_settings_and_extractor(big_csv):
-    base = sync.generation(big_csv, "key", SETTINGS)
-    assert base == sync.generation(big_csv, "key", SETTINGS)
-    assert base != sync.generation(dataclasses.replace(big_csv, content_hash="x"), "key", SETTINGS)
-    assert base != sync.generation(big_csv, "key2", SETTINGS)
-    assert base != sync.generation(big_csv, "key", dataclasses.replace(SETTINGS, graph_extractor="fast"))
+    base = generation(big_csv, "key", SETTINGS)
+    assert base == generation(big_csv, "key", SETTINGS)
+    assert base != generation(dataclasses.replace(big_csv, content_hash="x"), "key", SETTINGS)
+    assert base != generation(big_csv, "key2", SETTINGS)
+    assert base != generation(big_csv, "key", dataclasses.replace(SETTINGS, graph_extractor="fast"))
 
 
 def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, monkeypatch, capsys):
@@ -170,7 +171,7 @@ def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, mon
     monkeypatch.setattr("app.db.delete_legacy_chunks", lambda *a: 0)
     data_dir = big_csv.path.parents[1]
     _, report = sync.sync(data_dir, CountingEmbeddings(), None, SETTINGS, progress=True, graph=False)
-    total = len(sync.chunk_file(big_csv, SETTINGS))
+    total = len(reading.chunk_file(big_csv, SETTINGS))
     assert switched == [("csv/rules.csv", total, total)] and report.chunks_written == total
     err = capsys.readouterr().err
     assert f"{total} chunks" in err and "csv/rules.csv" in err and "file 1/1" in err
@@ -180,7 +181,7 @@ def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, mon
 def test_a_worker_asks_the_kernel_to_die_with_its_parent():
     """A real process: after _kill_with_parent, prctl(PR_GET_PDEATHSIG) reads SIGKILL."""
     code = (
-        "import ctypes, ctypes.util; from app import sync; sync._kill_with_parent(); "
+        "import ctypes, ctypes.util; from app import workers; workers._kill_with_parent(); "
         "libc = ctypes.CDLL(ctypes.util.find_library('c')); sig = ctypes.c_int(); "
         "libc.prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)"
     )
