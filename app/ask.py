@@ -3,8 +3,6 @@ prints the answer and its sources."""
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -206,84 +204,7 @@ def _process_age() -> float:
     return time.time() - psutil.Process().create_time()
 
 
-def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> int:
-    """CLI entry point: the question is the first argument (``sys.argv[1]``)."""
-    from app.cli import run
+if __name__ == "__main__":  # `python -m app.ask` runs the command line (app.cli), by name
+    import runpy
 
-    parser = argparse.ArgumentParser(prog="python -m app.ask", description=__doc__.split("\n")[0])
-    parser.add_argument("query", nargs="*", help="the question (quote it)")
-    parser.add_argument(
-        "--mode",
-        default=None,
-        metavar="MODE",
-        help="hybrid | vector | keyword (first-stage search), local | global (graph search) or "
-        "auto (chosen per question); default: SEARCH_MODE or hybrid",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object: answer, sources, the mode chosen, traceability, timings",
-    )
-    parser.add_argument("--no-stream", action="store_true", help="print the answer only when complete")
-    parser.add_argument(
-        "--timings", action="store_true", help="print per-node timings and peak memory as JSON on stderr"
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    args = parser.parse_args(argv)
-    query = " ".join(args.query).strip()
-    out = out or sys.stdout
-    if not query:
-        parser.print_usage(sys.stderr)
-        print('Error: no question given; usage: make ask Q="質問文"', file=sys.stderr)
-        return 2
-
-    def body() -> int:
-        from dataclasses import replace
-
-        from app.graph import default_context, run_rag
-
-        settings = get_settings()
-        mode = validate_mode(args.mode, settings.search_mode)
-        ctx = context
-        if ctx is None:
-            ensure_ingested(settings)
-            ctx = default_context(settings, mode=mode)
-        first_token_at: list[float] = []
-        if args.json:
-            state = run_rag(query, ctx)
-            out.write(json_report(state, _process_age()) + "\n")
-            return 0
-        if not args.no_stream:
-            printer = TokenPrinter(out)
-
-            def on_token(piece: str) -> None:
-                if not first_token_at:
-                    first_token_at.append(_process_age())
-                    out.write("=== Answer ===\n")
-                printer(piece)
-
-            ctx = replace(ctx, on_token=on_token)
-        state = run_rag(query, ctx)
-        cited = state.get("cited_sources") or None  # none cited or matched: the plain list
-        abstained = bool(state.get("abstained"))
-        quote = (state.get("quote") or {}).get("line")
-        if args.no_stream or not first_token_at:
-            out.write(format_output(state["answer"], state["sources"], cited, abstained, quote) + "\n")
-        else:
-            if state.get("abstained") == "unsupported":  # the streamed text is withdrawn, visibly
-                out.write("\n\n" + unsupported_note(state.get("unsupported", []), state["answer"]))
-            if quote:
-                out.write("\n" + quote)
-            out.write("\n\n" + format_sources(state["sources"], cited, abstained) + "\n")
-        for warning in state.get("warnings") or []:
-            out.write(f"注意: {warning}\n")
-        out.flush()
-        if args.timings:
-            print(timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)
-        return 0
-
-    return run(body, debug=args.debug)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.ask", run_name="__main__")

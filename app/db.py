@@ -12,17 +12,15 @@ The SQL and the code that runs it live in the :mod:`app.storage` package (engine
 migrations, writer lock, documents and chunks, staging, keyword index and BM25, graph tables). This
 module is the spec's entry point: it re-exports that package's public functions and constants, so
 callers keep importing them from here, and holds :func:`get_vectorstore` and :func:`init_db` (thin
-delegates that fill in the settings and embeddings) and the ``python -m app.db`` command.
+delegates that fill in the settings and embeddings). ``python -m app.db`` runs the command line in
+:mod:`app.cli.db`.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from app.config import Settings, get_settings
-from app.errors import StoreNotReadyError
 from app.storage.chunks import (
     SQL_CREATE_HNSW,
     SQL_UPSERT_DOCUMENT,
@@ -119,7 +117,6 @@ __all__ = [
     "keyword_search",
     "keyword_search_params",
     "list_documents",
-    "main",
     "make_vectorstore",
     "open_store",
     "replace_document",
@@ -167,49 +164,7 @@ def init_db(
 # --- command line -----------------------------------------------------------
 
 
-def main(argv: Iterable[str] | None = None) -> int:
-    """CLI: ``python -m app.db {init,stop,status,check}``."""
-    from app.cli import run
+if __name__ == "__main__":  # `python -m app.db` runs the command line (app.cli), by name
+    import runpy
 
-    parser = argparse.ArgumentParser(prog="python -m app.db", description="Manage the vector database.")
-    parser.add_argument("action", choices=["init", "stop", "status", "check"])
-    parser.add_argument("--no-wait", action="store_true", help="init: fail at once if another writer is running")
-    parser.add_argument("--debug", action="store_true")
-    args = parser.parse_args(list(argv) if argv is not None else None)
-
-    def body() -> int:
-        s = get_settings()
-        if args.action == "stop":
-            if not s.embedded_db:
-                print(f"the database is a server ({describe_target(s)}); nothing embedded to stop")
-            else:
-                from app import embedded_pg
-
-                print(embedded_pg.stop(s.pgdata_dir).capitalize())
-            return 0
-        engine = get_engine(s)
-        if args.action == "check":
-            facts = check_server(engine)
-            pgvector = facts["installed"] and f"{facts['installed']} installed" or f"{facts['available']} available"
-            role = "read replica" if facts["replica"] else "primary"
-            print(
-                f"{describe_target(s)}: PostgreSQL {facts['server']} ({role}), pgvector {pgvector}, "
-                f"user {facts['db_user']}: OK"
-            )
-            return 0
-        if args.action == "init":
-            init_db(s, engine=engine, wait=not args.no_wait)
-        try:
-            check_schema(engine, s.collection_name)
-            chunks = count_chunks(engine, s.collection_name)
-        except StoreNotReadyError as exc:
-            print(f"{describe_target(s)}: {exc}")
-            return 0
-        print(f"{describe_target(s)}: {chunks} chunks in collection '{s.collection_name}'")
-        return 0
-
-    return run(body, debug=args.debug)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.db", run_name="__main__")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 
-from app.config import get_settings
 from app.datadir import escape
 
 
@@ -35,37 +33,7 @@ def format_graph(counts: dict) -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point."""
-    from app.cli import run
+if __name__ == "__main__":  # `python -m app.docs` runs the command line (app.cli), by name
+    import runpy
 
-    parser = argparse.ArgumentParser(prog="python -m app.docs", description=__doc__)
-    sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("list", help="list stored documents")
-    remove = sub.add_parser("remove", help="remove a document from every index")
-    remove.add_argument("doc", help="document ID (e.g. csv/faq.csv), file path or file name")
-    remove.add_argument("--no-wait", action="store_true", help="fail at once if another writer is running")
-    parser.add_argument("--debug", action="store_true")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        from app.store import RagStore
-
-        store = RagStore(get_settings())
-        if args.action == "list":
-            documents = store.list_documents()
-            print(format_documents(documents))
-            if documents:
-                from app.graphrag.search import GraphSearch
-
-                print(format_graph(GraphSearch(store.settings, store.engine).counts()))
-        else:
-            removed = store.remove_document(args.doc, wait=not args.no_wait)
-            print(f"Removed {escape(args.doc)} ({removed} chunks)")
-        return 0
-
-    return run(body, debug=args.debug)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.docs", run_name="__main__")

@@ -3,14 +3,13 @@ score Retrieval@k (before and after re-ranking), faithfulness, exact match and l
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.config import Settings, get_settings, validate_mode
+from app.config import Settings
 from app.errors import DataSourceError
 from app.metrics import (
     coverage,
@@ -389,11 +388,6 @@ def format_table(results: Sequence[dict]) -> str:
     return "\n".join(rows)
 
 
-def print_report(summary: dict, settings: Settings, models: dict, reranked: bool) -> None:
-    """Print the report to stdout (the CLI's output)."""
-    print(format_report(summary, settings, models, reranked))
-
-
 def model_names(context: Any, settings: Settings) -> dict:
     """Which models the run used, for the report."""
     from app.llm import model_name
@@ -403,45 +397,11 @@ def model_names(context: Any, settings: Settings) -> dict:
     return {"embed": settings.embed_model, "reranker": reranker, "llm": llm}
 
 
-def add_question_options(parser: argparse.ArgumentParser, default_file: str, json_help: str) -> None:
-    """The options shared by the commands that run a question set: --questions, --data-dir, --json."""
-    parser.add_argument(
-        "--questions", type=Path, default=None, help=f"question set (default: <data dir>/{default_file})"
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="sync this folder (pdf/, csv/) into its own collection first and use that "
-        "(default: the main collection as stored)",
-    )
-    parser.add_argument("--json", type=Path, default=None, help=json_help)
-
-
 def collection_for(data_dir: Path) -> str:
     """The collection a question run on ``data_dir`` uses: one per folder, never the main one."""
     import hashlib
 
     return "eval_" + hashlib.sha256(str(data_dir.expanduser().absolute()).encode()).hexdigest()[:12]
-
-
-def prepare_data_dir(settings: Settings, data_dir: Path | None) -> Settings:
-    """With ``--data-dir``: sync it into its own collection and return settings that use it
-    (the main collection is never touched); without, the settings as they are."""
-    if data_dir is None:
-        return settings
-    from dataclasses import replace
-
-    from app.store import RagStore
-
-    own = replace(settings, collection_name=collection_for(data_dir))
-    print(
-        f"Using collection '{own.collection_name}', synced from {data_dir} "
-        f"(the main collection '{settings.collection_name}' is not touched)",
-        file=sys.stderr,
-    )
-    RagStore(own).sync(data_dir)
-    return own
 
 
 def write_json(path: Path, payload: dict) -> None:
@@ -450,54 +410,7 @@ def write_json(path: Path, payload: dict) -> None:
     path.write_text(json.dumps(payload, ensure_ascii=False, indent=2), encoding="utf-8")
 
 
-def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
-    """CLI: ``python -m app.evaluate [--questions F] [--data-dir D] [--json P] [--per-question]``."""
-    from app.cli import run
+if __name__ == "__main__":  # `python -m app.evaluate` runs the command line (app.cli), by name
+    import runpy
 
-    parser = argparse.ArgumentParser(prog="python -m app.evaluate", description=__doc__.split("\n")[0])
-    add_question_options(parser, "eval_questions.json", "write per-question results and the summary here")
-    parser.add_argument("--per-question", action="store_true", help="print a line per question")
-    parser.add_argument(
-        "--mode",
-        default=None,
-        metavar="MODE",
-        help="hybrid | vector | keyword | local | global | auto (default: SEARCH_MODE or hybrid)",
-    )
-    parser.add_argument(
-        "--no-generate",
-        action="store_true",
-        help="retrieval and re-ranking only: the LLM is not loaded (seconds, not minutes)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        settings = get_settings()
-        mode = validate_mode(args.mode, settings.search_mode)
-        data_dir = args.data_dir or settings.data_dir
-        questions = load_questions(args.questions or data_dir / "eval_questions.json")
-        ctx = context
-        if ctx is None:
-            from app.ask import ensure_ingested
-            from app.graph import default_context
-
-            settings = prepare_data_dir(settings, args.data_dir)
-            ensure_ingested(settings)
-            ctx = default_context(settings, mode=mode, generate=not args.no_generate)
-        results = run_evaluation(questions, ctx, progress=not args.no_progress)
-        summary = summarize(results)
-        reranked = any(r.get("reranked") for r in results)
-        models = {**model_names(ctx, settings), "mode": mode}
-        if args.per_question:
-            print(format_table(results), end="\n\n")
-        print_report(summary, settings, models, reranked)
-        if args.json:
-            write_json(args.json, {"summary": summary, "models": models, "results": results})
-        return 0
-
-    return run(body, debug=args.debug)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.evaluate", run_name="__main__")

@@ -9,9 +9,7 @@ transaction, deleted ones purged. A bad file is skipped with a warning; the rest
 
 from __future__ import annotations
 
-import argparse
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 
 from app.config import get_settings
@@ -69,75 +67,7 @@ def load_csvs(csv_dir: str | Path) -> list[tuple[str, str]]:
     return [(text, source) for text, source, _ in _load(Path(csv_dir), ".csv")]
 
 
-def _positive_int(raw: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+if __name__ == "__main__":  # `python -m app.ingest` runs the command line (app.cli), by name
+    import runpy
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: ``python -m app.ingest [--data-dir DIR] [--dry-run]``; prints a one-line summary."""
-    from app.cli import run
-
-    parser = argparse.ArgumentParser(prog="python -m app.ingest", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)"
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print what would be added/updated/removed; change nothing"
-    )
-    parser.add_argument("--allow-empty", action="store_true", help="let an empty data dir remove every stored document")
-    parser.add_argument(
-        "--no-wait", action="store_true", help="fail at once if another ingest/remove is running (default: wait for it)"
-    )
-    parser.add_argument(
-        "--workers",
-        type=_positive_int,
-        default=None,
-        help="processes that read, chunk and embed in parallel (default: INGEST_WORKERS or 1)",
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        from app.store import RagStore
-
-        settings = get_settings()
-        data_dir = args.data_dir or settings.data_dir
-        store = RagStore(settings)
-        from tqdm.contrib.logging import logging_redirect_tqdm
-
-        with logging_redirect_tqdm():  # warnings print above the progress bar, not glued to it
-            plan, report = store.sync(
-                data_dir,
-                dry_run=args.dry_run,
-                progress=not args.dry_run,
-                allow_empty=args.allow_empty,
-                wait=not args.no_wait,
-                workers=args.workers,
-            )
-        if args.dry_run:
-            print("\n".join(plan.lines() or ["nothing to do"]))
-            print(
-                f"Dry run: {len(plan.added)} to add, {len(plan.updated)} to update, "
-                f"{len(plan.unchanged)} unchanged, {len(plan.removed)} to remove"
-            )
-            return 0
-        if not (report.added or report.updated or report.unchanged or report.removed or report.failed):
-            print(f"Nothing to ingest: no PDF or CSV under {data_dir}/pdf or {data_dir}/csv")
-            return 0
-        print(f"Ingest: {report.summary()}")
-        if report.graph is not None:
-            print(f"Graph: {report.graph.summary()}")
-        return 0
-
-    return run(body, debug=args.debug)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.ingest", run_name="__main__")

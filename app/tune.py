@@ -22,13 +22,11 @@ settings, and a verdict: what could bring it into the RERANK_TOP_K chunks (see :
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 
-from app.config import get_settings
 from app.metrics import mean, retrieval_at_k
 from app.retrieval import hybrid_search
 
@@ -274,77 +272,7 @@ def format_grid(rows: Sequence[dict], top_k: int, search_k: int, chosen: dict) -
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
-    """CLI: ``python -m app.tune [--questions F] [--data-dir D] [--json P]``."""
-    from app.cli import run
-    from app.evaluate import add_question_options, load_questions, prepare_data_dir, write_json
+if __name__ == "__main__":  # `python -m app.tune` runs the command line (app.cli), by name
+    import runpy
 
-    parser = argparse.ArgumentParser(prog="python -m app.tune", description=__doc__.split("\n")[0])
-    add_question_options(parser, "tuning_questions.json", "write every row and the choice here")
-    parser.add_argument(
-        "--per-question",
-        action="store_true",
-        help=f"each question's rank in the vector, keyword (top {DIAGNOSIS_DEPTH}) and hybrid lists, "
-        "and what could bring it into the top RERANK_TOP_K",
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        settings = get_settings()
-        questions = load_questions(args.questions or (args.data_dir or settings.data_dir) / "tuning_questions.json")
-        rag = store
-        if rag is None:
-            from app.ask import ensure_ingested
-            from app.store import RagStore
-
-            settings = prepare_data_dir(settings, args.data_dir)
-            ensure_ingested(settings)
-            rag = RagStore(settings)
-        depth = max(settings.search_k, DIAGNOSIS_DEPTH) if args.per_question else settings.search_k
-        deep = fetch_candidates(rag, questions, depth)
-        candidates = [truncate(c, settings.search_k) for c in deep]
-        answerable = [(c, q) for c, q in zip(candidates, questions) if q["expected_source"]]
-        rows = grid([c for c, _ in answerable], [q for _, q in answerable], settings.rerank_top_k, settings.search_k)
-        chosen = best_setting(rows)
-        print(format_grid(rows, settings.rerank_top_k, settings.search_k, chosen))
-        per_question = None
-        if args.per_question:
-            asked = [(c, q) for c, q in zip(deep, questions) if q["expected_source"]]
-            per_question = diagnose(
-                [c for c, _ in asked],
-                [q for _, q in asked],
-                settings.rerank_top_k,
-                settings.search_k,
-                settings.rrf_k,
-                settings.hybrid_weights,
-            )
-            print(format_diagnosis(per_question, depth))
-        sims = [(best_similarity(c), bool(q["expected_source"])) for c, q in zip(candidates, questions)]
-        calibration = calibrate_abstention(
-            [v for v, ok in sims if ok and v is not None], [v for v, ok in sims if not ok and v is not None]
-        )
-        covered = list(zip(coverages(candidates, questions, settings), (bool(q["expected_source"]) for q in questions)))
-        by_coverage = calibrate_abstention([v for v, ok in covered if ok], [v for v, ok in covered if not ok])
-        if calibration["unanswerable"]:
-            print(format_calibration(calibration))
-            print(format_calibration(by_coverage, "ABSTAIN_MIN_COVERAGE", "question tokens found in the top chunks"))
-        if args.json:
-            write_json(
-                args.json,
-                {
-                    "questions": len(questions),
-                    "rows": rows,
-                    "chosen": chosen,
-                    "abstention": calibration,
-                    "abstention_coverage": by_coverage,
-                    **({"per_question": per_question} if per_question is not None else {}),
-                },
-            )
-        return 0
-
-    return run(body, debug=args.debug)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.tune", run_name="__main__")

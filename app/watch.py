@@ -12,14 +12,12 @@ changes made meanwhile unseen.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from app.config import get_settings
 from app.errors import RagError
 
 log = logging.getLogger(__name__)
@@ -114,50 +112,7 @@ def watch_and_sync(
             do_sync("watch restarted")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point: watch until Ctrl-C."""
-    from app.cli import run
+if __name__ == "__main__":  # `python -m app.watch` runs the command line (app.cli), by name
+    import runpy
 
-    parser = argparse.ArgumentParser(prog="python -m app.watch", description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--debounce-ms", type=int, default=1000, help="quiet time that ends a burst of changes")
-    parser.add_argument(
-        "--graph-quiet-s",
-        type=float,
-        default=GRAPH_QUIET_S,
-        help="rebuild the graph after a change once the folder is quiet this long (seconds)",
-    )
-    parser.add_argument("--debug", action="store_true")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        from app.store import RagStore
-        from app.sync import scan
-
-        settings = get_settings()
-        data_dir = args.data_dir or settings.data_dir
-        scan(data_dir)  # a missing data dir is an error before anything loads
-        store = RagStore(settings)
-
-        def report(reason: str, rep) -> None:
-            print(f"{time.strftime('%H:%M:%S')} sync ({reason}): {rep.summary()}", flush=True)
-
-        def graph(built) -> None:
-            print(f"{time.strftime('%H:%M:%S')} graph: {built.summary()}", flush=True)
-
-        print(f"Watching {data_dir} (Ctrl-C to stop)", flush=True)
-        watch_and_sync(
-            data_dir,
-            store,
-            debounce_ms=args.debounce_ms,
-            on_sync=report,
-            graph_quiet_s=args.graph_quiet_s,
-            on_graph=graph,
-        )
-        return 0
-
-    return run(body, debug=args.debug)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("app.cli.watch", run_name="__main__")

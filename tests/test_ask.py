@@ -5,6 +5,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app import ask
+from app.cli import ask as ask_cli
 from app.errors import DatabaseUnavailableError
 from app.graph import RAGContext
 
@@ -87,7 +88,7 @@ def test_search_rejects_an_unknown_mode_before_searching(clean_env):
 
 
 def test_main_rejects_unknown_mode_in_one_line_listing_the_valid_ones(capsys, clean_env):
-    assert ask.main(["--mode", "fuzzy", "質問"]) == 1  # before any database or model is touched
+    assert ask_cli.main(["--mode", "fuzzy", "質問"]) == 1  # before any database or model is touched
     assert capsys.readouterr().err == (
         "Error: mode must be one of hybrid, vector, keyword, local, global, auto, got 'fuzzy'\n"
     )
@@ -123,7 +124,7 @@ def context(mock_documents):
 
 def test_main_prints_answer_and_sources(context, capsys):
     context.prompt_style, context.llm = "spec", FakeListLLM(responses=["わかりません。"])
-    assert ask.main(["受付時間は？"], context=context) == 0
+    assert ask_cli.main(["受付時間は？"], context=context) == 0
     assert capsys.readouterr().out == (
         "=== Answer ===\nわかりません。\n\n=== Sources ===\n- faq.csv:r2\n- technical_guide.pdf:p4\n"
     )
@@ -131,13 +132,13 @@ def test_main_prints_answer_and_sources(context, capsys):
 
 def test_main_lists_the_context_an_uncited_answer_was_copied_from_first(context, capsys):
     context.llm = FakeListLLM(responses=["全サービスのデータは毎日午前2時にバックアップされます。"])
-    assert ask.main(["--no-stream", "バックアップは？"], context=context) == 0
+    assert ask_cli.main(["--no-stream", "バックアップは？"], context=context) == 0
     assert capsys.readouterr().out.endswith("=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n")
 
 
 def test_main_lists_cited_sources_first_and_marks_the_others(context, capsys):
     context.llm = FakeListLLM(responses=["18時までです[2][5]。"])
-    assert ask.main(["--no-stream", "受付時間は？"], context=context) == 0
+    assert ask_cli.main(["--no-stream", "受付時間は？"], context=context) == 0
     assert capsys.readouterr().out == (
         "=== Answer ===\n18時までです[2]。\n根拠: 「サポート窓口の受付時間は平日9時から18時までです。」[1]\n\n"
         "=== Sources ===\n- technical_guide.pdf:p4\n- faq.csv:r2 (not cited)\n"
@@ -152,7 +153,7 @@ def test_main_after_abstaining_says_the_sources_are_only_the_closest(context, ca
         for d in context.search("q", 2)
     ]
     ctx = replace(context, search=lambda q, k: docs[:k], min_confidence=0.9)
-    assert ask.main(["社員食堂のメニューは？"], context=ctx) == 0
+    assert ask_cli.main(["社員食堂のメニューは？"], context=ctx) == 0
     assert capsys.readouterr().out == (
         "=== Answer ===\n資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"
         "- faq.csv:r2\n- technical_guide.pdf:p4\n"
@@ -164,13 +165,13 @@ def test_format_sources_with_citations():
 
 
 def test_main_joins_unquoted_words(context, capsys):
-    ask.main(["受付", "時間"], context=context)
+    ask_cli.main(["受付", "時間"], context=context)
     assert "=== Answer ===" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv", [[], [""], ["   "]])
 def test_main_without_question_prints_usage_and_exits_2(argv, capsys):
-    assert ask.main(argv) == 2
+    assert ask_cli.main(argv) == 2
     err = capsys.readouterr().err
     assert "usage:" in err and 'make ask Q="質問文"' in err
 
@@ -180,14 +181,14 @@ def test_main_maps_library_errors_to_one_line(mocker, capsys, clean_env):
         "app.ask.ensure_ingested",
         side_effect=DatabaseUnavailableError("cannot connect to PostgreSQL at db:5432: refused"),
     )
-    assert ask.main(["質問"]) == 1
+    assert ask_cli.main(["質問"]) == 1
     err = capsys.readouterr().err
     assert err == "Error: cannot connect to PostgreSQL at db:5432: refused\n"
 
 
 def test_main_bad_env_value_is_one_line_error(capsys, clean_env):
     clean_env.setenv("SEARCH_K", "many")
-    assert ask.main(["質問"]) == 1
+    assert ask_cli.main(["質問"]) == 1
     assert capsys.readouterr().err == "Error: SEARCH_K must be an integer, got 'many'\n"
 
 
@@ -217,8 +218,8 @@ def test_main_streams_the_same_text_as_no_stream(streaming_context, capsys):
     import io
 
     streamed, whole = io.StringIO(), io.StringIO()
-    assert ask.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
-    assert ask.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
+    assert ask_cli.main(["受付時間は？"], context=streaming_context, out=streamed) == 0
+    assert ask_cli.main(["受付時間は？", "--no-stream"], context=streaming_context, out=whole) == 0
     assert (
         streamed.getvalue()
         == whole.getvalue()
@@ -233,7 +234,7 @@ def test_main_timings_prints_json_on_stderr(streaming_context, capsys):
     import io
     import json
 
-    ask.main(["受付時間は？", "--timings"], context=streaming_context, out=io.StringIO())
+    ask_cli.main(["受付時間は？", "--timings"], context=streaming_context, out=io.StringIO())
     report = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert set(report["timings"]) == {"route", "retrieve", "rerank", "generate", "first_token"}
     assert report["peak_rss_mb"] > 0 and report["process_start_to_first_token_s"] > 0
@@ -272,7 +273,7 @@ def test_main_withdraws_a_streamed_answer_with_an_unsupported_number(streaming_c
 
     streaming_context.llm = FakeStreamingListLLM(responses=["駐車場は7台分です[1]。"])
     out = io.StringIO()
-    assert ask.main(["駐車場は？"], context=streaming_context, out=out) == 0
+    assert ask_cli.main(["駐車場は？"], context=streaming_context, out=out) == 0
     assert out.getvalue().startswith(
         "=== Answer ===\n駐車場は7台分です[1]。\n\n（取り消し: 上の回答の数値 7 はどの資料にも書かれていません）\n"
         "資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"

@@ -6,6 +6,7 @@ import pytest
 from langchain_core.language_models.fake import FakeListLLM
 
 from app import evaluate
+from app.cli import evaluate as evaluate_cli
 from app.config import Settings
 from app.errors import DataSourceError
 from app.graph import RAGContext
@@ -156,7 +157,7 @@ def test_format_table_marks_hits():
 
 def test_main_prints_report_and_writes_json(context, qfile, tmp_path, capsys):
     out_json = tmp_path / "out" / "r.json"
-    code = evaluate.main(
+    code = evaluate_cli.main(
         ["--questions", str(qfile), "--json", str(out_json), "--per-question", "--no-progress"], context=context
     )
     assert code == 0
@@ -168,7 +169,7 @@ def test_main_prints_report_and_writes_json(context, qfile, tmp_path, capsys):
 
 
 def test_main_missing_question_file_is_one_line_error(context, tmp_path, capsys):
-    assert evaluate.main(["--questions", str(tmp_path / "x.json")], context=context) == 1
+    assert evaluate_cli.main(["--questions", str(tmp_path / "x.json")], context=context) == 1
     assert capsys.readouterr().err == f"Error: question file not found: {tmp_path / 'x.json'}\n"
 
 

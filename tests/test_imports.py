@@ -80,7 +80,40 @@ def test_resolve_names_package_modules():
 
 
 def test_app_modules_have_no_import_cycle():
+    """Every module of the app, every import edge: no exemptions."""
     graph = {module_name(p): app_imports(p) - {module_name(p)} for p in APP.rglob("*.py")}
-    leaves = {"cli", "errors", "config", "graphrag", "mcp", "scale"}  # everyone may use these (packages: docstrings)
-    graph = {k: v - leaves for k, v in graph.items()}
     assert find_cycle(graph) is None, find_cycle(graph)
+
+
+def test_no_library_module_imports_the_cli():
+    """Only the CLI layer (and the packages' ``__main__`` shims) may import app.cli: libraries raise, never print."""
+    importers = {
+        module_name(p)
+        for p in APP.rglob("*.py")
+        if any(t == "cli" or t.startswith("cli.") for t in app_imports(p))
+        and not (module_name(p).partition(".")[0] == "cli" or p.name == "__main__.py")
+    }
+    assert importers == set()
+
+
+def print_calls(source: str) -> list[int]:
+    """Line numbers of the calls to the builtin ``print`` in ``source``."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+    ]
+
+
+def test_print_calls_finds_the_builtin_only():
+    assert print_calls("print('a')\nx.print('b')\nif x:\n    print(1, file=y)\n") == [1, 4]
+
+
+def test_only_the_cli_prints():
+    """Library modules return text or log; printing is the CLI layer's job (app/cli/)."""
+    printing = {
+        str(p.relative_to(APP)): lines
+        for p in APP.rglob("*.py")
+        if module_name(p).partition(".")[0] != "cli" and (lines := print_calls(p.read_text(encoding="utf-8")))
+    }
+    assert printing == {}

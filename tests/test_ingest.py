@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from app import ingest, loaders, reading, staging, sync
+from app.cli import ingest as ingest_cli
 from app.config import Settings
 
 FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
@@ -179,7 +180,7 @@ def test_count_truncated_uses_the_model_tokenizer():
 def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, no_db):
     mocker = no_db
     mocker.patch("app.db.list_documents", return_value=[])
-    assert ingest.main(["--data-dir", str(tmp_path / "nope")]) == 1
+    assert ingest_cli.main(["--data-dir", str(tmp_path / "nope")]) == 1
     assert capsys.readouterr().err == f"Error: data directory not found: {tmp_path / 'nope'}\n"
 
 
@@ -187,7 +188,7 @@ def test_main_empty_data_dir_says_nothing_to_ingest(tmp_path, capsys, no_db):
     mocker = no_db
     mocker.patch("app.db.list_documents", return_value=[])
     mocker.patch("app.db.delete_legacy_chunks", return_value=0)
-    assert ingest.main(["--data-dir", str(tmp_path)]) == 0
+    assert ingest_cli.main(["--data-dir", str(tmp_path)]) == 0
     assert "Nothing to ingest" in capsys.readouterr().out
 
 
@@ -195,7 +196,7 @@ def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, no_d
     mocker = no_db
     mocker.patch("app.db.list_documents", return_value=[])
     replace = mocker.patch("app.db.replace_document")
-    assert ingest.main(["--data-dir", str(data_dir), "--dry-run"]) == 0
+    assert ingest_cli.main(["--data-dir", str(data_dir), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would add:    pdf/guide.pdf" in out and "would add:    csv/faq.csv" in out
     assert out.strip().endswith("Dry run: 2 to add, 0 to update, 0 unchanged, 0 to remove")
@@ -209,9 +210,9 @@ def test_main_refuses_to_empty_the_store_from_an_empty_dir(tmp_path, capsys, no_
         return_value=[{"doc_id": "csv/faq.csv", "source_file": "faq.csv", "content_hash": "h", "settings_hash": "s"}],
     )
     delete = mocker.patch("app.db.delete_document")
-    assert ingest.main(["--data-dir", str(tmp_path)]) == 1
+    assert ingest_cli.main(["--data-dir", str(tmp_path)]) == 1
     assert "refusing to remove them all" in capsys.readouterr().err
     delete.assert_not_called()
     mocker.patch("app.db.delete_legacy_chunks", return_value=0)
-    assert ingest.main(["--data-dir", str(tmp_path), "--allow-empty"]) == 0
+    assert ingest_cli.main(["--data-dir", str(tmp_path), "--allow-empty"]) == 0
     delete.assert_called_once()

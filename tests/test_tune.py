@@ -4,6 +4,7 @@ import pytest
 from langchain_core.documents import Document
 
 from app import tune
+from app.cli import tune as tune_cli
 
 
 def doc(id_, source):
@@ -82,7 +83,7 @@ def test_format_grid_marks_the_choice_and_prints_env_values():
 
 
 def test_cli_reports_a_missing_question_file(tmp_path, capsys):
-    assert tune.main(["--questions", str(tmp_path / "nope.json")], store=object()) == 1
+    assert tune_cli.main(["--questions", str(tmp_path / "nope.json")], store=object()) == 1
     assert capsys.readouterr().err.strip() == f"Error: question file not found: {tmp_path / 'nope.json'}"
 
 

@@ -1,10 +1,16 @@
-"""What every command-line entry point shares: logging setup and one-line errors."""
+"""The command-line layer: every command's argument parsing, printing and exit codes.
+
+``python -m app.<module>`` runs ``app.cli.<command>`` (each library module ends with a shim that runs it by
+name, so no library module imports this package). This module holds what every command shares: logging
+setup and one-line errors. Library modules raise; only this layer prints and chooses the exit code.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 
 from app.errors import RagError
@@ -16,8 +22,7 @@ def setup_logging(debug: bool = False, model_progress: bool = False) -> None:
     Model-loading progress bars ("Loading weights") are hidden unless
     ``model_progress`` (``make models`` shows its download bars).
     """
-    import warnings
-
+    # huggingface_hub pulls in much of the model stack; commands that fail on their arguments never need it
     from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
 
     # langchain-community announces its own sunset on import; users can do nothing about it here.
@@ -48,7 +53,8 @@ def run(body: Callable[[], int], debug: bool = False, model_progress: bool = Fal
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        from app.db import database_error
+        # sqlalchemy loads only when an error needs mapping: `--help` stays instant
+        from app.storage.engine import database_error
 
         mapped = database_error(exc)  # the database went away or filled up mid-command
         if mapped is None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from app.cli import run
 from app.config import get_settings
+from app.errors import RagError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point."""
-    from app.cli import run
-
     parser = argparse.ArgumentParser(prog="python -m app.graphrag", description=__doc__.split("\n")[0])
     parser.add_argument("--extract", action="store_true", help="extract every stored chunk's entities again first")
     parser.add_argument("--no-wait", action="store_true", help="fail at once if another writer is running")
@@ -25,8 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
+        # the store, the graph index and the LLM bring sqlalchemy and the model stack: `--help` stays instant
         from app.ask import ensure_ingested
-        from app.errors import RagError
         from app.graphrag import index
         from app.store import RagStore
 
@@ -46,3 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     return run(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,5 +1,5 @@
-"""``python -m app.graphrag`` (``make graph``): rebuild the graph from what is stored."""
+"""``python -m app.graphrag`` (``make graph``): rebuild the graph from what is stored (app.cli.graph)."""
 
-from app.graphrag.cli import main
+from app.cli.graph import main
 
 raise SystemExit(main())

@@ -1,3 +1,5 @@
-from app.mcp.server import main
+"""``python -m app.mcp`` (``make serve``): the MCP server's command line (app.cli.mcp)."""
+
+from app.cli.mcp import main
 
 raise SystemExit(main())

