@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             documents = store.list_documents()
             print(docs.format_documents(documents))
             if documents:
-                from app.graphrag.search import GraphSearch
+                from app.graphrag.search import GraphSearch  # the graph's tables: read only when documents exist
 
                 print(docs.format_graph(GraphSearch(store.settings, store.engine).counts()))
         else:

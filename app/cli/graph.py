@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = RagStore(settings)
         llm = None
         if "llm" in (settings.graph_extractor, settings.graph_reports):
-            from app.llm import get_llm
+            from app.llm import get_llm  # llama-cpp: loaded only when the graph is built by the LLM
 
             llm = get_llm(settings)
         with store.writing(wait=not args.no_wait):
