@@ -1,8 +1,11 @@
 """The app's modules import each other without cycles (issue 15, case 12), counting imports inside functions
-and the modules of its packages (app.graphrag.search, app.mcp.server …) as modules of their own."""
+and the modules of its packages (app.graphrag.search, app.mcp.server …) as modules of their own; only the CLI
+layer (app/cli) prints or imports app.cli, and every ``python -m app.<module>`` reaches its command there."""
 
 import ast
 from pathlib import Path
+
+import pytest
 
 APP = Path(__file__).resolve().parents[1] / "app"
 
@@ -117,3 +120,51 @@ def test_only_the_cli_prints():
         if module_name(p).partition(".")[0] != "cli" and (lines := print_calls(p.read_text(encoding="utf-8")))
     }
     assert printing == {}
+
+
+def run_module_target(path: Path) -> str | None:
+    """The module ``path``'s ``if __name__ == "__main__"`` shim runs by name (``runpy.run_module("app.cli.x")``)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "run_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            return node.args[0].value
+    return None
+
+
+@pytest.mark.parametrize(
+    ("library", "command"),
+    [
+        ("ask", "ask"),
+        ("ingest", "ingest"),
+        ("evaluate", "evaluate"),
+        ("tune", "tune"),
+        ("db", "db"),
+        ("models", "models"),
+        ("docs", "docs"),
+        ("watch", "watch"),
+    ],
+)
+def test_python_m_library_module_runs_its_cli_command(library, command):
+    """``python -m app.<library>`` keeps working: its shim runs app.cli.<command>, which has main()."""
+    assert run_module_target(APP / f"{library}.py") == f"app.cli.{command}"
+    assert "main" in function_names(APP / "cli" / f"{command}.py")
+
+
+@pytest.mark.parametrize(("package", "command"), [("graphrag", "graph"), ("mcp", "mcp")])
+def test_python_m_package_runs_its_cli_command(package, command):
+    assert f"app.cli.{command}" in {
+        n.module
+        for n in ast.walk(ast.parse((APP / package / "__main__.py").read_text()))
+        if isinstance(n, ast.ImportFrom)
+    }
+    assert "main" in function_names(APP / "cli" / f"{command}.py")
+
+
+def function_names(path: Path) -> set[str]:
+    """The functions ``path`` defines at top level."""
+    return {n.name for n in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(n, ast.FunctionDef)}
