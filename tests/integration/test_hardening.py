@@ -231,6 +231,7 @@ import sys, time, dataclasses, pathlib
 from sqlalchemy import event
 from app import db
 from app.config import get_settings
+from app.storage.tables import EMBEDDING_TABLE, quote
 from app.store import RagStore
 from tests.integration.conftest import HashEmbeddings
 
@@ -239,7 +240,7 @@ engine = db.get_engine(settings)
 
 @event.listens_for(engine, "after_cursor_execute")
 def pause(conn, cursor, statement, *args):
-    if statement.startswith("INSERT INTO langchain_pg_embedding"):  # inside replace_document's transaction
+    if statement.startswith("INSERT INTO " + quote(EMBEDDING_TABLE)):  # inside replace_document's transaction
         pathlib.Path(sys.argv[3]).write_text("in")
         time.sleep(300)
 
