@@ -20,6 +20,8 @@ Word, Excel and PowerPoint files that LibreOffice headless converts from the sam
 package's HTML pages, and scans of real PDF pages (:func:`build_office`; skipped with one line
 without LibreOffice, Debian ``libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui``,
 or without ``pdftoppm``, ``poppler-utils``). Converted once: an existing folder is kept (``--force``).
+A rebuild gives the same text everywhere and the same bytes for the scans (seeded, dated); the files
+LibreOffice writes carry the time of their conversion.
 
 The packages ship HTML, not PDF: each chapter's text (headings, paragraphs, lists, tables,
 code) is laid out on A4 pages with reportlab's Japanese CID font, one chapter per new page.
@@ -436,9 +438,22 @@ def degrade(image, rng, noise):
 
 
 def image_pdf(target: Path, images: list, dpi: int, quality: int) -> None:
-    """Pages that are images only (no text layer), as a scanner writes them: JPEG at ``quality``."""
+    """Pages that are images only (no text layer), as a scanner writes them: JPEG at ``quality``; dated
+    2026-01-01, so the same pages give the same bytes (and content hash) on every build."""
+    import time
+
     first, *rest = images
-    first.save(target, "PDF", resolution=float(dpi), save_all=True, append_images=rest, quality=quality)
+    date = time.gmtime(1767225600)
+    first.save(
+        target,
+        "PDF",
+        resolution=float(dpi),
+        save_all=True,
+        append_images=rest,
+        quality=quality,
+        creationDate=date,
+        modDate=date,
+    )
 
 
 def build_office(base: Path, out: Path, cache: Path) -> None:
