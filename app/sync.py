@@ -124,8 +124,12 @@ class SyncReport:
 
 
 def settings_hash(settings: Settings) -> str:
-    """What, besides the bytes, decides a document's chunks and vectors."""
-    key = f"{settings.embed_model}|{settings.chunk_size}|{settings.chunk_overlap}|{CHUNKER_VERSION}"
+    """What, besides the bytes, decides a document's chunks and vectors (the OCR's languages and
+    resolution too: changing them reads the scans again)."""
+    key = (
+        f"{settings.embed_model}|{settings.chunk_size}|{settings.chunk_overlap}|{CHUNKER_VERSION}"
+        f"|{settings.ocr_langs}|{settings.ocr_dpi}"
+    )
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

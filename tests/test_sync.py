@@ -70,6 +70,8 @@ def test_settings_hash_follows_model_and_chunking():
     assert a == sync.settings_hash(Settings())
     assert a != sync.settings_hash(Settings(chunk_size=400))
     assert a != sync.settings_hash(Settings(embed_model="other"))
+    assert a != sync.settings_hash(Settings(ocr_dpi=200))  # scans are read again
+    assert a != sync.settings_hash(Settings(ocr_langs="jpn"))
     assert sync.settings_hash(Settings(search_k=99)) == a
 
 
