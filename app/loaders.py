@@ -514,16 +514,24 @@ def text_document(path: Path, limits: Limits = Limits()) -> list[tuple[str, str,
     deadline = Deadline(display_name(path), limits.parse_timeout_s)
     sections = markdown_sections(text) if path.suffix.lower() == ".md" else [([], text)]
     deadline.check("the headings")
+    units = section_units(display_name(path), sections)
+    if not units:
+        raise DataSourceError(f"{display_name(path)}: no text (an empty file)")
+    return units
+
+
+def section_units(name: str, sections: list[tuple[list[str], str]]) -> list[tuple[str, str, str]]:
+    """``[(text, source, heading path), ...]`` for the non-blank sections (Markdown's, and Word's and
+    HTML's through app.formats): a section's source is ``name#slug`` of its own heading (``-1``,
+    ``-2`` … for a repeated one), ``name`` before the first heading; the heading path is ``H1 > H2 > …``."""
     units, seen = [], {}
     for headings, body in sections:
-        source = display_name(path)
+        source = name
         if headings:
             slug = heading_slug(headings[-1])
             count = seen.get(slug, 0)
             seen[slug] = count + 1
-            source = f"{display_name(path)}#{slug}" + (f"-{count}" if count else "")
+            source = f"{name}#{slug}" + (f"-{count}" if count else "")
         if body.strip():
             units.append((body.strip(), source, " > ".join(headings)))
-    if not units:
-        raise DataSourceError(f"{display_name(path)}: no text (an empty file)")
     return units

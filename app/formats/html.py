@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.errors import DataSourceError
-from app.formats.sections import section_units
-from app.loaders import Deadline, Limits, display_name, markdown_sections, strip_nul
+from app.loaders import Deadline, Limits, display_name, markdown_sections, section_units, strip_nul
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 

@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 
 from app.errors import DataSourceError
-from app.formats.sections import cut_at_headings, section_units
+from app.formats.sections import cut_at_headings
 from app.formats.tables import cell_text, grid_text
-from app.loaders import Deadline, Limits, display_name, strip_nul
+from app.loaders import Deadline, Limits, display_name, section_units, strip_nul
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
