@@ -120,6 +120,28 @@ def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, sta
     assert stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1").chunks == len(whole)
 
 
+def test_a_batch_is_written_while_the_next_is_embedded_and_a_write_error_is_raised(big_csv, staging, monkeypatch):
+    """The writer thread: batch 1 is staged on another thread while batch 2 is embedded; when staging
+    batch 2 fails, stage_file raises that error and nothing after it is staged."""
+    import threading
+
+    threads, written = set(), []
+    inner = staging.stage_chunks
+
+    def stage_chunks(*args, **kwargs):
+        threads.add(threading.current_thread().name)
+        if len(written) == 1:
+            raise RuntimeError("disk on fire")
+        written.append(len(args[5]))
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr("app.db.stage_chunks", stage_chunks)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1")
+    assert written == [4]  # the first batch only
+    assert threads and all(name.startswith("stage-writer") for name in threads)
+
+
 def test_iter_chunks_yields_lazily_one_chunk_at_a_time(big_csv):
     chunks = reading.iter_chunks(big_csv, SETTINGS)
     first = next(chunks)
