@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.evidence import MAX_QUOTE_CHARS, Quote, find_quote
+from app.evidence.quote import MAX_QUOTE_CHARS, Quote, find_quote
 
 CONTEXTS = [
     "出張の申請は出発の3営業日前までに上長の承認を得てください。旅費は翌月精算です。",

@@ -14,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.answers import question_coverage, unsupported_numbers, without_citations
+from app.keywords import query_tokens, sentences, tokenize
+from app.normalize import canonical
+
 MIN_SHARE = 0.5  # the quote holds at least this share of the answer's distinct terms
 QUESTION_WEIGHT = 0.3  # the question's terms break ties between sentences holding the answer
 MAX_QUOTE_CHARS = 200  # a longer sentence is cut (marked with …) around its best part
@@ -34,16 +38,12 @@ class Quote:
 
 def _terms(text: str) -> set[str]:
     """The keyword tokens of ``text`` (citations aside), its numbers and dates in one form first."""
-    from app.answers import without_citations
-    from app.keywords import tokenize
-    from app.normalize import canonical
 
     return set(tokenize(canonical(without_citations(text or ""))))
 
 
 def _numbers_stated(answer: str, sentence: str, context: str) -> bool:
     """Whether every number of ``answer`` is stated in ``sentence`` (or its whole context)."""
-    from app.answers import unsupported_numbers
 
     return not unsupported_numbers(answer, [sentence]) or not unsupported_numbers(answer, [context])
 
@@ -52,7 +52,6 @@ def _cut(sentence: str, wanted: set[str]) -> str:
     """``sentence``, or its MAX_QUOTE_CHARS-long part with the most of ``wanted``, marked with …"""
     if len(sentence) <= MAX_QUOTE_CHARS:
         return sentence
-    from app.keywords import tokenize
 
     step = MAX_QUOTE_CHARS // 4
     starts = range(0, len(sentence) - MAX_QUOTE_CHARS + step, step)
@@ -63,7 +62,6 @@ def _cut(sentence: str, wanted: set[str]) -> str:
 
 def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Sequence[int] = ()) -> Quote | None:
     """The sentence of ``contexts`` that best supports ``answer`` (see the module docstring), or None."""
-    from app.keywords import sentences
 
     wanted, asked = _terms(answer), _terms(query)
     if not wanted:
@@ -86,3 +84,20 @@ def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Seq
         return None
     share = len(wanted & _terms(best[3])) / len(wanted)
     return Quote(best[2], _cut(best[3], wanted), round(share, 3))
+
+
+SHOWN_PREFIX = "資料の該当箇所: "
+EVIDENCE_MIN_COVERAGE = 0.5  # share of the question's terms the passage must hold to be shown instead
+
+
+def evidence_instead(query: str, contexts: Sequence[str], cited: Sequence[int], min_coverage: float) -> str | None:
+    """When the model's answer fails a check: the cited passage (the first one if none is cited), cut around
+    the question's terms and marked as a quote, ``資料の該当箇所: 「…」[n]``, if it holds at least
+    ``min_coverage`` of the question's terms; None (refuse) when the evidence is weaker."""
+    number = next((n for n in cited if 1 <= n <= len(contexts)), 1 if contexts else None)
+    if number is None:
+        return None
+    passage = contexts[number - 1].strip()
+    if not passage or question_coverage(query, [passage]) < min_coverage:
+        return None
+    return f"{SHOWN_PREFIX}「{_cut(passage, set(query_tokens(query)))}」[{number}]"
