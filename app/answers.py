@@ -86,8 +86,8 @@ def numbered_context(number: int, source: str, text: str) -> str:
 
 
 def system_prompt(style: str) -> str | None:
-    """The system message of ``style`` (``cited``: the instructions), or None (``spec``: one prompt)."""
-    return CITED_SYSTEM if style == "cited" else None
+    """The system message of ``style`` (``cited``, ``evidence``: the instructions), or None (``spec``: one prompt)."""
+    return CITED_SYSTEM if style in ("cited", "evidence") else None
 
 
 def build_prompt(
@@ -99,7 +99,7 @@ def build_prompt(
     head = GRAPH_PREAMBLE.format(tables=preamble.strip()) if preamble.strip() else ""
     if style == "spec":
         return head + SPEC_TEMPLATE.format(contexts="\n\n".join(contexts), query=query)
-    if style != "cited":
+    if style not in ("cited", "evidence"):
         raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, got {style!r}")
     sources = list(sources or [])
     blocks = [

@@ -176,6 +176,8 @@ JSON_KEYS = (
     "mode",
     "route_reason",
     "abstained",
+    "evidence_shown",
+    "model_answer",
     "confidence",
     "graph",
     "traceability",

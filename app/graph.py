@@ -40,7 +40,9 @@ from app.answers import (
 )
 from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
 from app.errors import QuestionTooLongError
-from app.evidence import find_quote
+from app.evidence.answer import refusal_cited, with_grammar
+from app.evidence.quote import EVIDENCE_MIN_COVERAGE, evidence_instead, find_quote
+from app.evidence.windows import select_evidence
 from app.guard import answer_warnings
 from app.reranker import load_reranker, rerank_documents
 
@@ -74,6 +76,7 @@ class RAGState(TypedDict, total=False):
     model_answer: str  # with "unsupported": what the model wrote instead
     unsupported: list[str]  # with "unsupported": the numbers no context states
     warnings: list[str]  # links the answer carries from a document, a copied instruction to an AI (app.guard)
+    evidence_shown: str  # the passage was shown instead of the model's answer, and why ("unsupported")
     quote: dict | None  # the context sentence the answer was taken from: number, text, source, line (app.evidence)
     confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
     reranked: bool
@@ -101,6 +104,9 @@ class RAGContext:
     prompt_style: str = "cited"  # or "spec" (§4.9's template)
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
     context_max_chars: int = 0  # >0: each context trimmed to the sentences around the query terms
+    evidence_chars: int = 800  # prompt_style "evidence": characters of evidence windows (app.evidence.windows)
+    embeddings: Any | None = None  # prompt_style "evidence": scores windows (None: terms and rank only)
+    evidence_min_coverage: float = EVIDENCE_MIN_COVERAGE  # "evidence": a failed answer shows its passage above this
     min_coverage: float = 0.0  # abstain without asking the LLM when fewer question tokens occur in the chunks
     mode: str = "hybrid"  # what was asked for: a search mode, local, global or auto
     graph: Any | None = None  # app.graphrag.search.GraphSearch (local, global, auto)
@@ -228,12 +234,13 @@ def prepare_prompt(
 
 
 def call_llm(
-    ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float
+    ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float, llm: Any = None
 ) -> tuple[str, list[float]]:
     """The model's answer (a leading prompt echo dropped) and, in a list, the time of its first token.
 
     Streamed pieces reach ``ctx.on_token`` through a CitationFilter, so invalid
-    citations and a prompt echo are never shown.
+    citations and a prompt echo are never shown. ``llm``: the model to ask (default
+    ``ctx.llm``; the evidence style passes a copy under a grammar).
     """
     from app.llm import generate
 
@@ -245,14 +252,64 @@ def call_llm(
         if ctx.on_token and (text := shown.feed(piece)):
             ctx.on_token(text)
 
-    raw = strip_echo(generate(prompt, llm=ctx.llm, on_token=on_token, system=system))
+    raw = strip_echo(generate(prompt, llm=llm or ctx.llm, on_token=on_token, system=system))
     if ctx.on_token and (rest := shown.flush()):
         ctx.on_token(rest)
     return raw, first
 
 
+@dataclass
+class Asked:
+    """What the model was given and what it answered: contexts with their sources, the prompt, the
+    answer (citations cleaned) with the contexts it cites, the first token's time."""
+
+    contexts: list[str]
+    sources: list[str]
+    prompt: str
+    answer: str
+    cited: list[int]
+    first: list[float]
+
+
+def ask_with_chunks(ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str, start: float) -> Asked | None:
+    """The ``cited``/``spec`` styles: the re-ranked chunks as numbered contexts, citations in the answer."""
+    system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble)
+    if not contexts:
+        return None
+    raw, first = call_llm(ctx, prompt, system, len(contexts), start)
+    sources = unique_sources_per_doc(docs)[: len(contexts)]
+    return Asked(
+        contexts, sources, prompt, clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts)), first
+    )
+
+
+def ask_with_evidence(
+    ctx: RAGContext, query: str, docs: Sequence[Document], candidates: Sequence[Document], start: float
+) -> Asked | None:
+    """The ``evidence`` style: sentence windows from all candidates (the re-ranked ones first) within
+    EVIDENCE_CHARS as the numbered contexts, the cited style's instructions, the reply ``answer[n]`` or the
+    refusal under a grammar (app.evidence)."""
+    ordered = list(docs) + [d for d in candidates if not any(d is k for k in docs)]
+    windows = select_evidence(query, ordered, ctx.evidence_chars, ctx.embeddings)
+    sources = [w.source for w in windows]
+    system = system_prompt("cited")
+
+    def with_system(q: str, contexts: Sequence[str]) -> str:
+        return f"{system}\n{build_prompt(q, contexts, sources)}"
+
+    contexts = fit_contexts(query, [w.text for w in windows], ctx.count_tokens, ctx.token_budget, with_system)
+    if not contexts:
+        return None
+    sources, prompt = sources[: len(contexts)], build_prompt(query, contexts, sources)
+    llm = with_grammar(ctx.llm, len(contexts))
+    raw, first = call_llm(ctx, prompt, system, len(contexts), start, llm=llm)
+    answer = refusal_cited(clean_citations(raw, len(contexts)))
+    return Asked(contexts, sources, prompt, answer, cited_numbers(answer, len(contexts)), first)
+
+
 def generate_node(state: RAGState, runtime) -> dict:
-    """Ask the LLM with the re-ranked chunks as numbered contexts, or abstain.
+    """Ask the LLM with the re-ranked chunks (or, PROMPT_STYLE=evidence, evidence windows from all the
+    candidates) as numbered contexts, or abstain.
 
     Abstains (answer ``資料に記載がありません``, the closest sources) without an
     LLM call when there is no chunk, the best vector similarity is below
@@ -277,37 +334,67 @@ def generate_node(state: RAGState, runtime) -> dict:
             "timings": {"generate": 0.0},
         }
     preamble = state.get("graph_context") or ""
-    reason = pre_llm_abstention(ctx, query, docs, conf, preamble, state.get("documents") or docs)
-    system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble) if reason is None else (None, "", [])
-    if reason or not contexts:
+    candidates = state.get("documents") or docs
+    reason = pre_llm_abstention(ctx, query, docs, conf, preamble, candidates)
+    asked = None
+    if reason is None:
+        evidence = ctx.prompt_style == "evidence" and not preamble
+        asked = (
+            ask_with_evidence(ctx, query, docs, candidates, start)
+            if evidence
+            else ask_with_chunks(ctx, query, docs, preamble, start)
+        )
+    if asked is None:
         return abstain(docs, reason or "no_context", conf, ctx.on_token, start)
-    raw, first = call_llm(ctx, prompt, system, len(contexts), start)
-    answer, cited = clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts))
-    abstained = answer_check(answer, cited, [prompt], query)  # the prompt: contexts and their source IDs
+    return answered(ctx, query, docs, asked, conf, start)
+
+
+def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked, conf, start: float) -> dict:
+    """The state for the model's answer after the checks: an abstention (the model said so, or stated a
+    number no context holds: its text kept as ``model_answer``), or the answer with its citations, sources,
+    warnings and quote."""
+    answer, cited, contexts = asked.answer, asked.cited, asked.contexts
+    abstained = answer_check(answer, cited, [asked.prompt], query)
     base = {
         "contexts": contexts,
-        "prompt": prompt,
+        "prompt": asked.prompt,
         "abstained": abstained,
         "confidence": conf,
-        "timings": timings_of(start, first),
+        "timings": timings_of(start, asked.first),
     }
+    shown = (
+        evidence_instead(query, contexts, cited, ctx.evidence_min_coverage)
+        if abstained == "unsupported" and ctx.prompt_style == "evidence"
+        else None
+    )
+    if shown:  # the passage instead of an answer with a number no passage states
+        number = int(shown.rsplit("[", 1)[1].rstrip("]"))
+        return {
+            **base,
+            "abstained": None,
+            "answer": shown,
+            "evidence_shown": "unsupported",
+            "model_answer": answer,
+            "unsupported": unsupported_numbers(answer, [asked.prompt], query),
+            "cited_sources": [asked.sources[number - 1]],
+            "sources": [src for src, _ in ordered_sources(asked.sources, [number])],
+        }
     if abstained == "unsupported":  # the model's text is kept for the record, not given as the answer
         return {
             **base,
             "answer": ABSTAIN_ANSWER,
             "model_answer": answer,
             "cited_sources": [],
-            "unsupported": unsupported_numbers(answer, [prompt], query),
-            "sources": unique_sources(docs[: len(contexts)]),
+            "unsupported": unsupported_numbers(answer, [asked.prompt], query),
+            "sources": list(dict.fromkeys(asked.sources)),
         }
     matched = None if cited or abstained else best_matching_context(answer, contexts)
     if matched:  # the model cited nothing: the context its text was taken from is cited for it
         answer += f"[{matched}]"
         if ctx.on_token:
             ctx.on_token(f"[{matched}]")
-    per_context = unique_sources_per_doc(docs)[: len(contexts)]
-    ordered = ordered_sources(per_context, cited or ([matched] if matched else []))
-    warnings = answer_warnings(answer, query, contexts, per_context)
+    ordered = ordered_sources(asked.sources, cited or ([matched] if matched else []))
+    warnings = answer_warnings(answer, query, contexts, asked.sources)
     return {
         **base,
         "answer": answer,
@@ -315,7 +402,7 @@ def generate_node(state: RAGState, runtime) -> dict:
         "sources": [src for src, _ in ordered],
         "cited_sources": [src for src, c in ordered if c],
         "warnings": warnings,
-        "quote": quote_of(answer, contexts, per_context, query, cited or ([matched] if matched else [])),
+        "quote": quote_of(answer, contexts, asked.sources, query, cited or ([matched] if matched else [])),
     }
 
 
@@ -552,6 +639,8 @@ def default_context(
         prompt_style=s.prompt_style,
         min_confidence=s.abstain_min_similarity,
         context_max_chars=s.context_max_chars,
+        evidence_chars=s.evidence_chars,
+        embeddings=store.embeddings if s.prompt_style == "evidence" else None,
         min_coverage=s.abstain_min_coverage,
         mode=mode,
         graph=graph,

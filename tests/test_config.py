@@ -236,7 +236,7 @@ def test_prompt_style_and_abstention_threshold(clean_env):
 @pytest.mark.parametrize(
     "env, message",
     [
-        ({"PROMPT_STYLE": "fancy"}, "PROMPT_STYLE must be one of cited, spec, got 'fancy'"),
+        ({"PROMPT_STYLE": "fancy"}, "PROMPT_STYLE must be one of cited, spec, evidence, got 'fancy'"),
         ({"ABSTAIN_MIN_SIMILARITY": "2"}, "ABSTAIN_MIN_SIMILARITY must be a number from -1 to 1, got '2'"),
         ({"ABSTAIN_MIN_SIMILARITY": "high"}, "ABSTAIN_MIN_SIMILARITY must be a number, got 'high'"),
         (

@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         if args.no_stream or not first_token_at:
             out.write(ask.format_output(state["answer"], state["sources"], cited, abstained, quote) + "\n")
         else:
-            if state.get("abstained") == "unsupported":  # the streamed text is withdrawn, visibly
+            if state.get("abstained") == "unsupported" or state.get("evidence_shown"):  # withdrawn, visibly
                 out.write("\n\n" + ask.unsupported_note(state.get("unsupported", []), state["answer"]))
             if quote:
                 out.write("\n" + quote)

@@ -80,3 +80,23 @@ def test_evaluate_reports_abstention_and_generation_speed(qwen_env, tmp_path):
         out,
     ), out
     assert "→ " in out  # the answer preview line
+
+
+def test_the_evidence_style_answers_from_windows_with_one_citation_under_the_grammar(qwen_env):
+    """PROMPT_STYLE=evidence with the real 0.5B: the reply is `answer[n]` (the grammar leaves no other
+    form but the refusal), n names a passage that exists, and the passages are windows within
+    EVIDENCE_CHARS; the streamed text is the answer."""
+    result = run_cli(
+        "app.ask",
+        "--json",
+        "サポート窓口は何時から何時まで受け付けていますか？",
+        env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "PROMPT_STYLE": "evidence", "EVIDENCE_CHARS": "300"},
+    )
+    assert result.returncode == 0, result.stderr
+    import json
+
+    report = json.loads(result.stdout)
+    answer = report["answer"]
+    assert re.fullmatch(r"[^\[\]\n]+\[\d\]", answer) or answer == "資料に記載がありません", answer
+    assert "9" in answer and "18" in answer, answer
+    assert report["sources"][0] == "faq.csv:r2", report
