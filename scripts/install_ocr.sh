@@ -3,13 +3,16 @@
 # Installed with apt where apt is there and we are root (Debian/Ubuntu, the Docker image, CI);
 # elsewhere nothing is installed and one line says how (scans are then skipped with that line too).
 set -eu
-PACKAGES="tesseract-ocr tesseract-ocr-jpn tesseract-ocr-jpn-vert"
+# fonts-ipafont-gothic: the tests draw Japanese scans with it (tests/test_formats_ocr.py); without it
+# they are skipped and OCR never runs for real in `make test`.
+PACKAGES="tesseract-ocr tesseract-ocr-jpn tesseract-ocr-jpn-vert fonts-ipafont-gothic"
 have_models() {
     command -v tesseract >/dev/null 2>&1 || return 1
     langs=$(tesseract --list-langs 2>&1) || return 1
     for lang in jpn jpn_vert eng; do
         printf '%s\n' "$langs" | grep -qx "$lang" || return 1
     done
+    if command -v fc-list >/dev/null 2>&1; then fc-list | grep -qi "ipagothic" || return 1; fi
 }
 have_models && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
