@@ -25,7 +25,8 @@ def grammar_text(n_passages: int) -> str:
 
 def with_grammar(llm: object, n_passages: int) -> object:
     """The same model constrained to :func:`grammar_text`: a LlamaCpp copy holding the compiled grammar,
-    a llama.cpp server client sending it in the request body; any other object as it is."""
+    a server client (LLM_BASE_URL) sending it in the request body as llama.cpp's ``grammar`` — a server
+    that rejects unknown fields fails the call; any other object as it is."""
     text = grammar_text(n_passages)
     if getattr(llm, "client", None) is not None and hasattr(llm, "grammar"):
         from llama_cpp import LlamaGrammar
