@@ -38,12 +38,12 @@ def search(
     if not query or not query.strip():
         return []
     s = settings or get_settings()
-    k = k or s.search_k
-    top_k = top_k or s.rerank_top_k
+    k = k or s.retrieval.search_k
+    top_k = top_k or s.retrieval.rerank_top_k
     if search_fn is None and vectorstore is not None:
         search_fn = partial(vector_search, vectorstore)
     if search_fn is None:
-        mode = validate_mode(mode, s.search_mode)
+        mode = validate_mode(mode, s.retrieval.search_mode)
         search_fn = shared_store(s).search_function(mode)
     if reranker == "load":
         reranker = load_reranker(s)
@@ -106,9 +106,9 @@ def ensure_ingested(settings: Settings) -> None:
     from app.db import check_schema, count_chunks, get_engine
 
     engine = get_engine(settings)
-    check_schema(engine, settings.collection_name)
-    if count_chunks(engine, settings.collection_name) == 0:
-        raise RagError(f"the collection '{settings.collection_name}' is empty; run `make ingest` first")
+    check_schema(engine, settings.retrieval.collection_name)
+    if count_chunks(engine, settings.retrieval.collection_name) == 0:
+        raise RagError(f"the collection '{settings.retrieval.collection_name}' is empty; run `make ingest` first")
 
 
 class TokenPrinter:

@@ -143,8 +143,8 @@ def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: E
 
         embeddings = LazyEmbeddings(s)
     engine = engine or get_engine(s)
-    check_schema(engine, s.collection_name)
-    return make_vectorstore(engine, embeddings, s.collection_name, create=False)
+    check_schema(engine, s.retrieval.collection_name)
+    return make_vectorstore(engine, embeddings, s.retrieval.collection_name, create=False)
 
 
 def init_db(
@@ -158,7 +158,7 @@ def init_db(
 
         embeddings = LazyEmbeddings(s)
     with writer_lock(engine, wait=wait):
-        return create_schema(engine, embeddings, s.collection_name)
+        return create_schema(engine, embeddings, s.retrieval.collection_name)
 
 
 # --- command line -----------------------------------------------------------

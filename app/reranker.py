@@ -60,7 +60,9 @@ def get_reranker(settings: Settings | None = None) -> CrossEncoderReranker:
     from app.resources import cached
 
     s = settings or get_settings()
-    return cached("reranker", (s.reranker_model, str(s.models_dir), s.rerank_top_k), lambda: _load_reranker(s))
+    return cached(
+        "reranker", (s.models.reranker_model, str(s.models.dir), s.retrieval.rerank_top_k), lambda: _load_reranker(s)
+    )
 
 
 def load_reranker(settings: Settings):
@@ -68,18 +70,20 @@ def load_reranker(settings: Settings):
     try:
         return get_reranker(settings)
     except ModelNotFoundError as exc:
-        log.warning("reranking is off: %s; keeping retrieval order for the top %d", exc, settings.rerank_top_k)
+        log.warning(
+            "reranking is off: %s; keeping retrieval order for the top %d", exc, settings.retrieval.rerank_top_k
+        )
         return None
 
 
 def _load_reranker(s: Settings) -> CrossEncoderReranker:
-    path = resolve_model_dir(s.reranker_model, s.models_dir)
+    path = resolve_model_dir(s.models.reranker_model, s.models.dir)
     if path is None:
-        raise ModelNotFoundError(f"reranker model {s.reranker_model!r} not found locally; run `make models`")
+        raise ModelNotFoundError(f"reranker model {s.models.reranker_model!r} not found locally; run `make models`")
     from langchain_community.cross_encoders import HuggingFaceCrossEncoder
 
     model = HuggingFaceCrossEncoder(model_name=str(path), model_kwargs={"device": "cpu"})
-    return _scoring_reranker_class()(model=model, top_n=s.rerank_top_k)
+    return _scoring_reranker_class()(model=model, top_n=s.retrieval.rerank_top_k)
 
 
 def get_compression_retriever(

@@ -80,7 +80,7 @@ def stage_file(
     from app import db
 
     gen = generation(source, key, settings)
-    lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.embed_model)  # noqa: E731
+    lookup = lambda hashes: db.vectors_by_hash(engine, hashes, settings.models.embed_model)  # noqa: E731
     done = StagedFile()
     in_flight: Future | None = None
 
@@ -93,9 +93,9 @@ def stage_file(
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-writer") as writer:
         try:
-            for batch in batched(enumerate(iter_chunks(source, settings, on_page)), settings.ingest_batch_chunks):
+            for batch in batched(enumerate(iter_chunks(source, settings, on_page)), settings.ingest.batch_chunks):
                 claimed = db.claim_staged(
-                    engine, settings.collection_name, source.doc_id, gen, run, [d.id for _, d in batch]
+                    engine, settings.retrieval.collection_name, source.doc_id, gen, run, [d.id for _, d in batch]
                 )
                 todo = [(position, d) for position, d in batch if d.id not in claimed]
                 vectors: list = []
@@ -132,7 +132,14 @@ def _stage_batch(
     if todo:
         chunks = [d for _, d in todo]
         db.stage_chunks(
-            engine, settings.collection_name, doc_id, gen, run, todo, vectors, extract_graphs(chunks, settings)
+            engine,
+            settings.retrieval.collection_name,
+            doc_id,
+            gen,
+            run,
+            todo,
+            vectors,
+            extract_graphs(chunks, settings),
         )
     return size
 
@@ -156,7 +163,7 @@ def embed_with_reuse(
 
 def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict | None:
     """Chunk ID -> ChunkGraph (the graph's entity links) with GRAPH_EXTRACTOR; None when it is off."""
-    if settings.graph_extractor == "off":
+    if settings.graph.extractor == "off":
         return None
     from app.graphrag.extract import chunk_extractor
 
@@ -166,7 +173,7 @@ def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict | Non
 
 def graph_extractor(settings: Settings) -> str:
     """The name stored with the links a write makes ('' when GRAPH_EXTRACTOR is off: none made)."""
-    if settings.graph_extractor == "off":
+    if settings.graph.extractor == "off":
         return ""
     from app.graphrag.index import extractor_name
 

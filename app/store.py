@@ -112,7 +112,7 @@ class RagStore:
                 try:
                     if not self._schema_ready:
                         self._vectorstore = db.create_schema(
-                            self.engine, self.embeddings, self.settings.collection_name
+                            self.engine, self.embeddings, self.settings.retrieval.collection_name
                         )
                         self._schema_ready = True
                     yield self
@@ -143,7 +143,7 @@ class RagStore:
         """
         from app.sync import sync
 
-        data_dir = Path(data_dir or self.settings.data_dir)
+        data_dir = Path(data_dir or self.settings.ingest.data_dir)
         if dry_run:  # a plan only: no lock, no schema, no writes
             return sync(
                 data_dir,
@@ -162,7 +162,7 @@ class RagStore:
                 self.settings,
                 progress=progress,
                 allow_empty=allow_empty,
-                workers=workers or self.settings.ingest_workers,
+                workers=workers or self.settings.ingest.workers,
                 graph=graph,
             )
 
@@ -171,7 +171,7 @@ class RagStore:
         BuildReport, or None when it was current or GRAPH_EXTRACTOR is off."""
         from app.sync import update_graph
 
-        if self.settings.graph_extractor == "off":
+        if self.settings.graph.extractor == "off":
             return None
         with self.writing(wait):
             return update_graph(self.engine, self.settings, self.embeddings)
@@ -195,7 +195,7 @@ class RagStore:
                 return [self._add_langchain_document(d) for d in docs]
         from app.sync import resolve_file, scan, sync
 
-        data_dir = Path(data_dir or self.settings.data_dir)
+        data_dir = Path(data_dir or self.settings.ingest.data_dir)
         path = Path(path_or_doc)
         if path.is_dir():
             files = [f for f in scan(data_dir, self.settings)[0] if f.path.absolute().is_relative_to(path.absolute())]
@@ -223,19 +223,19 @@ class RagStore:
         chunks = list(
             build_chunks(
                 [(text, source, str(doc.metadata.get("context", "")))],
-                lambda body: split_by_structure(body, s.chunk_size, s.chunk_overlap),
-                collection=s.collection_name,
+                lambda body: split_by_structure(body, s.ingest.chunk_size, s.ingest.chunk_overlap),
+                collection=s.retrieval.collection_name,
                 doc_id=parent,
                 file=source,
-                embed_model=s.embed_model,
+                embed_model=s.models.embed_model,
                 metadata=doc.metadata,
             )
         )
-        lookup = lambda hashes: db.vectors_by_hash(self.engine, hashes, self.settings.embed_model)  # noqa: E731
+        lookup = lambda hashes: db.vectors_by_hash(self.engine, hashes, self.settings.models.embed_model)  # noqa: E731
         vectors, _ = embed_with_reuse(chunks, self.embeddings, lookup)
         db.replace_document(
             self.engine,
-            self.settings.collection_name,
+            self.settings.retrieval.collection_name,
             {
                 "doc_id": parent,
                 "source_file": source,
@@ -263,7 +263,7 @@ class RagStore:
             match = [d for d in docs if wanted in (d["doc_id"], d["source_file"])]
             if not match:
                 try:
-                    rel = Path(wanted).absolute().relative_to(Path(self.settings.data_dir).absolute()).as_posix()
+                    rel = Path(wanted).absolute().relative_to(Path(self.settings.ingest.data_dir).absolute()).as_posix()
                     match = [d for d in docs if d["doc_id"] == rel]
                 except ValueError:
                     match = []
@@ -272,7 +272,7 @@ class RagStore:
             if len(match) > 1:
                 raise DataSourceError(f"{wanted!r} is ambiguous: {', '.join(d['doc_id'] for d in match)}")
             return db.delete_document(
-                self.engine, self.settings.collection_name, match[0]["doc_id"], match[0]["source_file"]
+                self.engine, self.settings.retrieval.collection_name, match[0]["doc_id"], match[0]["source_file"]
             )
 
     def list_documents(self) -> list[dict]:
@@ -282,10 +282,10 @@ class RagStore:
 
         if not self._schema_ready:  # not created by this store yet: read only what is complete
             try:
-                db.check_schema(self.engine, self.settings.collection_name)
+                db.check_schema(self.engine, self.settings.retrieval.collection_name)
             except StoreNotReadyError:
                 return []
-        return db.list_documents(self.engine, self.settings.collection_name)
+        return db.list_documents(self.engine, self.settings.retrieval.collection_name)
 
     # --- search -----------------------------------------------------------------
 
@@ -311,13 +311,13 @@ class RagStore:
         from app.config import validate_mode
         from app.retrieval import hybrid_search, keyword_search, vector_search
 
-        mode = validate_mode(search_mode, self.settings.search_mode)
-        top_k = top_k or self.settings.search_k
+        mode = validate_mode(search_mode, self.settings.retrieval.search_mode)
+        top_k = top_k or self.settings.retrieval.search_k
         if not query or not query.strip():
             return []
         if mode in ("local", "global", "auto"):
             return self._graph_search(query, mode, top_k)
-        keyword = partial(keyword_search, self.engine, self.settings.collection_name)
+        keyword = partial(keyword_search, self.engine, self.settings.retrieval.collection_name)
         if mode == "vector":
             return vector_search(self.vectorstore, query, k_vector or top_k, filter=vector_filter)[:top_k]
         if mode == "keyword":
@@ -341,8 +341,8 @@ class RagStore:
             lambda q, _k: by_keyword,
             query,
             max(top_k, k_vector or 0, k_keyword or 0),
-            rrf_k=self.settings.rrf_k,
-            weights=self.settings.hybrid_weights,
+            rrf_k=self.settings.retrieval.rrf_k,
+            weights=self.settings.retrieval.hybrid_weights,
         )
         return fused[:top_k]
 
@@ -391,7 +391,7 @@ class RagStore:
         model for vector and hybrid. In hybrid mode a model that cannot be loaded is a warning (searches
         fall back to keywords); in vector mode it is the error."""
         self.warm_up()
-        mode = mode or self.settings.search_mode
+        mode = mode or self.settings.retrieval.search_mode
         if mode == "keyword":
             return self
         try:
@@ -415,7 +415,7 @@ class RagStore:
         from app.retrieval import SearchRetriever
 
         k = search_kwargs.pop("k", None)
-        top_k = search_kwargs.pop("top_k", None) or k or self.settings.search_k
+        top_k = search_kwargs.pop("top_k", None) or k or self.settings.retrieval.search_k
         return SearchRetriever(search=lambda query, n: self.search(query, top_k=n, **search_kwargs), k=top_k)
 
     def search_function(self, mode: str | None = None):

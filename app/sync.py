@@ -127,8 +127,8 @@ def settings_hash(settings: Settings) -> str:
     """What, besides the bytes, decides a document's chunks and vectors (the OCR's languages and
     resolution too: changing them reads the scans again)."""
     key = (
-        f"{settings.embed_model}|{settings.chunk_size}|{settings.chunk_overlap}|{CHUNKER_VERSION}"
-        f"|{settings.ocr_langs}|{settings.ocr_dpi}"
+        f"{settings.models.embed_model}|{settings.ingest.chunk_size}|{settings.ingest.chunk_overlap}|{CHUNKER_VERSION}"
+        f"|{settings.ingest.ocr_langs}|{settings.ingest.ocr_dpi}"
     )
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
@@ -157,7 +157,7 @@ def scan(data_dir: Path, settings: Settings | None = None) -> tuple[list[SourceF
     if not data_dir.is_dir():
         raise DataSourceError(f"data directory not found: {data_dir}")
     settings = settings or Settings()
-    walk = walk_data_dir(data_dir, SUPPORTED, RECURSIVE, settings.follow_external_links)
+    walk = walk_data_dir(data_dir, SUPPORTED, RECURSIVE, settings.ingest.follow_external_links)
     failures: list[tuple[str | None, str]] = [(p.doc_id if p.keep else None, p.reason) for p in walk.problems]
     files: list[SourceFile] = []
     seen: dict[Path, str] = {}
@@ -185,11 +185,11 @@ def size_refusal(doc_id: str, path: Path, settings: Settings) -> str | None:
     """The one-line reason a file is larger than its format's limit (MAX_PDF_MB …), or None."""
     suffix = Path(doc_id).suffix.lower()
     name, limit = (
-        ("MAX_PDF_MB", settings.max_pdf_mb)
+        ("MAX_PDF_MB", settings.ingest.max_pdf_mb)
         if suffix == ".pdf"
-        else ("MAX_CSV_MB", settings.max_csv_mb)
+        else ("MAX_CSV_MB", settings.ingest.max_csv_mb)
         if suffix == ".csv"
-        else formats.size_limit(suffix, settings) or ("MAX_TEXT_MB", settings.max_text_mb)
+        else formats.size_limit(suffix, settings) or ("MAX_TEXT_MB", settings.ingest.max_text_mb)
     )
     try:
         size = path.stat().st_size
@@ -204,7 +204,7 @@ def resolve_file(path: Path, data_dir: Path, settings: Settings | None = None) -
     """One file as a document (it must lie under data_dir/pdf, data_dir/csv or data_dir/docs, and the
     link policy of :func:`scan` must allow it)."""
     settings = settings or Settings()
-    refused = link_refusal(path, data_dir, settings.follow_external_links)
+    refused = link_refusal(path, data_dir, settings.ingest.follow_external_links)
     if refused:
         raise DataSourceError(refused)
     if not path.is_file():
@@ -296,7 +296,7 @@ def sync(
     files = list(files)
     key = settings_hash(settings)
     if stored is None:
-        stored = db.list_documents(engine, settings.collection_name)
+        stored = db.list_documents(engine, settings.retrieval.collection_name)
     managed = [d for d in stored if d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
     if remove_missing and not files and not failures and managed and not allow_empty:
         raise DataSourceError(
@@ -330,20 +330,20 @@ def sync(
     # served as a vector cache: the batches of files that failed stay, for the next sync to resume.
     db.clean_staging(
         engine,
-        settings.collection_name,
+        settings.retrieval.collection_name,
         {f.doc_id: generation(f, key, settings) for f, _ in work},
         only_these=not remove_missing,
     )
     for doc in plan.removed:
-        db.delete_document(engine, settings.collection_name, doc["doc_id"], doc["source_file"])
+        db.delete_document(engine, settings.retrieval.collection_name, doc["doc_id"], doc["source_file"])
         report.removed += 1
     if remove_missing:
         names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures if doc_id]
-        db.delete_legacy_chunks(engine, settings.collection_name, names)
+        db.delete_legacy_chunks(engine, settings.retrieval.collection_name, names)
     if report.chunks_written >= ANALYZE_AFTER_CHUNKS:
         db.analyze_keyword_stats(engine)
     long_chunks.warn()
-    if graph and settings.graph_extractor != "off":
+    if graph and settings.graph.extractor != "off":
         report.graph = update_graph_safely(engine, settings, embeddings)
     return plan, report
 
@@ -370,7 +370,7 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
     if not index.needs_build(engine, settings):
         return None
     llm = None
-    if "llm" in (settings.graph_extractor, settings.graph_reports):
+    if "llm" in (settings.graph.extractor, settings.graph.reports):
         from app.llm import get_llm
 
         llm = get_llm(settings)
@@ -384,7 +384,7 @@ def write_document(engine: Any, settings: Settings, key: str, source: SourceFile
 
     db.switch_document(
         engine,
-        settings.collection_name,
+        settings.retrieval.collection_name,
         {
             "doc_id": source.doc_id,
             "source_file": source.name,

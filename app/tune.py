@@ -247,7 +247,9 @@ def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], setti
             q["query"],
             [
                 d.page_content
-                for d in fuse(c, settings.search_k, settings.rrf_k, settings.hybrid_weights)[: settings.rerank_top_k]
+                for d in fuse(
+                    c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights
+                )[: settings.retrieval.rerank_top_k]
             ],
         )
         for c, q in zip(candidates, questions)

@@ -84,9 +84,8 @@ def _stage_in_workers(
     a StagedFile, so no process holds a whole file's vectors. A worker that dies (killed, out of
     memory) fails the files in flight with one line each (their staged batches stay for the next
     sync); a new pool takes the files not started yet, and should it die too, this process does."""
-    import dataclasses
 
-    worker_settings = dataclasses.replace(settings, llm_n_threads=max(1, settings.llm_n_threads // workers))
+    worker_settings = settings.changed(llm={"n_threads": max(1, settings.llm.n_threads // workers)})
     pending = list(work)
     for _ in range(2):
         lost, pending = yield from _pool_round(pending, worker_settings, engine, key, run, workers, bar)
@@ -129,7 +128,7 @@ def _pool_round(
             while running or (queue and not broken):
                 broken = broken or not _submit(pool, queue, running, workers, (settings, key, run), bar)
                 done, _ = wait(running, timeout=PROGRESS_POLL_S, return_when=FIRST_COMPLETED)
-                bar.poll(engine, settings.collection_name, run, [item[0].doc_id for item in running.values()])
+                bar.poll(engine, settings.retrieval.collection_name, run, [item[0].doc_id for item in running.values()])
                 for future in done:
                     item = running.pop(future)
                     try:

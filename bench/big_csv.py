@@ -17,7 +17,6 @@ recorded). The collection is dropped afterwards unless ``--keep``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import resource
 import sys
@@ -163,7 +162,7 @@ def main(argv=None) -> int:
     from app.embeddings import get_embeddings
     from app.sync import resolve_file
 
-    settings = dataclasses.replace(get_settings(), collection_name=f"bench_big_{uuid.uuid4().hex[:8]}")
+    settings = get_settings().changed(retrieval={"collection_name": f"bench_big_{uuid.uuid4().hex[:8]}"})
     embeddings = get_embeddings(settings)
     embeddings.embed_documents(["warm-up"])  # the model loads outside both timings
     with tempfile.TemporaryDirectory(prefix="big-csv-") as folder:
@@ -186,8 +185,8 @@ def main(argv=None) -> int:
     out = {
         "rows": args.rows,
         "csv_mb": size_mb,
-        "batch_chunks": settings.ingest_batch_chunks,
-        "embed_model": settings.embed_model,
+        "batch_chunks": settings.ingest.batch_chunks,
+        "embed_model": settings.models.embed_model,
         **figures,
         **raw,
         "ingest_vs_raw": round(figures["ingest_chunks_per_s"] / raw["raw_chunks_per_s"], 3),
@@ -198,7 +197,10 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         with store.writing():
             store.vectorstore.delete_collection()
-        print(f"collection {settings.collection_name} dropped in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        print(
+            f"collection {settings.retrieval.collection_name} dropped in {time.perf_counter() - start:.1f} s",
+            file=sys.stderr,
+        )
     return 0
 
 

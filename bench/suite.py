@@ -20,7 +20,6 @@ database (``DB_NAME`` + ``_bench``), never the user's data. Sections:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import subprocess
@@ -98,7 +97,7 @@ def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) 
         encode = raw_encoder(embeddings)
         encode(texts[:8])  # warm
         raw_s, _ = timed(lambda: encode(texts), 1)
-        s = dataclasses.replace(settings, collection_name=f"bench_ingest_{uuid.uuid4().hex[:6]}")
+        s = settings.changed(retrieval={"collection_name": f"bench_ingest_{uuid.uuid4().hex[:6]}"})
         store = RagStore(s, embeddings=embeddings, engine=engine)
         pipe_s, (_, report) = timed(lambda: store.sync(data), 1)
         again_s, _ = timed(lambda: store.sync(data), 1)
@@ -195,15 +194,15 @@ def bench_rerank(settings: Settings, repeat: int = 20) -> dict:
     from app.models import resolve_model_dir
     from bench.tiny_models import build_tiny_cross_encoder
 
-    passages = [t for t, _ in load_csvs(ROOT / "data" / "csv")][: settings.search_k]
+    passages = [t for t, _ in load_csvs(ROOT / "data" / "csv")][: settings.retrieval.search_k]
     pairs = [(QUESTION, p) for p in passages]
     out = {"pairs": len(pairs)}
     with tempfile.TemporaryDirectory() as tmp:
         tiny = build_tiny_cross_encoder(Path(tmp) / "tiny", "".join(passages))
         models = {"tiny (2-layer, random weights)": tiny}
-        real = resolve_model_dir(settings.reranker_model, settings.models_dir)
+        real = resolve_model_dir(settings.models.reranker_model, settings.models.dir)
         if real is not None:
-            models[settings.reranker_model] = real
+            models[settings.models.reranker_model] = real
         for label, path in models.items():
             model = HuggingFaceCrossEncoder(model_name=str(path), model_kwargs={"device": "cpu"})
             model.score(pairs[:2])
@@ -245,10 +244,10 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     from app.ingest import load_pdfs
     from app.models import resolve_llm_path
 
-    path = resolve_llm_path(settings.llm_model_path, settings.models_dir, settings.llm_model_path_is_default)
+    path = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)
     contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")][:3]
     prompt = build_prompt(QUESTION, contexts)
-    s = dataclasses.replace(settings, llm_max_tokens=max_tokens)
+    s = settings.changed(llm={"max_tokens": max_tokens})
     resources.clear("llm")
     model = app_llm.get_llm(s)
     model_input = app_llm.as_model_input(prompt, model)
@@ -271,8 +270,8 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     results["app_streaming_prefix_cached"] = stream_tokens(app_run, repeat=1)
     # reset() forgets the prompt cache: each run pays for the whole prompt, as a new question does
     results["app_streaming"] = stream_tokens(app_run, before=model.client.reset)
-    for threads in sorted({1, settings.llm_n_threads}):
-        raw = Llama(str(path), n_ctx=s.llm_n_ctx, n_threads=threads, n_batch=app_llm.N_BATCH, verbose=False)
+    for threads in sorted({1, settings.llm.n_threads}):
+        raw = Llama(str(path), n_ctx=s.llm.n_ctx, n_threads=threads, n_batch=app_llm.N_BATCH, verbose=False)
 
         def run_raw(cb, raw=raw):
             for _ in raw.create_completion(model_input, stream=True, **params):
@@ -280,7 +279,7 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
 
         run_raw(lambda _: None)  # warm
         results[f"raw_n_threads_{threads}"] = stream_tokens(run_raw, before=raw.reset)
-    raw_best = results[f"raw_n_threads_{settings.llm_n_threads}"]
+    raw_best = results[f"raw_n_threads_{settings.llm.n_threads}"]
     if raw_best["tokens_per_s"]:
         results["app_vs_raw_tokens_per_s"] = round(
             results["app_streaming"]["tokens_per_s"] / raw_best["tokens_per_s"], 3
@@ -506,13 +505,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         base = get_settings()
         # no statement timeout: index builds at 100k chunks take minutes
-        settings = dataclasses.replace(base, db_name=f"{base.db_name}_bench", db_statement_timeout_ms=0)
+        settings = base.changed(db={"name": f"{base.db.name}_bench", "statement_timeout_ms": 0})
         engine = db.get_engine(settings)
         embeddings = get_embeddings(settings)
         db.init_db(settings, embeddings=embeddings, engine=engine)
         results: dict = {
             "machine": machine(),
-            "settings": {"search_k": settings.search_k, "llm_n_threads": settings.llm_n_threads},
+            "settings": {"search_k": settings.retrieval.search_k, "llm_n_threads": settings.llm.n_threads},
         }
 
         def section(name: str, key: str, fn: Callable[[], Any]) -> None:
@@ -537,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         section("generation", "generation", lambda: bench_generation(settings))
         if "e2e" not in skip or "graph" not in skip:  # the sample corpus (and its graph) in the main collection
             RagStore(settings, embeddings=embeddings, engine=engine).sync(ROOT / "data")
-        section("e2e", "end_to_end", lambda: bench_end_to_end(settings, settings.db_name))
+        section("e2e", "end_to_end", lambda: bench_end_to_end(settings, settings.db.name))
 
         def graph() -> dict:  # before serve and concurrency, which empty the bench tables
             from bench.graph import bench_graph

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -37,7 +36,7 @@ def main() -> int:
     for item in args.set:
         name, value = item.split("=")
         setattr(windows, name, type(getattr(windows, name))(value))
-    settings = replace(get_settings(), collection_name=collection_for(Path(args.data_dir)))
+    settings = get_settings().changed(retrieval={"collection_name": collection_for(Path(args.data_dir))})
     RagStore(settings).sync(Path(args.data_dir))
     ctx = default_context(settings, generate=False, reranker=None)
     embeddings = None if args.no_dense else RagStore(settings).embeddings

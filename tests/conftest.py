@@ -11,66 +11,19 @@ import pytest
 from langchain_core.documents import Document
 
 from app import reranker
+from app.config import variables
 
-CONFIG_VARS = [
-    "DB_HOST",
-    "DB_PORT",
-    "DB_USER",
-    "DB_PASSWORD",
-    "DB_PASSWORD_FILE",
-    "DB_NAME",
-    "PGDATA_DIR",
-    "DATA_DIR",
-    "MODELS_DIR",
-    "EMBED_MODEL",
-    "RERANKER_MODEL",
-    "LLM_MODEL_PATH",
-    "CHUNK_SIZE",
-    "CHUNK_OVERLAP",
-    "SEARCH_K",
-    "RERANK_TOP_K",
-    "LLM_N_CTX",
-    "LLM_MAX_TOKENS",
-    "LLM_N_THREADS",
-    "LLM_TEMPERATURE",
-    "DATABASE_URL",
-    "DB_POOL_SIZE",
-    "DB_STATEMENT_TIMEOUT_MS",
-    "LLM_BASE_URL",
-    "LLM_API_KEY",
-    "LLM_MODEL",
-    "LLM_TIMEOUT_S",
-    "LLM_MAX_RETRIES",
-    "EMBED_BASE_URL",
-    "EMBED_API_KEY",
-    "EMBED_SERVER_PREFIXES",
-    "INGEST_WORKERS",
-    "MCP_TOKEN",
-    "MCP_TOKEN_FILE",
-    "ALLOWED_HOSTS",
-    "ALLOWED_ORIGINS",
-    "FOLLOW_EXTERNAL_LINKS",
-    "MAX_PDF_MB",
-    "MAX_CSV_MB",
-    "MAX_TEXT_MB",
-    "MAX_ROWS",
-    "MAX_CELL_CHARS",
-    "PARSE_TIMEOUT_S",
-    "INGEST_BATCH_CHUNKS",
-    "MAX_OFFICE_MB",
-    "MAX_IMAGE_MB",
-    "MAX_ZIP_MB",
-    "MAX_ZIP_ENTRIES",
-    "OCR_DPI",
-    "OCR_LANGS",
-]
+
+def clear_settings_env(monkeypatch) -> None:
+    """Remove every variable the settings read (their own list, :func:`app.config.variables`)."""
+    for name in variables():
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    """Remove every variable the app reads, so defaults apply."""
-    for name in CONFIG_VARS:
-        monkeypatch.delenv(name, raising=False)
+    """An environment where every setting has its default, whatever the developer's shell holds."""
+    clear_settings_env(monkeypatch)
     return monkeypatch
 
 

@@ -158,7 +158,7 @@ def test_is_system_path(path, expected):
 def test_scan_refuses_files_over_the_size_limit(data):
     big = data / "csv" / "big.csv"
     big.write_bytes(b"a\n" + b"1\n" * (600 * 1024))  # 1.2 MB
-    files, failures = sync.scan(data, Settings(max_csv_mb=1))
+    files, failures = sync.scan(data, Settings().changed(ingest={"max_csv_mb": 1}))
     assert [f.doc_id for f in files] == ["csv/faq.csv", "docs/guide.md"]
     assert failures == [
         ("csv/big.csv", "csv/big.csv: 1 MB, larger than MAX_CSV_MB=1; skipped (raise MAX_CSV_MB to read it)")

@@ -24,13 +24,13 @@ def test_resolve_connection_string_embedded_starts_server_and_provisions_the_app
     )
     mocker.patch("app.embedded_pg.app_password", return_value="pw")
     provision = mocker.patch("app.storage.provision.provision")
-    assert db.resolve_connection_string(Settings(pgdata_dir=tmp_path / "pg")) == "app/rag"
+    assert db.resolve_connection_string(Settings().changed(db={"pgdata_dir": tmp_path / "pg"})) == "app/rag"
     start.assert_called_once_with(tmp_path / "pg")
     provision.assert_called_once_with("admin/postgres", "admin/rag", "rag", "rag_app", "pw")
 
 
 def test_describe_target():
-    assert db.describe_target(Settings(db_host="db", db_port=5432)) == "PostgreSQL at db:5432"
+    assert db.describe_target(Settings().changed(db={"host": "db", "port": 5432})) == "PostgreSQL at db:5432"
     assert db.describe_target(Settings()) == "embedded PostgreSQL in .pgdata"
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from langchain_core.language_models.fake import FakeListLLM
 
-from app import evaluate
+from app import evaluate, evaluate_report
 from app.cli import evaluate as evaluate_cli
 from app.config import Settings
 from app.errors import DataSourceError
@@ -132,7 +132,7 @@ def test_summarize_empty():
 
 def test_format_report_has_the_spec_lines():
     summary = evaluate.summarize([make_result(True, True, 1.0, True, 2.0), make_result(False, True, 0.5, False, 4.0)])
-    report = evaluate.format_report(summary, Settings(), {"embed": "e", "reranker": "r", "llm": "l"}, True)
+    report = evaluate_report.format_report(summary, Settings(), {"embed": "e", "reranker": "r", "llm": "l"}, True)
     lines = report.splitlines()
     assert lines[:5] == ["=== Evaluation Report ===", "", "Chunk=500 overlap=100", "Top-k=10", "Re-rank=ON (top_k=3)"]
     assert "Retrieval@k: 50.0%  (k=3: the chunks given to the LLM)" in lines
@@ -145,13 +145,13 @@ def test_format_report_has_the_spec_lines():
 
 def test_format_report_rerank_off_and_failures():
     summary = evaluate.summarize([make_result(False, False, 0.0, False, 0.0, error="x")])
-    report = evaluate.format_report(summary, Settings(), {}, False)
+    report = evaluate_report.format_report(summary, Settings(), {}, False)
     assert "Re-rank=OFF (top_k=3)" in report and report.endswith("Questions evaluated: 1 (failed: 1)")
 
 
 def test_format_table_marks_hits():
     row = {**make_result(True, False, 0.5, False, 1.0), "query": "Q", "expected_source": "a:r1", "sources": ["a:r1"]}
-    table = evaluate.format_table([row]).splitlines()
+    table = evaluate_report.format_table([row]).splitlines()
     assert table[1] == " 1  ✓   ✗    0.50   1.0s  Q  [a:r1 → a:r1]"
 
 
@@ -223,7 +223,7 @@ def test_format_table_shows_the_answer_preview_and_unanswerable_rows():
         "sources": ["a:r1"],
         "cited_sources": ["a:r1"],
     }
-    lines = evaluate.format_table([row, long]).splitlines()
+    lines = evaluate_report.format_table([row, long]).splitlines()
     assert "-   -       - " in lines[1] and "[(not in the documents) → a:r1]" in lines[1]
     assert lines[2].strip() == "→ 資料に記載がありません  (abstained: low_confidence)"
     assert lines[4].strip() == "→ " + "あ" * 80
@@ -280,7 +280,7 @@ def test_overview_questions_are_scored_by_coverage_and_source_recall(tmp_path, m
     assert summary["overview"] == 1 and summary["coverage"] == 0.5 and summary["source_recall"] == 0.5
     assert summary["unanswerable"] == 0 and summary["answerable"] == 0  # neither retrieval nor abstention
     assert summary["faithfulness"] is None and summary["exact_match"] is None  # no question they apply to
-    report = evaluate.format_report(summary, Settings(), {"mode": "global", "llm": "q.gguf"}, False)
+    report = evaluate_report.format_report(summary, Settings(), {"mode": "global", "llm": "q.gguf"}, False)
     assert "Faithfulness: -\nExact Match: -" in report and "Coverage: 50.0%" in report
     assert summary["modes"] == {"global": 1} and "global" in summary["stages"]
 

@@ -117,14 +117,13 @@ def test_check_office_zip_passes_a_good_file(tmp_path):
     [("a.xlsx", "MAX_OFFICE_MB"), ("a.pptx", "MAX_OFFICE_MB"), ("a.png", "MAX_IMAGE_MB"), ("a.html", "MAX_TEXT_MB")],
 )
 def test_size_limit_per_format(tmp_path, name, variable):
-    import dataclasses
 
     from app.config import Settings
     from app.sync import size_refusal
 
     path = tmp_path / name
     path.write_bytes(b"\0" * (2 * 1024 * 1024))
-    settings = dataclasses.replace(Settings(), max_office_mb=1, max_image_mb=1, max_text_mb=1)
+    settings = Settings().changed(ingest={"max_office_mb": 1, "max_image_mb": 1, "max_text_mb": 1})
     assert size_refusal(f"docs/{name}", path, settings) == (
         f"docs/{name}: 2 MB, larger than {variable}=1; skipped (raise {variable} to read it)"
     )

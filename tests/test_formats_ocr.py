@@ -14,7 +14,7 @@ from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats import pdf_ocr
 from app.formats.ocr import INSTALL_HINT, Ocr, clean_ocr_text, image_document
-from app.loaders import pdf_document
+from app.pdf import pdf_document
 from app.reading import iter_chunks
 from app.workers import Progress
 

@@ -1,4 +1,4 @@
-"""graph.py: prompt, context fitting, each node with fakes, the compiled graph end to end."""
+"""app.graph and app.generate: prompt, context fitting, each node with fakes, the compiled graph end to end."""
 
 import pytest
 from langchain_core.documents import Document
@@ -6,17 +6,8 @@ from langchain_core.language_models.fake import FakeListLLM
 
 from app import graph
 from app.answers import ABSTAIN_ANSWER, CITED_SYSTEM
-from app.graph import (
-    NO_CONTEXT_ANSWER,
-    RAGContext,
-    build_prompt,
-    fit_contexts,
-    generate_node,
-    rerank_node,
-    retrieve,
-    run_rag,
-    unique_sources,
-)
+from app.generate import fit_contexts, generate_node, unique_sources
+from app.graph import NO_CONTEXT_ANSWER, RAGContext, build_prompt, rerank_node, retrieve, run_rag
 from tests.conftest import runtime
 
 
@@ -340,7 +331,7 @@ def test_generate_refuses_a_question_about_a_value_no_candidate_holds(fake_reran
 
 
 def test_coverage_counts_a_rows_context_line():
-    from app.graph import pre_llm_abstention
+    from app.generate import pre_llm_abstention
 
     row = Document(
         page_content="version:22.04 LTS\ncodename:Jammy Jellyfish",

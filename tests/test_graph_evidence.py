@@ -9,7 +9,8 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app.evidence.quote import SHOWN_PREFIX, evidence_instead
-from app.graph import RAGContext, generate_node
+from app.generate import generate_node
+from app.graph import RAGContext
 from tests.conftest import runtime
 
 FILLER = "会社の沿革を説明します。" * 30

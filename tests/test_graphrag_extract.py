@@ -185,4 +185,4 @@ def test_llm_extract_unreadable_answer_is_an_empty_graph(caplog):
 def test_chunk_extractor_off_gives_empty_graphs():
     from app.config import Settings
 
-    assert not extract.chunk_extractor(Settings(graph_extractor="off"))("Debian のパッケージ", {})
+    assert not extract.chunk_extractor(Settings().changed(graph={"extractor": "off"}))("Debian のパッケージ", {})

@@ -134,4 +134,4 @@ def test_write_reports_reuses_a_stored_llm_report_with_the_same_content():
 def test_extractor_name_changes_with_the_extractor(extractor, expected):
     from app.config import Settings
 
-    assert index.extractor_name(Settings(graph_extractor=extractor)).startswith(expected)
+    assert index.extractor_name(Settings().changed(graph={"extractor": extractor})).startswith(expected)

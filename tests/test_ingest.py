@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from app import ingest, loaders, reading, staging, sync
+from app import ingest, pdf, reading, staging, sync
 from app.cli import ingest as ingest_cli
 from app.config import Settings
 
@@ -164,7 +164,7 @@ def test_load_csvs_keeps_leading_zeros_as_text(tmp_path):
     ],
 )
 def test_clean_pdf_text(raw, expected):
-    assert loaders.clean_pdf_text(raw) == expected
+    assert pdf.clean_pdf_text(raw) == expected
 
 
 def test_count_truncated_uses_the_model_tokenizer():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.errors import DataSourceError
-from app.loaders import Deadline, Limits, csv_table, pdf_document, text_document
+from app.loaders import Deadline, Limits, csv_table, text_document
+from app.pdf import pdf_document
 
 
 def test_csv_with_more_rows_than_max_rows_fails_in_one_line(tmp_path):

@@ -172,15 +172,14 @@ def test_as_model_input_without_a_template_joins_system_and_prompt():
 
 
 def _server_settings(**changes):
-    import dataclasses
 
     from app.config import Settings
 
-    return dataclasses.replace(Settings.from_env({"LLM_BASE_URL": "http://127.0.0.1:9/v1"}), **changes)
+    return Settings.from_env({"LLM_BASE_URL": "http://127.0.0.1:9/v1"}).changed(llm=changes)
 
 
 def test_llm_base_url_gives_chat_openai_with_the_same_stop_sequences(clean_env):
-    model = llm.get_llm(_server_settings(llm_max_tokens=77, llm_timeout_s=5, llm_max_retries=1))
+    model = llm.get_llm(_server_settings(max_tokens=77, timeout_s=5, max_retries=1))
     assert type(model).__name__ == "ChatOpenAI" and llm.is_chat_model(model)
     assert (model.openai_api_base, model.model_name, model.max_tokens) == (
         "http://127.0.0.1:9/v1",

@@ -4,7 +4,7 @@ import codecs
 
 import pytest
 
-from app import loaders
+from app import loaders, pdf
 from app.errors import DataSourceError
 
 FAQ = "質問,回答\n受付時間は？,平日9時から18時です。\n"
@@ -54,7 +54,7 @@ def test_nul_bytes_are_stripped_from_csv_text(tmp_path):
 
 
 def test_nul_is_stripped_from_pdf_text():
-    assert loaders.clean_pdf_text("受付\x00時間") == "受付時間"
+    assert pdf.clean_pdf_text("受付\x00時間") == "受付時間"
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_any_pdf_parser_error_is_this_files_failure(tmp_path, mocker, error):
     # pypdf raises these (and LimitReachedError) on damaged files; tests/integration fuzzes real ones.
     mocker.patch("pypdf.PdfReader", side_effect=error)
     with pytest.raises(DataSourceError, match=rf"bad.pdf: unreadable PDF \({type(error).__name__}"):
-        loaders.read_pdf_pages(tmp_path / "bad.pdf")
+        pdf.read_pdf_pages(tmp_path / "bad.pdf")
 
 
 def test_image_only_pdf_is_a_failure_with_a_reason(tmp_path):
@@ -77,7 +77,7 @@ def test_image_only_pdf_is_a_failure_with_a_reason(tmp_path):
     c.showPage()
     c.save()
     with pytest.raises(DataSourceError, match="scan.pdf: no extractable text"):
-        loaders.pdf_document(path)
+        pdf.pdf_document(path)
 
 
 def test_unreadable_csv_names_the_file(tmp_path):
@@ -99,7 +99,7 @@ def test_unreadable_csv_names_the_file(tmp_path):
     ],
 )
 def test_page_heading(text, heading):
-    assert loaders.page_heading(text) == heading
+    assert pdf.page_heading(text) == heading
 
 
 def test_markdown_sections_with_heading_paths_and_stable_slugs(tmp_path):
@@ -147,7 +147,7 @@ def test_heading_levels_by_font_size_without_running_headers():
         (f"手引き\n{body}", [13.0, 10.0]),
         (f"手引き\n{body}\n{'長い' * 41}", [13.0, 10.0, 13.0]),
     ]  # 82 characters: no heading
-    assert loaders.heading_levels(pages) == [
+    assert pdf.heading_levels(pages) == [
         [None, 0, None, 1, None],
         [None, None, 1, None, None],
         [None, None],
@@ -156,20 +156,20 @@ def test_heading_levels_by_font_size_without_running_headers():
 
 
 def test_heading_levels_of_a_one_size_document_are_none():
-    assert loaders.heading_levels([("一行目\n二行目", [10.0, 10.0])]) == [[None, None]]
-    assert loaders.heading_levels([]) == []
-    assert loaders.heading_levels([("本文\n見出し", [0.0, 12.0]), ("本文の続き", [0.0])]) == [[None, None], [None]]
+    assert pdf.heading_levels([("一行目\n二行目", [10.0, 10.0])]) == [[None, None]]
+    assert pdf.heading_levels([]) == []
+    assert pdf.heading_levels([("本文\n見出し", [0.0, 12.0]), ("本文の続き", [0.0])]) == [[None, None], [None]]
 
 
 def test_split_at_headings_cuts_before_each_and_joins_a_heading_over_two_lines():
     text = "前ページの続き。\n4.2. copyright\n本文。\n4.3. とても長い\n見出し\n本文二。\n4.4. rules"
-    assert loaders.split_at_headings(text, [None, 1, None, 1, 1, None, 1]) == [
+    assert pdf.split_at_headings(text, [None, 1, None, 1, 1, None, 1]) == [
         (None, "", "前ページの続き。"),
         (1, "4.2. copyright", "4.2. copyright\n本文。"),
         (1, "4.3. とても長い 見出し", "4.3. とても長い\n見出し\n本文二。"),
         (1, "4.4. rules", "4.4. rules"),
     ]
-    assert loaders.split_at_headings("\n見出し\n本文", [None, 0, None]) == [(0, "見出し", "見出し\n本文")]
+    assert pdf.split_at_headings("\n見出し\n本文", [None, 0, None]) == [(0, "見出し", "見出し\n本文")]
 
 
 def make_sized_pdf(path, pages, title=""):
@@ -211,7 +211,7 @@ def test_pdf_sections_by_font_size_carry_heading_paths_across_pages(tmp_path):
         ],
         title="運用マニュアル",
     )
-    title, units = loaders.pdf_document(path)
+    title, units = pdf.pdf_document(path)
     assert title == "運用マニュアル"
     assert units == [
         (
@@ -255,8 +255,8 @@ def test_page_layout_sizes_each_line_by_most_of_its_characters():
             ("次", 10.0, 1.0),
         ]
     )
-    assert loaders._page_layout(page) == ("1.2 範囲\n本文はx\n\n次", [13.0, 10.0, 0.0, 10.0])
+    assert pdf._page_layout(page) == ("1.2 範囲\n本文はx\n\n次", [13.0, 10.0, 0.0, 10.0])
 
 
 def test_page_layout_without_matching_pieces_has_no_sizes():
-    assert loaders._page_layout(FakePage([("見出し", 13.0, 1.0)], text="見出し\n本文")) == ("見出し\n本文", [0.0, 0.0])
+    assert pdf._page_layout(FakePage([("見出し", 13.0, 1.0)], text="見出し\n本文")) == ("見出し\n本文", [0.0, 0.0])

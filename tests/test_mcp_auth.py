@@ -452,7 +452,11 @@ def test_http_app_guards_the_sdk_app_and_keeps_its_lifespan():
 
     server = build_server(factory)
     app = http_app(
-        server, Settings(allowed_origins=("https://rag.example.com",)), "127.0.0.1", 8765, Token(TOKEN, "MCP_TOKEN")
+        server,
+        Settings().changed(servers={"allowed_origins": ("https://rag.example.com",)}),
+        "127.0.0.1",
+        8765,
+        Token(TOKEN, "MCP_TOKEN"),
     )
     with TestClient(app, base_url="http://127.0.0.1:8765") as client:
         assert loaded == ["service"]  # the lifespan loaded the service once, at start
@@ -471,9 +475,9 @@ def test_http_app_guards_the_sdk_app_and_keeps_its_lifespan():
 @pytest.mark.parametrize(
     "settings, error",
     [
-        (Settings(allowed_hosts=("*",)), "ALLOWED_HOSTS: '*' is not a host name or host:port"),
+        (Settings().changed(servers={"allowed_hosts": ("*",)}), "ALLOWED_HOSTS: '*' is not a host name or host:port"),
         (
-            Settings(allowed_origins=("rag.example.com",)),
+            Settings().changed(servers={"allowed_origins": ("rag.example.com",)}),
             "ALLOWED_ORIGINS: 'rag.example.com' is not an origin such as https://rag.example.com",
         ),
     ],

@@ -46,7 +46,7 @@ def _doc(score: float, text: str = "t", **meta) -> Document:
 
 def test_normalized_scores_per_mode():
     s = Settings()  # RRF k=60, weights 1:1 unless configured otherwise
-    best = sum(w / (s.rrf_k + 1) for w in s.hybrid_weights)
+    best = sum(w / (s.retrieval.rrf_k + 1) for w in s.retrieval.hybrid_weights)
     assert normalized_score(_doc(best), "hybrid", s) == 1.0
     assert normalized_score(_doc(best / 2), "hybrid", s) == 0.5
     assert normalized_score(_doc(10.0), "keyword", s) == 0.5

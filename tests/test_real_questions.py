@@ -46,7 +46,8 @@ def test_sets_are_disjoint_and_together_at_least_40():
 
 @pytest.mark.skipif(not (CORPUS / "pdf").is_dir(), reason="the real corpus is not fetched (make real-corpus)")
 def test_every_expected_keyword_is_in_its_source():
-    from app.loaders import csv_table, pdf_document
+    from app.loaders import csv_table
+    from app.pdf import pdf_document
 
     texts = {}
     for path in (CORPUS / "pdf").glob("*.pdf"):

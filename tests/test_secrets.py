@@ -39,8 +39,8 @@ def test_split_userinfo(url, expected):
 
 def test_llm_base_url_password_becomes_basic_auth_and_leaves_the_url():
     s = Settings.from_env({"LLM_BASE_URL": "http://ann:s3cret@127.0.0.1:8080/v1/"})
-    assert s.llm_base_url == "http://127.0.0.1:8080/v1" and s.llm_url_auth == "ann:s3cret"
-    assert basic_auth_headers(s.llm_url_auth) == {"Authorization": "Basic YW5uOnMzY3JldA=="}
+    assert s.llm.base_url == "http://127.0.0.1:8080/v1" and s.llm.url_auth == "ann:s3cret"
+    assert basic_auth_headers(s.llm.url_auth) == {"Authorization": "Basic YW5uOnMzY3JldA=="}
     assert "s3cret" not in repr(s)
 
 
@@ -65,16 +65,15 @@ def test_base_url_errors_name_the_variables_never_the_secret(env, message):
 
 
 def test_settings_repr_masks_every_secret():
-    s = Settings(
-        db_password="pw1",
-        llm_api_key="sk-2",
-        embed_api_key="sk-3",
-        mcp_token="tok4",
-        database_url="postgresql+psycopg://u:pw5@h/db",
+    s = Settings().changed(
+        db={"password": "pw1", "url": "postgresql+psycopg://u:pw5@h/db"},
+        llm={"api_key": "sk-2"},
+        models={"embed_api_key": "sk-3"},
+        servers={"mcp_token": "tok4"},
     )
     shown = repr(s)
     assert not any(secret in shown for secret in ("pw1", "sk-2", "sk-3", "tok4", "pw5"))
-    assert "db_password='***'" in shown
+    assert "password='***'" in shown and "url='***'" in shown and "mcp_token='***'" in shown
 
 
 def test_server_errors_mask_urls_in_the_cause():

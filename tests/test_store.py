@@ -12,7 +12,7 @@ from app.store import RagStore
 @pytest.fixture
 def store(no_db, mock_vectorstore, mock_documents):
     mocker = no_db
-    s = RagStore(Settings(search_k=4))
+    s = RagStore(Settings().changed(retrieval={"search_k": 4}))
     s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
     keyword_docs = [mock_documents[3], mock_documents[0]]
     mocker.patch(
@@ -45,7 +45,7 @@ def test_search_hybrid_mode_has_fused_scores(store):
 
 
 def test_search_default_mode_and_top_k_from_settings(store, mock_vectorstore):
-    store.settings = Settings(search_k=2, search_mode="vector")
+    store.settings = Settings().changed(retrieval={"search_k": 2, "search_mode": "vector"})
     assert len(store.search("受付")) == 2
     assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {
         "k": 6
@@ -110,7 +110,7 @@ def test_remove_document_matches_id_or_file_name(store, mocker, wanted, doc_id):
 
 
 def test_remove_document_by_path_under_data_dir(store, mocker, tmp_path):
-    store.settings = Settings(data_dir=tmp_path)
+    store.settings = Settings().changed(ingest={"data_dir": tmp_path})
     mocker.patch("app.db.list_documents", return_value=DOCS)
     delete = mocker.patch("app.db.delete_document", return_value=1)
     store.remove_document(tmp_path / "pdf" / "a.pdf")
@@ -128,7 +128,7 @@ def test_remove_document_errors(store, mocker, wanted, message):
 
 
 def test_add_document_rejects_file_outside_data_dir(store, tmp_path):
-    store.settings = Settings(data_dir=tmp_path / "data")
+    store.settings = Settings().changed(ingest={"data_dir": tmp_path / "data"})
     (tmp_path / "x.csv").write_text("a\n1\n")
     with pytest.raises(DataSourceError, match="not under the data directory"):
         store.add_document(tmp_path / "x.csv")

@@ -68,11 +68,11 @@ def test_sync_report_summary():
 def test_settings_hash_follows_model_and_chunking():
     a = sync.settings_hash(Settings())
     assert a == sync.settings_hash(Settings())
-    assert a != sync.settings_hash(Settings(chunk_size=400))
-    assert a != sync.settings_hash(Settings(embed_model="other"))
-    assert a != sync.settings_hash(Settings(ocr_dpi=200))  # scans are read again
-    assert a != sync.settings_hash(Settings(ocr_langs="jpn"))
-    assert sync.settings_hash(Settings(search_k=99)) == a
+    assert a != sync.settings_hash(Settings().changed(ingest={"chunk_size": 400}))
+    assert a != sync.settings_hash(Settings().changed(models={"embed_model": "other"}))
+    assert a != sync.settings_hash(Settings().changed(ingest={"ocr_dpi": 200}))  # scans are read again
+    assert a != sync.settings_hash(Settings().changed(ingest={"ocr_langs": "jpn"}))
+    assert sync.settings_hash(Settings().changed(retrieval={"search_k": 99})) == a
 
 
 @pytest.fixture

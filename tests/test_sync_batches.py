@@ -98,7 +98,7 @@ def big_csv(tmp_path):
     return sync.resolve_file(path, tmp_path)
 
 
-SETTINGS = dataclasses.replace(Settings(), ingest_batch_chunks=4, graph_extractor="off", chunk_size=120)
+SETTINGS = Settings().changed(ingest={"batch_chunks": 4, "chunk_size": 120}, graph={"extractor": "off"})
 
 
 def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, staging):
@@ -112,7 +112,7 @@ def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, sta
     assert [(r["id"], r["text"], r["metadata"]) for r in rows] == [(d.id, d.page_content, d.metadata) for d in whole]
     assert [r["position"] for r in rows] == list(range(len(whole)))
     assert all(
-        d.id == chunk_id(SETTINGS.collection_name, big_csv.doc_id, i, d.metadata["content_hash"])
+        d.id == chunk_id(SETTINGS.retrieval.collection_name, big_csv.doc_id, i, d.metadata["content_hash"])
         for i, d in enumerate(whole)
     )
     assert max(staging.batches) == 4 and max(len(c) for c in emb.calls) <= 4
@@ -176,7 +176,7 @@ def test_generation_follows_bytes_settings_and_extractor(big_csv):
     assert base == generation(big_csv, "key", SETTINGS)
     assert base != generation(dataclasses.replace(big_csv, content_hash="x"), "key", SETTINGS)
     assert base != generation(big_csv, "key2", SETTINGS)
-    assert base != generation(big_csv, "key", dataclasses.replace(SETTINGS, graph_extractor="fast"))
+    assert base != generation(big_csv, "key", SETTINGS.changed(graph={"extractor": "fast"}))
 
 
 def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, monkeypatch, capsys):

@@ -117,7 +117,7 @@ def test_coverages_use_the_chunks_hybrid_gives_the_llm():
 
     doc = lambda i, text: Document(page_content=text, id=str(i), metadata={"source": f"s{i}"})  # noqa: E731
     cands = [([doc(1, "受付時間は9時から"), doc(2, "無関係")], [doc(3, "別の話")])]
-    s = Settings(rerank_top_k=1)
+    s = Settings().changed(retrieval={"rerank_top_k": 1})
     assert coverages(cands, [{"query": "受付時間"}], s) == [1.0]
 
 

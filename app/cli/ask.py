@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         from app.graph import default_context, run_rag
 
         settings = get_settings()
-        mode = validate_mode(args.mode, settings.search_mode)
+        mode = validate_mode(args.mode, settings.retrieval.search_mode)
         ctx = context
         if ctx is None:
             ask.ensure_ingested(settings)

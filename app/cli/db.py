@@ -22,12 +22,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     def body() -> int:
         s = get_settings()
         if args.action == "stop":
-            if not s.embedded_db:
+            if not s.db.embedded:
                 print(f"the database is a server ({db.describe_target(s)}); nothing embedded to stop")
             else:
                 from app import embedded_pg  # the pgserver wheel: loaded only to stop the embedded server
 
-                print(embedded_pg.stop(s.pgdata_dir).capitalize())
+                print(embedded_pg.stop(s.db.pgdata_dir).capitalize())
             return 0
         engine = db.get_engine(s)
         if args.action == "check":
@@ -42,12 +42,12 @@ def main(argv: Iterable[str] | None = None) -> int:
         if args.action == "init":
             db.init_db(s, engine=engine, wait=not args.no_wait)
         try:
-            db.check_schema(engine, s.collection_name)
-            chunks = db.count_chunks(engine, s.collection_name)
+            db.check_schema(engine, s.retrieval.collection_name)
+            chunks = db.count_chunks(engine, s.retrieval.collection_name)
         except StoreNotReadyError as exc:
             print(f"{db.describe_target(s)}: {exc}")
             return 0
-        print(f"{db.describe_target(s)}: {chunks} chunks in collection '{s.collection_name}'")
+        print(f"{db.describe_target(s)}: {chunks} chunks in collection '{s.retrieval.collection_name}'")
         return 0
 
     return run(body, debug=args.debug)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from app import evaluate
+from app import evaluate, evaluate_report
 from app.cli import run
 from app.config import Settings, get_settings, validate_mode
 
@@ -40,10 +39,10 @@ def prepare_data_dir(settings: Settings, data_dir: Path | None) -> Settings:
     # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
     from app.store import RagStore
 
-    own = replace(settings, collection_name=evaluate.collection_for(data_dir))
+    own = settings.changed(retrieval={"collection_name": evaluate.collection_for(data_dir)})
     print(
-        f"Using collection '{own.collection_name}', synced from {data_dir} "
-        f"(the main collection '{settings.collection_name}' is not touched)",
+        f"Using collection '{own.retrieval.collection_name}', synced from {data_dir} "
+        f"(the main collection '{settings.retrieval.collection_name}' is not touched)",
         file=sys.stderr,
     )
     RagStore(own).sync(data_dir)
@@ -72,8 +71,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
 
     def body() -> int:
         settings = get_settings()
-        mode = validate_mode(args.mode, settings.search_mode)
-        data_dir = args.data_dir or settings.data_dir
+        mode = validate_mode(args.mode, settings.retrieval.search_mode)
+        data_dir = args.data_dir or settings.ingest.data_dir
         questions = evaluate.load_questions(args.questions or data_dir / "eval_questions.json")
         ctx = context
         if ctx is None:
@@ -87,10 +86,10 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         results = evaluate.run_evaluation(questions, ctx, progress=not args.no_progress)
         summary = evaluate.summarize(results)
         reranked = any(r.get("reranked") for r in results)
-        models = {**evaluate.model_names(ctx, settings), "mode": mode}
+        models = {**evaluate_report.model_names(ctx, settings), "mode": mode}
         if args.per_question:
-            print(evaluate.format_table(results), end="\n\n")
-        print(evaluate.format_report(summary, settings, models, reranked))
+            print(evaluate_report.format_table(results), end="\n\n")
+        print(evaluate_report.format_report(summary, settings, models, reranked))
         if args.json:
             evaluate.write_json(args.json, {"summary": summary, "models": models, "results": results})
         return 0

@@ -31,12 +31,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.store import RagStore
 
         settings = get_settings()
-        if settings.graph_extractor == "off":
+        if settings.graph.extractor == "off":
             raise RagError("GRAPH_EXTRACTOR is off: set it to fast (the default) or llm to build the graph")
         ensure_ingested(settings)
         store = RagStore(settings)
         llm = None
-        if "llm" in (settings.graph_extractor, settings.graph_reports):
+        if "llm" in (settings.graph.extractor, settings.graph.reports):
             from app.llm import get_llm  # llama-cpp: loaded only when the graph is built by the LLM
 
             llm = get_llm(settings)

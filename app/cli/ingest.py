@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.store import RagStore
 
         settings = get_settings()
-        data_dir = args.data_dir or settings.data_dir
+        data_dir = args.data_dir or settings.ingest.data_dir
         store = RagStore(settings)
         with logging_redirect_tqdm():  # warnings print above the progress bar, not glued to it
             plan, report = store.sync(

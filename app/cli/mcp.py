@@ -32,9 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         settings = get_settings()
-        data_dir = args.data_dir or settings.data_dir
+        data_dir = args.data_dir or settings.ingest.data_dir
         http = server.parse_http(args.http) if args.http else None
-        token = resolve_token(settings.mcp_token, settings.mcp_token_file) if http else None
+        token = resolve_token(settings.servers.mcp_token, settings.servers.mcp_token_file) if http else None
         if args.watch:
             from app.sync import scan  # the readers of every format: only when watching
 

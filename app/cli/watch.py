@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.sync import scan
 
         settings = get_settings()
-        data_dir = args.data_dir or settings.data_dir
+        data_dir = args.data_dir or settings.ingest.data_dir
         scan(data_dir)  # a missing data dir is an error before anything loads
         store = RagStore(settings)
 

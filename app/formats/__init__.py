@@ -45,11 +45,11 @@ def size_limit(suffix: str, settings) -> tuple[str, int] | None:
     MAX_IMAGE_MB; HTML is text: MAX_TEXT_MB), None for the other formats."""
     suffix = suffix.lower()
     if suffix in OFFICE_SUFFIXES:
-        return "MAX_OFFICE_MB", settings.max_office_mb
+        return "MAX_OFFICE_MB", settings.ingest.max_office_mb
     if suffix in IMAGE_SUFFIXES:
-        return "MAX_IMAGE_MB", settings.max_image_mb
+        return "MAX_IMAGE_MB", settings.ingest.max_image_mb
     if suffix in HTML_SUFFIXES:
-        return "MAX_TEXT_MB", settings.max_text_mb
+        return "MAX_TEXT_MB", settings.ingest.max_text_mb
     return None
 
 
@@ -102,7 +102,7 @@ def read_document(path: Path, settings, on_page=None) -> FormatDocument:
 
 
 def pdf_ocr(settings, on_page=None):
-    """The ``ocr`` hook of :func:`app.loaders.pdf_document`: OCR of a PDF's pages without a text layer
+    """The ``ocr`` hook of :func:`app.pdf.pdf_document`: OCR of a PDF's pages without a text layer
     with the settings' Tesseract languages and resolution; ``on_page(done, total)`` after each page."""
     from app.formats.ocr import Ocr
     from app.loaders import Limits

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from app.config import OCR_LANGS_DEFAULT
 from app.errors import DataSourceError
-from app.loaders import Limits, clean_pdf_text, display_name, strip_nul
+from app.loaders import Limits, display_name, strip_nul
+from app.pdf import clean_pdf_text
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 PageProgress = Callable[[int, int], None]  # on_page(pages done, pages to OCR in this file)
@@ -44,7 +45,7 @@ _CJK_SPACE = re.compile(rf"(?<={_CJK})[ \t]+(?={_CJK})")
 
 def clean_ocr_text(text: str) -> str:
     """Tesseract's output as text: spaces between Japanese characters removed, NULs removed, wrapped
-    lines joined as for a PDF page (:func:`app.loaders.clean_pdf_text`)."""
+    lines joined as for a PDF page (:func:`app.pdf.clean_pdf_text`)."""
     return clean_pdf_text(_CJK_SPACE.sub("", strip_nul(text).replace("\f", "")))
 
 
@@ -60,7 +61,7 @@ class Ocr:
     @classmethod
     def from_settings(cls, settings) -> Ocr:
         """The OCR a :class:`app.config.Settings` sets."""
-        return cls(settings.ocr_langs, settings.ocr_dpi)
+        return cls(settings.ingest.ocr_langs, settings.ingest.ocr_dpi)
 
     def missing(self) -> str | None:
         """What is missing for OCR (the program, or some of its languages), as words; None when ready."""

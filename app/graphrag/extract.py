@@ -30,6 +30,7 @@ from itertools import combinations
 from typing import Any
 
 from app.graphrag.models import ChunkGraph, Mention
+from app.graphrag.stopwords import BREAK_SUFFIXES, ENGLISH_STOP, STOP_LEAD, STOP_PHRASES, STOP_TRAIL, SURU
 from app.keywords import normalize_text, sentences
 
 EXTRACTOR_VERSION = "1"  # bump when extraction changes: stored links are extracted again
@@ -45,160 +46,6 @@ NUMERIC_RE = re.compile(r"^[\d.,一二三四五六七八九十百千万億]+$")
 KANJI_ONLY = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff々]+$")
 CSV_LABEL = re.compile(r"^[^:\n]{1,60}:", re.MULTILINE)
 CSV_SOURCE = re.compile(r"\.csv:r\d+$")
-
-# whole phrases that are not entities: formal, deictic, quantity and "role" nouns
-STOP_PHRASES = frozenset(
-    {
-        "こと",
-        "もの",
-        "ため",
-        "よう",
-        "ところ",
-        "とき",
-        "場合",
-        "際",
-        "方",
-        "ほう",
-        "等",
-        "など",
-        "以下",
-        "以上",
-        "以外",
-        "以前",
-        "以降",
-        "上記",
-        "下記",
-        "次",
-        "他",
-        "ほか",
-        "中",
-        "内",
-        "間",
-        "前",
-        "後",
-        "全て",
-        "すべて",
-        "自身",
-        "通り",
-        "とおり",
-        "一部",
-        "全部",
-        "多く",
-        "現在",
-        "最近",
-        "必要",
-        "可能",
-        "例",
-        "これら",
-        "それら",
-        "うち",
-        "まま",
-        "わけ",
-        "はず",
-        "たち",
-        "個",
-        "つ",
-        "版",
-        "最初",
-        "最後",
-        "今回",
-        "場所",
-        "部分",
-        "内容",
-        "全体",
-        "自体",
-        "大部分",
-        "一つ",
-        "ひとつ",
-        "いくつ",
-        "幾つ",
-        "とも",
-        "なし",
-        "無し",
-        "何度",
-        "一度",
-        "一回",
-        "二つ",
-        "通常",
-        "新規",
-        "単一",
-        "唯一",
-        "同一",
-        "方法",
-        "参照",
-        "数行",
-        "数時間",
-        "本当",
-        "程度",
-    }
-)
-STOP_LEAD = frozenset(
-    {
-        "各",
-        "全",
-        "同",
-        "本",
-        "当",
-        "上記",
-        "下記",
-        "以下",
-        "以上",
-        "次",
-        "他",
-        "前記",
-        "元",
-        "約",
-        "計",
-        "第",
-        "こと",
-        "もの",
-        "ため",
-        "よう",
-        "ところ",
-        "とき",
-        "とも",
-    }
-)
-STOP_TRAIL = frozenset(
-    {
-        "上",
-        "中",
-        "内",
-        "間",
-        "時",
-        "際",
-        "後",
-        "前",
-        "下",
-        "等",
-        "など",
-        "向け",
-        "用",
-        "毎",
-        "ごと",
-        "以外",
-        "以上",
-        "以下",
-        "以前",
-        "以降",
-        "全体",
-        "自体",
-        "目",
-        "経由",
-        "越し",
-        "たち",
-        "達",
-        "ら",
-        "以後",
-        "まで",
-        "から",
-        "全て",
-        "すべて",
-        "の",
-    }
-)
-BREAK_SUFFIXES = frozenset({"あたり", "当たり", "ごと", "毎"})  # 1ユーザーあたり月額: two things, not one
-SURU = frozenset({"する", "す", "できる", "出来る", "為る", "される", "下さる", "くださる"})
 
 
 def units_of(text: str, metadata: dict) -> list[str]:
@@ -261,12 +108,6 @@ def word_flag(pos: Sequence[str], lemma: str) -> str:
     return "suru" if pos1 == "動詞" and lemma in SURU else ""
 
 
-ENGLISH_STOP = frozenset(
-    """a an and are as at be been but by can could do does for from has have if in into is it its
-may might must no not of on or should so such than that the their then there these they this those to was we were
-what when where which while who will with would you your all any each more most other some also only see use used
-using one two""".split()
-)
 TERM_MARK = re.compile(r"[A-Z0-9\-./_~:+]")
 
 
@@ -520,9 +361,9 @@ def llm_extract(text: str, metadata: dict, llm: Any) -> ChunkGraph:
 
 def chunk_extractor(settings: Any, llm: Any = None) -> Callable[[str, dict], ChunkGraph]:
     """``extract(text, metadata) -> ChunkGraph`` for GRAPH_EXTRACTOR (``off``: always empty)."""
-    if settings.graph_extractor == "off":
+    if settings.graph.extractor == "off":
         return lambda text, metadata: ChunkGraph()
-    if settings.graph_extractor == "llm":
+    if settings.graph.extractor == "llm":
         if llm is None:
             from app.llm import get_llm
 

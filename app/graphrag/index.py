@@ -86,8 +86,8 @@ def extractor_name(settings: Settings) -> str:
     """What built the links: ``fast/<version>`` or ``llm/<model file>``; a change re-extracts."""
     from app.graphrag.extract import EXTRACTOR_VERSION
 
-    if settings.graph_extractor == "llm":
-        return f"llm/{settings.llm_server_model}"
+    if settings.graph.extractor == "llm":
+        return f"llm/{settings.llm.server_model}"
     return f"fast/{EXTRACTOR_VERSION}"
 
 
@@ -303,7 +303,7 @@ def build(
     from app.storage.engine import lift_statement_timeout
 
     report = BuildReport()
-    collection = db.collection_id(engine, settings.collection_name)
+    collection = db.collection_id(engine, settings.retrieval.collection_name)
     if collection is None:
         return report
     name = extractor_name(settings)
@@ -317,11 +317,11 @@ def build(
         report.seconds["extract"] = clock() - start
         start = clock()
         inputs = shape_inputs(*graph_store.read_build_inputs(conn, collection))
-        entities, relationships, communities, strength = derive(inputs, settings.graph_min_chunks)
+        entities, relationships, communities, strength = derive(inputs, settings.graph.min_chunks)
         report.seconds["graph"] = clock() - start
         start = clock()
         llm_report = None
-        if settings.graph_reports == "llm" and llm is not None:
+        if settings.graph.reports == "llm" and llm is not None:
             from app.graphrag.reports import LLMReportWriter
 
             llm_report = LLMReportWriter(llm).write
@@ -334,8 +334,8 @@ def build(
             entities,
             embeddings,
             lambda hashes: graph_store.stored_embeddings(conn, collection, hashes),
-            settings.embed_model,
-            settings.graph_min_chunks,
+            settings.models.embed_model,
+            settings.graph.min_chunks,
         )
         report.seconds["embed"] = clock() - start
         start = clock()
@@ -379,7 +379,7 @@ def needs_build(engine: Any, settings: Settings) -> bool:
     """True when the graph is missing, out of date (chunks changed) or made by another extractor."""
     from app import db
 
-    collection = db.collection_id(engine, settings.collection_name)
+    collection = db.collection_id(engine, settings.retrieval.collection_name)
     if collection is None:
         return False
     with engine.connect() as conn:

@@ -121,14 +121,14 @@ class GraphSearch:
 
     def budget(self, answer_tokens: int) -> int:
         """Context tokens: GRAPH_CONTEXT_TOKENS, else what the LLM's window leaves for them."""
-        room = self.settings.llm_n_ctx - answer_tokens - PROMPT_RESERVE
-        return max(128, min(self.settings.graph_context_tokens or room, room))
+        room = self.settings.llm.n_ctx - answer_tokens - PROMPT_RESERVE
+        return max(128, min(self.settings.graph.context_tokens or room, room))
 
     def collection(self):
         """The collection's UUID; GraphNotReadyError when its graph was never built."""
         from app import db
 
-        collection = db.collection_id(self.engine, self.settings.collection_name)
+        collection = db.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
             raise GraphNotReadyError(
                 "Local/global search not initialized: nothing has been ingested yet; run `make ingest`"
@@ -137,7 +137,7 @@ class GraphSearch:
             state = graph_store.state(conn, collection)
         if not state or state["built_at"] is None:
             raise GraphNotReadyError(
-                f"graph search not initialized: the graph of collection '{self.settings.collection_name}' has not "
+                f"graph search not initialized: the graph of collection '{self.settings.retrieval.collection_name}' has not "
                 "been built; run `make graph` (or `make ingest` with GRAPH_EXTRACTOR=fast)"
             )
         return collection
@@ -160,7 +160,7 @@ class GraphSearch:
 
     def entities_for(self, conn, collection, query: str) -> list[Entity]:
         """The question's entities: named in it, or near it by meaning (when an embedder is given)."""
-        k = self.settings.graph_top_entities
+        k = self.settings.graph.top_entities
         named = [entity_from_row(r) for r in graph_store.entities_in_text(conn, collection, normalize(query), k)]
         similar = []
         if self.embeddings is not None:
@@ -208,12 +208,12 @@ class GraphSearch:
         t_read = clock()
         builder = LocalContextBuilder(
             self.tokens,
-            self.settings.graph_community_prop,
-            self.settings.graph_text_unit_prop,
-            max_text_units=max_text_units or self.settings.rerank_top_k,
+            self.settings.graph.community_prop,
+            self.settings.graph.text_unit_prop,
+            max_text_units=max_text_units or self.settings.retrieval.rerank_top_k,
         )
         context = builder.build_context(
-            query, entities, relationships, units, max_tokens=self.budget(self.settings.llm_max_tokens), reports=reports
+            query, entities, relationships, units, max_tokens=self.budget(self.settings.llm.max_tokens), reports=reports
         )
         documents = [text_unit_document(u, metadata[u.id]) for u in context.text_units_used]
         return LocalResult(
@@ -228,13 +228,13 @@ class GraphSearch:
         """The reports global search reads: GRAPH_LEVEL (or the finest level there is, when the
         graph has fewer), rank >= GRAPH_MIN_RANK, best first."""
         collection = self.collection()
-        level = self.settings.graph_level if level is None else level
+        level = self.settings.graph.level if level is None else level
         with self.engine.connect() as conn:
             levels = graph_store.report_levels(conn, collection)
             if levels and level not in levels:
                 level = max(levels)
             return graph_store.reports_at_level(
-                conn, collection, level, self.settings.graph_min_rank if min_rank is None else min_rank
+                conn, collection, level, self.settings.graph.min_rank if min_rank is None else min_rank
             )
 
     def llm_call(self, max_tokens: int) -> Callable[[str, str, int], str]:
@@ -257,7 +257,7 @@ class GraphSearch:
         GRAPH_MAP_CONCURRENCY for a server."""
         from app.llm import is_chat_model
 
-        return self.settings.graph_map_concurrency if is_chat_model(self.llm) else 1
+        return self.settings.graph.map_concurrency if is_chat_model(self.llm) else 1
 
     def global_search(self, query: str) -> GlobalSearchResult:
         """Map-reduce over the community reports (app.graphrag.global_search)."""
@@ -270,7 +270,7 @@ class GraphSearch:
             self.llm_call(MAP_MAX_TOKENS), self.tokens, concurrency=self.map_concurrency(), sleep=self.sleep
         )
         reducer = ReduceProcessor(self.llm_call(REDUCE_MAX_TOKENS), self.tokens, self.budget(REDUCE_MAX_TOKENS))
-        result = GlobalSearch(mapper, reducer, self.budget(MAP_MAX_TOKENS), self.settings.graph_map_max_batches).search(
+        result = GlobalSearch(mapper, reducer, self.budget(MAP_MAX_TOKENS), self.settings.graph.map_max_batches).search(
             query, reports
         )
         result.timings["read_reports"] = t_read
@@ -282,7 +282,7 @@ class GraphSearch:
         """Stored graph counts and state (zeros before the first build)."""
         from app import db
 
-        collection = db.collection_id(self.engine, self.settings.collection_name)
+        collection = db.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
             return {}
         with self.engine.connect() as conn:

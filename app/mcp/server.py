@@ -139,7 +139,9 @@ def make_service_factory(
         if watch:
             start_watcher(service, data_dir, debounce_ms)
         log.warning(
-            "ready in %.2f s (models loaded once; collection %r)", time.perf_counter() - begin, settings.collection_name
+            "ready in %.2f s (models loaded once; collection %r)",
+            time.perf_counter() - begin,
+            settings.retrieval.collection_name,
         )
         return service
 
@@ -157,7 +159,7 @@ def http_app(server: MCPServer, settings: Settings, host: str, port: int, token:
     inner = server.streamable_http_app(
         host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
-    return guard(inner, token.value, host, port, settings.allowed_hosts, settings.allowed_origins)
+    return guard(inner, token.value, host, port, settings.servers.allowed_hosts, settings.servers.allowed_origins)
 
 
 def serve_http(app: Any, host: str, port: int, log_level: str) -> None:

@@ -107,7 +107,7 @@ def normalized_score(doc: Document, mode: str, settings: Settings) -> float:
     elif mode == "keyword":
         value = raw / (raw + KEYWORD_SCORE_HALF) if raw > 0 else 0.0
     else:
-        best = sum(w / (settings.rrf_k + 1) for w in settings.hybrid_weights)
+        best = sum(w / (settings.retrieval.rrf_k + 1) for w in settings.retrieval.hybrid_weights)
         value = raw / best if best > 0 else 0.0
     return round(min(1.0, max(0.0, value)), 4)
 
@@ -283,7 +283,7 @@ class RagService:
         (the signature of ``RagStore.sync``, so the file watcher can drive it); ``graph``: rebuild the
         graph at the end when anything changed."""
         with self._sync_lock:
-            return self.store.sync(data_dir or self.data_dir or self.settings.data_dir, graph=graph)
+            return self.store.sync(data_dir or self.data_dir or self.settings.ingest.data_dir, graph=graph)
 
     def update_graph(self):
         """Rebuild the graph if it is out of date (the file watcher calls this once the folder is quiet)."""

@@ -47,30 +47,30 @@ SQL_TRY_CREATE_VECTOR = provision.SQL_CREATE_VECTOR
 
 def resolve_connection_string(settings: Settings) -> str:
     """Return the SQLAlchemy URL: the embedded server's (starting it if needed) or DB_HOST's."""
-    if not settings.embedded_db:
+    if not settings.db.embedded:
         return get_connection_string(settings)
     from app import embedded_pg
 
-    embedded_pg.ensure_running(settings.pgdata_dir)
-    pgdata = settings.pgdata_dir
+    embedded_pg.ensure_running(settings.db.pgdata_dir)
+    pgdata = settings.db.pgdata_dir
     provision.provision(
         embedded_pg.connection_url(pgdata, "postgres", admin=True),
-        embedded_pg.connection_url(pgdata, settings.db_name, admin=True),
-        settings.db_name,
+        embedded_pg.connection_url(pgdata, settings.db.name, admin=True),
+        settings.db.name,
         embedded_pg.APP_ROLE,
         embedded_pg.app_password(pgdata),
     )
-    return embedded_pg.connection_url(settings.pgdata_dir, settings.db_name)
+    return embedded_pg.connection_url(settings.db.pgdata_dir, settings.db.name)
 
 
 def describe_target(settings: Settings) -> str:
     """Where the app looks for PostgreSQL, for error messages."""
-    if settings.embedded_db:
-        return f"embedded PostgreSQL in {settings.pgdata_dir}"
-    if settings.database_url:
+    if settings.db.embedded:
+        return f"embedded PostgreSQL in {settings.db.pgdata_dir}"
+    if settings.db.url:
         cfg = get_db_config(settings)
         return f"PostgreSQL at {cfg['host']}:{cfg['port']} (DATABASE_URL)"
-    return f"PostgreSQL at {settings.db_host}:{settings.db_port}"
+    return f"PostgreSQL at {settings.db.host}:{settings.db.port}"
 
 
 def configure_session(dbapi_connection, _record) -> None:
@@ -140,15 +140,15 @@ def get_engine(settings: Settings | None = None) -> Engine:
 
     s = settings or get_settings()
     key = (
-        s.db_host,
-        s.db_port,
-        s.db_user,
-        s.db_password,
-        s.db_name,
-        str(s.pgdata_dir.expanduser().absolute()),
-        s.database_url,
-        s.db_pool_size,
-        s.db_statement_timeout_ms,
+        s.db.host,
+        s.db.port,
+        s.db.user,
+        s.db.password,
+        s.db.name,
+        str(s.db.pgdata_dir.expanduser().absolute()),
+        s.db.url,
+        s.db.pool_size,
+        s.db.statement_timeout_ms,
     )
     return cached("engine", key, lambda: connect(s))
 
@@ -158,7 +158,7 @@ def connect_args(s: Settings, url: str) -> dict:
     DB_STATEMENT_TIMEOUT_MS as the session's statement_timeout (long rebuilds lift it, see SQL_NO_TIMEOUT)."""
     args: dict = {"connect_timeout": CONNECT_TIMEOUT_S}
     if "options=" not in url:
-        args["options"] = f"-c statement_timeout={s.db_statement_timeout_ms}"
+        args["options"] = f"-c statement_timeout={s.db.statement_timeout_ms}"
     return args
 
 
@@ -173,8 +173,8 @@ def connect(s: Settings) -> Engine:
         url,
         pool_pre_ping=True,
         hide_parameters=True,
-        pool_size=s.db_pool_size,
-        max_overflow=s.db_pool_size,
+        pool_size=s.db.pool_size,
+        max_overflow=s.db.pool_size,
         connect_args=connect_args(s, url),
     )
     event.listen(engine, "connect", configure_session)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from app import db, embedded_pg
+from app import db, embedded_pg, pg_process
 from app.config import Settings
 from bench.tiny_models import build_tiny_cross_encoder
 
@@ -124,12 +124,11 @@ class CountingEmbeddings:
 @pytest.fixture
 def own_store(settings, engine, real_embeddings, request):
     """A RagStore on its own collection (so syncing another folder leaves 'documents' alone)."""
-    import dataclasses
     import uuid
 
     from app.store import RagStore
 
-    s = dataclasses.replace(settings, collection_name=f"t_{uuid.uuid4().hex[:8]}")
+    s = settings.changed(retrieval={"collection_name": f"t_{uuid.uuid4().hex[:8]}"})
     rs = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine)
     with rs.writing():
         pass
@@ -166,9 +165,9 @@ def free_port() -> int:
 
 def start_postgres(pgdata: Path, port: int, log: Path, who) -> None:
     """Start PostgreSQL (the embedded binaries) on 127.0.0.1:``port`` with its socket in ``pgdata``."""
-    done = embedded_pg._run(
+    done = pg_process.run(
         [
-            str(embedded_pg.bin_dir() / "pg_ctl"),
+            str(pg_process.bin_dir() / "pg_ctl"),
             "-D",
             str(pgdata),
             "-w",
@@ -194,12 +193,12 @@ def tcp_server():
     pgdata.mkdir(mode=0o700)
     pwfile = base / "pw"
     pwfile.write_text("s3cret\n")
-    who = embedded_pg.runner()
+    who = pg_process.runner()
     for path in (pgdata, pwfile):
         if who.user is not None:
             os.chown(path, who.uid, who.gid)
-    pg = embedded_pg.bin_dir()
-    done = embedded_pg._run(
+    pg = pg_process.bin_dir()
+    done = pg_process.run(
         [
             str(pg / "initdb"),
             "-D",
@@ -221,7 +220,7 @@ def tcp_server():
     ) as conn:
         conn.execute("CREATE DATABASE rag")
     yield {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": "s3cret", "DB_NAME": "rag"}
-    embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
+    pg_process.run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -242,12 +241,11 @@ class HashEmbeddings(Embeddings):
 @pytest.fixture
 def hash_store(settings, engine):
     """A RagStore on its own collection with hash embeddings (fast, exact), dropped afterwards."""
-    import dataclasses
     import uuid
 
     from app.store import RagStore
 
-    s = dataclasses.replace(settings, collection_name=f"h_{uuid.uuid4().hex[:8]}")
+    s = settings.changed(retrieval={"collection_name": f"h_{uuid.uuid4().hex[:8]}"})
     rs = RagStore(s, embeddings=HashEmbeddings(), engine=engine)
     yield rs
     with rs.writing():

@@ -4,7 +4,6 @@ batches are cleaned."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -36,7 +35,7 @@ class Slow(HashEmbeddings):
         time.sleep(0.3)
         return super().embed_documents(texts)
 
-settings = dataclasses.replace(get_settings(), collection_name=sys.argv[2], ingest_batch_chunks=int(sys.argv[3]))
+settings = get_settings().changed(retrieval={"collection_name": sys.argv[2]}, ingest={"batch_chunks": int(sys.argv[3])})
 RagStore(settings, embeddings=Slow()).sync(pathlib.Path(sys.argv[1]))
 """
 
@@ -84,8 +83,8 @@ def hits(engine, collection: str, query: str) -> int:
 
 
 def test_a_killed_ingest_of_a_big_csv_shows_no_half_document_and_resumes(hash_store, engine, tmp_path):
-    hash_store.settings = dataclasses.replace(hash_store.settings, ingest_batch_chunks=BATCH)
-    name = hash_store.settings.collection_name
+    hash_store.settings = hash_store.settings.changed(ingest={"batch_chunks": BATCH})
+    name = hash_store.settings.retrieval.collection_name
     big = tmp_path / "data" / "csv" / "big.csv"
     write_csv(big, "旧版")
     hash_store.sync(tmp_path / "data")
@@ -140,8 +139,8 @@ def test_a_killed_ingest_of_a_big_csv_shows_no_half_document_and_resumes(hash_st
 def test_a_file_failing_mid_way_keeps_its_old_version_and_stale_batches_are_cleaned(
     hash_store, engine, tmp_path, caplog
 ):
-    hash_store.settings = dataclasses.replace(hash_store.settings, ingest_batch_chunks=BATCH, graph_extractor="off")
-    name = hash_store.settings.collection_name
+    hash_store.settings = hash_store.settings.changed(ingest={"batch_chunks": BATCH}, graph={"extractor": "off"})
+    name = hash_store.settings.retrieval.collection_name
     data = tmp_path / "data"
     big = data / "csv" / "big.csv"
     write_csv(big, "旧版", rows=400)
@@ -193,8 +192,10 @@ def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25
 
     from app.store import RagStore
 
-    s = dataclasses.replace(
-        settings, collection_name=f"h_{uuid.uuid4().hex[:8]}", db_statement_timeout_ms=10000, graph_extractor="off"
+    s = settings.changed(
+        retrieval={"collection_name": f"h_{uuid.uuid4().hex[:8]}"},
+        db={"statement_timeout_ms": 10000},
+        graph={"extractor": "off"},
     )
     store = RagStore(s, embeddings=HashEmbeddings(), engine=db.get_engine(s))
     data = tmp_path / "data"
@@ -213,7 +214,7 @@ def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25
         start = time.time()
         _, report = store.sync(data)
         assert report.removed == 1 and time.time() - start < 60
-        cid = db.collection_id(store.engine, s.collection_name)
+        cid = db.collection_id(store.engine, s.retrieval.collection_name)
         with store.engine.connect() as conn:
             stored = dict(
                 conn.execute(text("SELECT term, df FROM rag_term_stats WHERE collection_id = :c"), {"c": cid}).all()

@@ -1,13 +1,12 @@
 """Any PostgreSQL: DATABASE_URL (a libpq URI) against the TCP server, `app.db check`, a user without
 the right to create the extension, a read-only user, and the statement timeout."""
 
-import dataclasses
 import shutil
 
 import psycopg
 import pytest
 
-from app import embedded_pg
+from app import pg_process
 from app.config import Settings
 from app.errors import DatabaseUnavailableError
 from tests.integration.conftest import free_port, private_base, run_cli, start_postgres
@@ -109,7 +108,7 @@ def test_statement_timeout_stops_a_long_statement(url_env):
 
     from app import db
 
-    settings = dataclasses.replace(Settings.from_env(url_env), db_statement_timeout_ms=100)
+    settings = Settings.from_env(url_env).changed(db={"statement_timeout_ms": 100})
     engine = db.get_engine(settings)
     with engine.connect() as conn:
         assert conn.execute(text("SHOW statement_timeout")).scalar() == "100ms"
@@ -118,7 +117,7 @@ def test_statement_timeout_stops_a_long_statement(url_env):
     mapped = db.database_error(caught.value)
     assert isinstance(mapped, DatabaseUnavailableError)
     assert str(mapped) == "the database failed: canceling statement due to statement timeout"
-    assert engine.pool.size() == settings.db_pool_size == 5
+    assert engine.pool.size() == settings.db.pool_size == 5
 
 
 @pytest.fixture(scope="module")
@@ -127,11 +126,11 @@ def replica(url_env, tcp_server):
     read replica on another port."""
     base = private_base("rag-replica-")
     pgdata = base / "pgdata"
-    who = embedded_pg.runner()
+    who = pg_process.runner()
     if who.user is not None:
         shutil.chown(base, who.uid, who.gid)
-    pg = embedded_pg.bin_dir()
-    done = embedded_pg._run(
+    pg = pg_process.bin_dir()
+    done = pg_process.run(
         [
             str(pg / "pg_basebackup"),
             "-D",
@@ -151,7 +150,7 @@ def replica(url_env, tcp_server):
     port = free_port()
     start_postgres(pgdata, port, base / "log", who)
     yield {**tcp_server, "DB_PORT": str(port)}
-    embedded_pg._run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
+    pg_process.run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -77,7 +77,7 @@ def test_ingest_builds_the_graph_of_the_sample_corpus(ingested, settings, engine
     assert counts["entities"] > 100 and counts["relationships"] > 100 and counts["reports"] > 3
     assert counts["links"] >= counts["entities"]
     with engine.connect() as conn:
-        collection = db.collection_id(engine, settings.collection_name)
+        collection = db.collection_id(engine, settings.retrieval.collection_name)
         vpn = graph_store.entities_in_text(conn, collection, "ミナトvpnに接続する", 5)
         units = graph_store.text_units_of(conn, collection, [vpn[0]["key"]])
     assert vpn[0]["title"] == "ミナトVPN"
@@ -94,7 +94,7 @@ def test_editing_and_deleting_a_document_updates_the_graph_exactly(hash_store, t
     for name, body in docs.items():
         (data / "docs" / name).write_text(body, encoding="utf-8")
     _, report = hash_store.sync(data)
-    name = hash_store.settings.collection_name
+    name = hash_store.settings.retrieval.collection_name
     assert report.graph is not None and graph_rows(engine, name) == expected_rows(docs)
 
     docs["a.md"] = "社外からはリモートデスクトップで社内システムに接続します。接続にはワンタイムパスワードが必要です。"
@@ -117,7 +117,7 @@ def test_a_killed_rebuild_leaves_the_old_graph(hash_store, tmp_path, engine, mon
     (data / "docs").mkdir(parents=True)
     (data / "docs" / "a.md").write_text("ミナトVPNにはワンタイムパスワードが要ります。", encoding="utf-8")
     hash_store.sync(data)
-    name = hash_store.settings.collection_name
+    name = hash_store.settings.retrieval.collection_name
     before = graph_rows(engine, name)
     (data / "docs" / "b.md").write_text("認証アプリはスマートフォンに入れます。", encoding="utf-8")
     from app.graphrag import index
@@ -198,7 +198,7 @@ def test_ask_global_json_has_traceability_and_map_results(qwen_env, ingested, se
     out = json.loads(result.stdout)
     assert out["mode"] == "global" and out["answer"]
     trace = out["traceability"]
-    stored = {d["doc_id"] for d in db.list_documents(engine, settings.collection_name)}
+    stored = {d["doc_id"] for d in db.list_documents(engine, settings.retrieval.collection_name)}
     assert trace["report_ids"] and set(trace["document_ids"]) <= stored and trace["chunk_ids"]
     assert all(m["attempts"] >= 1 for m in out["map_results"]) and out["graph"]["reports_considered"] >= 1
     assert {"global_context", "global_map", "global_reduce"} <= set(out["timings"])
@@ -233,12 +233,11 @@ def test_evaluate_overview_questions_in_local_mode_without_the_llm(ingested, int
 
 
 def test_llm_extractor_with_the_real_small_gguf(qwen_env, settings):
-    import dataclasses
 
     from app.graphrag.extract import llm_extract
     from app.llm import get_llm
 
-    llm = get_llm(dataclasses.replace(settings, llm_model_path=str(QWEN), llm_model_path_is_default=False))
+    llm = get_llm(settings.changed(llm={"model_path": str(QWEN), "model_path_is_default": False}))
     text_ = "ミナト経費精算は株式会社ミナトデータの製品で、領収書を撮影して読み取ります。"
     graph = llm_extract(text_, {"source": "products.csv:r2"}, llm)
     assert graph.mentions, "the model named no entity"
@@ -276,11 +275,14 @@ def test_watch_rebuilds_the_graph_once_the_folder_is_quiet(hash_store, tmp_path,
         while len(syncs) < 2 and time.time() < deadline:
             time.sleep(0.05)
         assert len(syncs) == 2 and syncs[1].graph is None  # the sync itself did not rebuild
-        assert "認証アプリ" not in graph_rows(engine, hash_store.settings.collection_name)["entities"]
+        assert "認証アプリ" not in graph_rows(engine, hash_store.settings.retrieval.collection_name)["entities"]
         deadline = time.time() + 30
         while len(builds) < 2 and time.time() < deadline:
             time.sleep(0.1)
-        assert len(builds) == 2 and "認証アプリ" in graph_rows(engine, hash_store.settings.collection_name)["entities"]
+        assert (
+            len(builds) == 2
+            and "認証アプリ" in graph_rows(engine, hash_store.settings.retrieval.collection_name)["entities"]
+        )
     finally:
         stop.set()
         thread.join(timeout=10)

@@ -19,7 +19,7 @@ import pytest
 from langchain_core.documents import Document
 from sqlalchemy import text
 
-from app import db, embedded_pg
+from app import db, embedded_pg, pg_process
 from tests.integration.conftest import ROOT, private_base, run_cli
 
 pytestmark = pytest.mark.integration
@@ -235,7 +235,7 @@ from app.storage.tables import EMBEDDING_TABLE, quote
 from app.store import RagStore
 from tests.integration.conftest import HashEmbeddings
 
-settings = dataclasses.replace(get_settings(), collection_name=sys.argv[2])
+settings = get_settings().changed(retrieval={"collection_name": sys.argv[2]})
 engine = db.get_engine(settings)
 
 @event.listens_for(engine, "after_cursor_execute")
@@ -251,7 +251,7 @@ RagStore(settings, embeddings=HashEmbeddings(), engine=engine).sync(pathlib.Path
 def test_kill_inside_the_replace_transaction_keeps_the_old_version(hash_store, data, tmp_path):
     shutil.rmtree(data / "pdf")
     hash_store.sync(data)
-    name = hash_store.settings.collection_name
+    name = hash_store.settings.retrieval.collection_name
 
     def snapshot():
         with hash_store.engine.connect() as conn:
@@ -320,11 +320,11 @@ def test_embedded_server_with_a_long_path_keeps_a_private_socket_and_needs_a_pas
     try:
         status = run_cli("app.db", "status", env=env)
         assert status.returncode == 0, status.stderr
-        info = embedded_pg.read_pid_file(pgdata)
+        info = pg_process.read_pid_file(pgdata)
         sockets = info.socket_dir
         assert sockets != pgdata and "runtime" not in str(sockets)
         st = os.lstat(sockets)
-        who = embedded_pg.runner()
+        who = pg_process.runner()
         assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == who.uid
         assert {p: stat.S_IMODE(p.stat().st_mode) for p in modes} == modes  # nothing outside was opened up
         hba = (pgdata / "pg_hba.conf").read_text()
@@ -386,7 +386,7 @@ def test_stale_pid_file_of_an_unrelated_live_process_is_recovered(own_server):
 
 def test_a_command_right_after_the_server_died_starts_it_again(own_server):
     pgdata, env = own_server
-    os.kill(embedded_pg.running_pid(pgdata), signal.SIGKILL)
+    os.kill(pg_process.running_pid(pgdata), signal.SIGKILL)
     status = run_cli("app.db", "status", env=env)
     assert status.returncode == 0 and "0 chunks" in status.stdout, status.stderr
 

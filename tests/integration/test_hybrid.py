@@ -53,7 +53,7 @@ def test_deleting_a_chunk_row_removes_its_keyword_row(own_store, engine, tmp_pat
     (tmp_path / "csv").mkdir()
     (tmp_path / "csv" / "tmp.csv").write_text("項目\n削除テスト用の行\n", encoding="utf-8")
     own_store.sync(tmp_path)
-    name = own_store.settings.collection_name
+    name = own_store.settings.retrieval.collection_name
     assert keyword_search(engine, name, "削除テスト", 1)[0].metadata["source"] == "tmp.csv:r1"
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM langchain_pg_embedding WHERE cmetadata->>'file' = 'tmp.csv'"))

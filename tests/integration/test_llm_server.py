@@ -2,7 +2,6 @@
 (`python -m llama_cpp.server`) serving the offline Qwen2.5-Coder-0.5B GGUF on 127.0.0.1 — compared
 with the same model in process, and the server's failures as one-line errors."""
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -135,9 +134,9 @@ def test_wrong_key_then_a_server_killed_mid_stream(integration_env):
 
     proc, url = start_server(QWEN, "--api_key", "k3y")
     try:
-        base = dataclasses.replace(Settings.from_env(), llm_base_url=url, llm_max_retries=0, llm_max_tokens=200)
+        base = Settings.from_env().changed(llm={"base_url": url, "max_retries": 0, "max_tokens": 200})
         with pytest.raises(LLMUnavailableError) as wrong:
-            generate("こんにちは", llm=get_llm(dataclasses.replace(base, llm_api_key="wrong")))
+            generate("こんにちは", llm=get_llm(base.changed(llm={"api_key": "wrong"})))
         assert str(wrong.value).startswith(f"the LLM server at {url} answered HTTP 401: ")
         pieces: list[str] = []
 
@@ -146,7 +145,7 @@ def test_wrong_key_then_a_server_killed_mid_stream(integration_env):
             if len(pieces) == 1:
                 os.kill(proc.pid, signal.SIGKILL)
 
-        llm = get_llm(dataclasses.replace(base, llm_api_key="k3y"))
+        llm = get_llm(base.changed(llm={"api_key": "k3y"}))
         with pytest.raises(LLMUnavailableError) as broken:
             generate("日本の四季について、春から順に詳しく説明してください。", llm=llm, on_token=kill_after_first)
         assert str(broken.value).startswith(f"the LLM server at {url} broke off the answer (")

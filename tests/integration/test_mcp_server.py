@@ -6,7 +6,6 @@ back to keywords (CLI, Python API, MCP) while ``--mode vector`` fails with one l
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import shutil
@@ -213,7 +212,7 @@ def test_corrupt_embedder_falls_back_to_keywords_in_cli_api_and_mcp(
     assert vector.stderr.strip().splitlines() == [vector.stderr.strip()]  # one line
     assert vector.stderr.startswith("Error: the embedding model 'intfloat/multilingual-e5-small' could not be loaded")
 
-    broken = RagStore(dataclasses.replace(settings, models_dir=corrupt_models), engine=engine)
+    broken = RagStore(settings.changed(models={"dir": corrupt_models}), engine=engine)
     hits = broken.search("サポート窓口の受付時間", search_mode="hybrid", top_k=3)
     assert hits and hits[0].metadata["source"] == "faq.csv:r2" and broken.vector_unavailable
 

@@ -3,7 +3,6 @@ changes nothing, an older store is upgraded in place (its chunks kept), a curren
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 
 import pytest
@@ -68,16 +67,16 @@ ROWS = {
 @pytest.fixture
 def own_engine(integration_env):
     """An engine on a new database of its own on the embedded server (dropped afterwards)."""
-    settings = dataclasses.replace(Settings.from_env(), db_name=f"rag_m{uuid.uuid4().hex[:8]}")
+    settings = Settings.from_env().changed(db={"name": f"rag_m{uuid.uuid4().hex[:8]}"})
     engine = create_engine(storage_engine.resolve_connection_string(settings))
     yield engine
     engine.dispose()
     admin = create_engine(
-        storage_engine.resolve_connection_string(dataclasses.replace(settings, db_name="postgres")),
+        storage_engine.resolve_connection_string(settings.changed(db={"name": "postgres"})),
         isolation_level="AUTOCOMMIT",
     )
     with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{settings.db_name}" WITH (FORCE)'))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{settings.db.name}" WITH (FORCE)'))
     admin.dispose()
 
 

@@ -59,7 +59,7 @@ def make_folder(data):
 def test_office_formats_sync_search_and_remove(own_store, engine, tmp_path):
     data = tmp_path / "data"
     make_folder(data)
-    name = own_store.settings.collection_name
+    name = own_store.settings.retrieval.collection_name
     _, report = own_store.sync(data, graph=False)
     assert (report.added, report.failed) == (5 if OCR_READY else 4, 1)
     assert (

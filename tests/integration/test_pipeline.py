@@ -154,7 +154,7 @@ def test_ask_search_gives_what_the_workflows_retrieve_and_rerank_keep(ingested, 
     question = "サポート窓口の受付時間を教えてください"
     state = run_rag(question, default_context(settings, generate=False))
     hits = ask.search(question, settings=settings)
-    assert len(hits) == settings.rerank_top_k and all(h["score"] is not None for h in hits)
+    assert len(hits) == settings.retrieval.rerank_top_k and all(h["score"] is not None for h in hits)
     assert [(h["source"], h["chunk_index"], h["content"]) for h in hits] == [
         (d.metadata["source"], d.metadata["chunk_index"], d.page_content) for d in state["reranked_documents"]
     ]

@@ -36,7 +36,7 @@ def stored_text(store) -> str:
                 "SELECT e.document FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
                 "ON c.uuid = e.collection_id WHERE c.name = :n"
             ),
-            {"n": store.settings.collection_name},
+            {"n": store.settings.retrieval.collection_name},
         ).scalars()
         return "\n".join(rows)
 
@@ -54,7 +54,6 @@ def test_a_link_to_proc_environ_is_not_stored_and_its_secret_not_searchable(hash
 
 
 def test_an_external_folder_link_is_not_walked_unless_allowed(hash_store, data, tmp_path):
-    import dataclasses
 
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -62,7 +61,7 @@ def test_an_external_folder_link_is_not_walked_unless_allowed(hash_store, data, 
     (data / "docs" / "shared").symlink_to(shared)
     hash_store.sync(data)
     assert {d["doc_id"] for d in hash_store.list_documents()} == {"csv/faq.csv"}
-    hash_store.settings = dataclasses.replace(hash_store.settings, follow_external_links=True)
+    hash_store.settings = hash_store.settings.changed(ingest={"follow_external_links": True})
     hash_store.sync(data)
     assert {d["doc_id"] for d in hash_store.list_documents()} == {"csv/faq.csv", "docs/shared/memo.md"}
 
@@ -135,13 +134,12 @@ def test_llm_base_url_password_with_api_key_is_one_clear_error(integration_env):
 
 
 def test_a_slow_pdf_is_skipped_at_its_time_budget_and_the_rest_stored(hash_store, data):
-    import dataclasses
 
     from tests.test_limits import slow_pdf
 
     (data / "pdf").mkdir()
     slow_pdf(data / "pdf" / "slow.pdf", pages=10, ops=150000)
-    hash_store.settings = dataclasses.replace(hash_store.settings, parse_timeout_s=2)
+    hash_store.settings = hash_store.settings.changed(ingest={"parse_timeout_s": 2})
     begin = time.monotonic()
     _, report = hash_store.sync(data)
     assert time.monotonic() - begin < 30
@@ -210,7 +208,6 @@ def test_the_app_connects_as_a_role_that_is_no_superuser(engine, rag_store):
 
 
 def test_a_database_made_by_an_older_version_is_handed_to_the_app_role(integration_env, settings):
-    import dataclasses
 
     import psycopg
 
@@ -225,7 +222,7 @@ def test_a_database_made_by_an_older_version_is_handed_to_the_app_role(integrati
     with psycopg.connect(old, autocommit=True) as conn:
         conn.execute("CREATE TABLE t (id serial PRIMARY KEY, body text)")
         conn.execute("CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'")
-    url = db.resolve_connection_string(dataclasses.replace(settings, db_name="rag_old"))
+    url = db.resolve_connection_string(settings.changed(db={"name": "rag_old"}))
     with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as conn:
         conn.execute("INSERT INTO t (body) VALUES ('x')")
         conn.execute("CREATE OR REPLACE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 2'")

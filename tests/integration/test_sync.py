@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -50,13 +49,13 @@ def data(tmp_path):
 
 def test_second_sync_of_unchanged_data_adds_nothing_and_embeds_nothing(own_store, engine, data):
     _, first = own_store.sync(data)
-    before = rows(engine, own_store.settings.collection_name)
+    before = rows(engine, own_store.settings.retrieval.collection_name)
     embedded_before = own_store.embeddings.texts
     _, second = own_store.sync(data)
     assert first.added == 7 and first.embedded + first.reused == 50  # vectors of identical text are reused
     assert (second.added, second.updated, second.unchanged, second.removed, second.embedded) == (0, 0, 7, 0, 0)
     assert own_store.embeddings.texts == embedded_before
-    assert rows(engine, own_store.settings.collection_name) == before and len(before) == 50
+    assert rows(engine, own_store.settings.retrieval.collection_name) == before and len(before) == 50
 
 
 def _row_versions(engine, collection: str, doc_id: str) -> dict:
@@ -74,7 +73,7 @@ def _row_versions(engine, collection: str, doc_id: str) -> dict:
 
 
 def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine, data):
-    name = own_store.settings.collection_name
+    name = own_store.settings.retrieval.collection_name
     own_store.sync(data)
     before = _row_versions(engine, name, "csv/faq.csv")
     faq = data / "csv" / "faq.csv"
@@ -95,7 +94,7 @@ def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine,
 
 
 def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
-    name = own_store.settings.collection_name
+    name = own_store.settings.retrieval.collection_name
     own_store.sync(data)
     (data / "pdf" / "technical_guide.pdf").unlink()
     _, report = own_store.sync(data)
@@ -110,7 +109,7 @@ def test_renamed_file_is_not_re_embedded(own_store, engine, data):
     """A PDF with a metadata title keeps its context when renamed: nothing is embedded again.
     A CSV's context is its file name and header, so a renamed CSV is embedded anew (its name
     is part of what is indexed)."""
-    name = own_store.settings.collection_name
+    name = own_store.settings.retrieval.collection_name
     own_store.sync(data)
     embedded = own_store.embeddings.texts
     chunks = len([s for s, d in rows(engine, name) if d == "pdf/technical_guide.pdf"])
@@ -210,7 +209,7 @@ def test_killed_ingest_leaves_no_partial_document_and_next_run_completes(integra
 
     make_corpus(tmp_path / "data")
     env = {**os.environ, "DB_NAME": "rag_kill_test"}
-    settings = dataclasses.replace(Settings.from_env(), db_name="rag_kill_test")
+    settings = Settings.from_env().changed(db={"name": "rag_kill_test"})
     engine = create_engine(db.resolve_connection_string(settings))
     cmd = [sys.executable, "-m", "app.ingest", "--data-dir", str(tmp_path / "data")]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -252,7 +251,7 @@ def test_docs_and_remove_cli(ingested, integration_env):
 
 
 def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(own_store, engine, data):
-    name = own_store.settings.collection_name
+    name = own_store.settings.retrieval.collection_name
     own_store.sync(data)
     hit = keyword_search(engine, name, "ミナトVPN", 1)[0]
     assert hit.metadata["source"] == "it_helpdesk.md#vpn接続"
@@ -317,14 +316,14 @@ def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alon
         (data / "csv" / f"w{f}.csv").write_text(f"番号,内容\n{rows}\n", encoding="utf-8")
     (data / "pdf" / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     here = CountingEmbeddings(real_embeddings)
-    store = RagStore(dataclasses.replace(settings, collection_name=f"w_{token[:8]}"), embeddings=here, engine=engine)
+    store = RagStore(settings.changed(retrieval={"collection_name": f"w_{token[:8]}"}), embeddings=here, engine=engine)
     try:
         _, report = store.sync(data, workers=2)
         assert (report.added, report.failed, report.embedded, report.chunks_written) == (4, 1, 20, 20)
         assert report.failures[0].startswith("pdf/broken.pdf: ")
         # every chunk was embedded in the worker processes; here, only the graph's entity descriptions
         assert here.texts == report.graph.entities_embedded
-        cid = db.collection_id(engine, store.settings.collection_name)
+        cid = db.collection_id(engine, store.settings.retrieval.collection_name)
         with engine.connect() as conn:
             stored = conn.execute(
                 text(
@@ -351,10 +350,10 @@ def test_a_new_embedding_model_rewrites_rows_whose_ids_stay_the_same(hash_store,
             return [-x for x in super()._vector(text_)]
 
     hash_store.sync(data)
-    name = hash_store.settings.collection_name
+    name = hash_store.settings.retrieval.collection_name
     before = _vectors(engine, name)
     other = RagStore(
-        dataclasses.replace(hash_store.settings, embed_model="acme/other-384"), embeddings=Shifted(), engine=engine
+        hash_store.settings.changed(models={"embed_model": "acme/other-384"}), embeddings=Shifted(), engine=engine
     )
     _, report = other.sync(data)
     assert report.updated == 7 and report.embedded == 50  # nothing reused across models
@@ -420,7 +419,7 @@ def test_a_page_cut_at_headings_is_one_search_result_in_every_mode(own_store, en
         ],
     )
     own_store.sync(tmp_path)
-    cid = db.collection_id(engine, own_store.settings.collection_name)
+    cid = db.collection_id(engine, own_store.settings.retrieval.collection_name)
     with engine.connect() as conn:
         stored = conn.execute(
             text(

