@@ -14,7 +14,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from app import db, embedded_pg, pg_process
-from app.config import Settings
+from app.config import Settings, variables
 from bench.tiny_models import build_tiny_cross_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="session")
 def integration_env():
-    """Environment for the app under test: its own embedded PostgreSQL, models dir and DB name."""
+    """Environment for the app under test: every setting at its default but its own embedded PostgreSQL,
+    models dir, DB name, stand-in LLM and tiny cross-encoder."""
     if not GGUF.is_file():
         pytest.fail(
             f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline --llm smollm2`)"
@@ -46,18 +47,7 @@ def integration_env():
         "TRANSFORMERS_OFFLINE": "1",
     }
     with pytest.MonkeyPatch.context() as mp:
-        for name in (
-            "DB_HOST",
-            "DB_PORT",
-            "DATABASE_URL",
-            "EMBED_MODEL",
-            "CHUNK_SIZE",
-            "CHUNK_OVERLAP",
-            "SEARCH_K",
-            "RERANK_TOP_K",
-            "LLM_BASE_URL",
-            "EMBED_BASE_URL",
-        ):
+        for name in variables():  # the settings' own list: nothing of the developer's shell leaks in
             mp.delenv(name, raising=False)
         for name, value in env.items():
             mp.setenv(name, value)
