@@ -126,12 +126,55 @@ def own_store(settings, engine, real_embeddings, request):
     rs.vectorstore.delete_collection()
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Run ``python -m app.<...>`` as a user would, with the test environment."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
-    )
+# `python -m <module>` -> the function it runs (app/<module>.py ends with a shim that runs app/cli/<command>).
+CLI_MAINS = {
+    "app.ask": "app.cli.ask",
+    "app.db": "app.cli.db",
+    "app.docs": "app.cli.docs",
+    "app.evaluate": "app.cli.evaluate",
+    "app.graphrag": "app.cli.graph",
+    "app.ingest": "app.cli.ingest",
+    "app.tune": "app.cli.tune",
+    "bench": "bench.suite",
+}
+
+
+def run_cli(
+    *args: str, env: dict | None = None, timeout: int = 300, process: bool = False
+) -> subprocess.CompletedProcess:
+    """Run the command ``python -m <args>`` with the test environment and return its exit code, stdout
+    and stderr. By default in this process (the command's ``main``, the models the session already
+    loaded): the subprocess is not what most tests test, and each one costs seconds of imports and
+    model loads. ``process=True`` runs ``python -m`` as a user would (signals, the shim, a fresh
+    interpreter)."""
+    if process or args[0] not in CLI_MAINS:
+        full_env = {**os.environ, **(env or {})}
+        return subprocess.run(
+            [sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
+        )
+    return run_in_process(CLI_MAINS[args[0]], list(args[1:]), env or {})
+
+
+def run_in_process(module: str, argv: list[str], env: dict) -> subprocess.CompletedProcess:
+    """``module.main(argv)`` with ``env`` set, stdout and stderr captured, run from the repository root."""
+    import contextlib
+    import importlib
+    import io
+    import logging
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)
+        for name, value in env.items():
+            mp.setenv(name, value)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = importlib.import_module(module).main(argv)
+            except SystemExit as exc:  # argparse: --help (0), bad arguments (2)
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            finally:
+                logging.basicConfig(force=True, stream=sys.__stderr__, level=logging.WARNING)
+    return subprocess.CompletedProcess([module, *argv], code or 0, out.getvalue(), err.getvalue())
 
 
 def private_base(prefix: str) -> Path:

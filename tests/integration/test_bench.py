@@ -35,6 +35,7 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
         str(tmp_path),
         env={"GRAPH_MAP_MAX_BATCHES": "1"},
         timeout=600,
+        process=True,  # as `make bench` runs it: its sections start servers that write to this stderr
     )
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))

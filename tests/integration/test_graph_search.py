@@ -191,7 +191,7 @@ def test_ask_global_json_has_traceability_and_map_results(qwen_env, ingested, se
         "global",
         "--json",
         "ミナトデータの製品を一覧でまとめてください。",
-        env=qwen_env,
+        env={**qwen_env, "GRAPH_MAP_MAX_BATCHES": "1"},  # one map call and the reduce: the path, not the breadth
         timeout=900,
     )
     assert result.returncode == 0, result.stderr

@@ -66,12 +66,14 @@ def test_tune_and_evaluate_with_data_dir_use_their_own_collection(ingested, rag_
         ),
         encoding="utf-8",
     )
-    tuned = run_cli("app.tune", "--data-dir", str(other), "--questions", str(questions))
+    tuned = run_cli("app.tune", "--data-dir", str(other), "--questions", str(questions), process=True)
     assert tuned.returncode == 0, tuned.stderr
     assert (
         "Using collection 'eval_" in tuned.stderr and "the main collection 'documents' is not touched" in tuned.stderr
     )
-    evaluated = run_cli("app.evaluate", "--data-dir", str(other), "--questions", str(questions), "--no-progress")
+    evaluated = run_cli(
+        "app.evaluate", "--data-dir", str(other), "--questions", str(questions), "--no-progress", process=True
+    )
     assert evaluated.returncode == 0, evaluated.stderr
     assert "Retrieval@k: 100.0%" in evaluated.stdout
     assert doc_ids(rag_store) == main_before
@@ -185,7 +187,7 @@ def test_second_writer_fails_with_no_wait_or_waits_for_the_lock(ingested, engine
     (tmp_path / "csv").mkdir()
     (tmp_path / "csv" / "x.csv").write_text("a\n1\n")
     with db.writer_lock(engine):
-        busy = run_cli("app.ingest", "--no-wait", "--data-dir", str(ROOT / "data"))
+        busy = run_cli("app.ingest", "--no-wait", "--data-dir", str(ROOT / "data"), process=True)
         assert busy.returncode == 1 and busy.stderr.startswith("Error: another writer is running ("), busy.stderr
         waiting = subprocess.Popen(
             [sys.executable, "-m", "app.ingest", "--data-dir", str(ROOT / "data")],
@@ -318,7 +320,7 @@ def test_embedded_server_with_a_long_path_keeps_a_private_socket_and_needs_a_pas
     pgdata = deep / "pgdata"
     env = {"PGDATA_DIR": str(pgdata), "DB_NAME": "rag_private"}
     try:
-        status = run_cli("app.db", "status", env=env)
+        status = run_cli("app.db", "status", env=env, process=True)
         assert status.returncode == 0, status.stderr
         info = pg_process.read_pid_file(pgdata)
         sockets = info.socket_dir
@@ -360,7 +362,7 @@ def own_server():
     base = private_base("rag-own-")
     pgdata = base / "pgdata"
     env = {"PGDATA_DIR": str(pgdata), "DB_NAME": "rag_own"}
-    assert run_cli("app.db", "init", env=env).returncode == 0
+    assert run_cli("app.db", "init", env=env, process=True).returncode == 0
     yield pgdata, env
     embedded_pg.stop(pgdata)
     shutil.rmtree(base, ignore_errors=True)
@@ -368,17 +370,17 @@ def own_server():
 
 def test_stale_pid_file_of_an_unrelated_live_process_is_recovered(own_server):
     pgdata, env = own_server
-    stopped = run_cli("app.db", "stop", env=env)
+    stopped = run_cli("app.db", "stop", env=env, process=True)
     assert stopped.returncode == 0 and "Stopped" in stopped.stdout
     stranger = subprocess.Popen(["sleep", "120"])
     try:
         lines = ["0"] * 8
         lines[0] = str(stranger.pid)
         (pgdata / "postmaster.pid").write_text("\n".join(lines) + "\n")
-        again = run_cli("app.db", "stop", env=env)
+        again = run_cli("app.db", "stop", env=env, process=True)
         assert again.returncode == 0 and "removed a stale postmaster.pid" in again.stdout
         (pgdata / "postmaster.pid").write_text("\n".join(lines) + "\n")
-        status = run_cli("app.db", "status", env=env)
+        status = run_cli("app.db", "status", env=env, process=True)
         assert status.returncode == 0 and "0 chunks" in status.stdout, status.stderr
     finally:
         stranger.kill()
@@ -387,7 +389,7 @@ def test_stale_pid_file_of_an_unrelated_live_process_is_recovered(own_server):
 def test_a_command_right_after_the_server_died_starts_it_again(own_server):
     pgdata, env = own_server
     os.kill(pg_process.running_pid(pgdata), signal.SIGKILL)
-    status = run_cli("app.db", "status", env=env)
+    status = run_cli("app.db", "status", env=env, process=True)
     assert status.returncode == 0 and "0 chunks" in status.stdout, status.stderr
 
 
@@ -412,19 +414,19 @@ def test_disk_full_is_one_line_and_nothing_is_half_written(tmp_path):
     data = tmp_path / "data"
     (data / "csv").mkdir(parents=True)
     try:
-        assert run_cli("app.db", "init", env=env).returncode == 0
+        assert run_cli("app.db", "init", env=env, process=True).returncode == 0
         free = shutil.disk_usage(mount).free
         with open(mount / "filler", "wb") as fh:  # leave ~300 kB: the new rows need more
             fh.write(b"\0" * max(free - 300_000, 0))
         body = "".join(f"{i},{'本文' * 300}{i}\n" for i in range(150))
         (data / "csv" / "big.csv").write_text("番号,内容\n" + body, encoding="utf-8")
-        done = run_cli("app.ingest", "--data-dir", str(data), env=env)
+        done = run_cli("app.ingest", "--data-dir", str(data), env=env, process=True)
         assert done.returncode == 1, done.stdout + done.stderr
         errors = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
         assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
         assert errors[0].startswith("Error: the database disk is full ("), done.stderr
         (mount / "filler").unlink()
-        listed = run_cli("app.docs", "list", env=env)
+        listed = run_cli("app.docs", "list", env=env, process=True)
         assert listed.returncode == 0 and "csv/big.csv" not in listed.stdout
     finally:
         embedded_pg.stop(pgdata)
@@ -436,7 +438,9 @@ def test_disk_full_is_one_line_and_nothing_is_half_written(tmp_path):
 
 
 def test_question_longer_than_the_context_is_a_clear_error(ingested, integration_env):
-    done = run_cli("app.ask", "--no-stream", "受付時間" * 400, env={"LLM_N_CTX": "512", "LLM_MAX_TOKENS": "48"})
+    done = run_cli(
+        "app.ask", "--no-stream", "受付時間" * 400, env={"LLM_N_CTX": "512", "LLM_MAX_TOKENS": "48"}, process=True
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("Error: the question is too long: the prompt needs "), done.stderr
 
@@ -451,14 +455,14 @@ def test_a_read_only_database_user_can_list_and_search(tcp_server, integration_e
     with psycopg.connect(**owner, dbname="postgres") as conn:
         conn.execute("CREATE DATABASE rag_ro")
     tcp_server = {**tcp_server, "DB_NAME": "rag_ro"}
-    writer = run_cli("app.ingest", env=tcp_server)
+    writer = run_cli("app.ingest", env=tcp_server, process=True)
     assert writer.returncode == 0, writer.stderr
     with psycopg.connect(**owner, dbname="rag_ro") as conn:
         conn.execute("DROP ROLE IF EXISTS reader")
         conn.execute("CREATE ROLE reader LOGIN PASSWORD 'r3ad'")
         conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
     reader = {**tcp_server, "DB_USER": "reader", "DB_PASSWORD": "r3ad"}
-    listed = run_cli("app.docs", "list", env=reader)
+    listed = run_cli("app.docs", "list", env=reader, process=True)
     assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout, listed.stderr
     code = (
         "from app.store import RagStore; print([d.metadata['source'] for d in "
@@ -473,7 +477,7 @@ def test_a_read_only_database_user_can_list_and_search(tcp_server, integration_e
         timeout=120,
     )
     assert searched.returncode == 0 and "faq.csv:r2" in searched.stdout, searched.stderr
-    denied = run_cli("app.ingest", env=reader)
+    denied = run_cli("app.ingest", env=reader, process=True)
     assert denied.returncode == 1 and denied.stderr.startswith("Error: ") and "Traceback" not in denied.stderr
 
 
