@@ -40,3 +40,9 @@ class EmbeddingServerError(RagError):
 
 class GraphNotReadyError(StoreNotReadyError):
     """Graph search was asked for, but the collection's graph has not been built (run `make graph`)."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (at most 200 characters; never a traceback), for a warning."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__

@@ -26,16 +26,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from app.config import Settings, get_settings
-from app.errors import DataSourceError, StoreNotReadyError
+from app.errors import DataSourceError, StoreNotReadyError, one_line
 
 log = logging.getLogger(__name__)
 _POOL_LOCK = threading.Lock()
-
-
-def one_line(exc: BaseException) -> str:
-    """``Type: first line of the message`` (at most 200 characters), for a warning."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
 
 
 class RagStore:
@@ -354,21 +348,11 @@ class RagStore:
 
     def _graph_search(self, query: str, mode: str, top_k: int) -> list[Document]:
         """:meth:`search` for ``local``, ``global`` and ``auto`` (which may answer with a chunk search)."""
-        from app.graphrag.router import route
-        from app.graphrag.search import report_document
-        from app.retrieval import SCORE_KEY
+        from app.graphrag.search import graph_documents
 
-        graph = self.graph_search()
-        chosen = route(mode, query, graph_ready=graph.is_ready() if mode == "auto" else True).mode
-        if chosen == "local":
-            docs = graph.local(query, max_text_units=top_k).documents
-            return [
-                Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, SCORE_KEY: round(1 / rank, 6)})
-                for rank, d in enumerate(docs, start=1)
-            ]
-        if chosen == "global":
-            return [report_document(r) for r in graph.reports()][:top_k]
-        return self.search(query, search_mode=chosen, top_k=top_k)
+        return graph_documents(
+            self.graph_search(), query, mode, top_k, lambda q, m, k: self.search(q, search_mode=m, top_k=k)
+        )
 
     def _pool(self):
         """A small thread pool for the vector half of hybrid searches (made on first use)."""

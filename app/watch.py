@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.errors import RagError
+from app.errors import RagError, one_line
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +32,6 @@ def relevant(change_path: str) -> bool:
 
 GRAPH_QUIET_S = 10.0
 RETRY_S = 5.0  # after the watch itself failed (the folder vanished): wait, then watch again
-
-
-def one_line(exc: BaseException) -> str:
-    """``Class: first line of the message`` (never a traceback)."""
-    lines = str(exc).strip().splitlines()
-    return exc.__class__.__name__ + (f": {lines[0]}" if lines else "")
 
 
 def changed(report) -> bool:

@@ -29,6 +29,8 @@ from app.graphrag.global_search import (
 from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
 from app.graphrag.models import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
+from app.graphrag.router import route
+from app.retrieval import SCORE_KEY
 
 PROMPT_RESERVE = 200  # tokens kept for the instructions and the question around a graph context
 RELATIONSHIP_ROWS = 500  # relationships read per local search (heaviest first)
@@ -88,6 +90,24 @@ def report_document(report: CommunityReport) -> Document:
             "relevance_score": report.rank,
         },
     )
+
+
+def graph_documents(
+    graph: GraphSearch, query: str, mode: str, top_k: int, chunk_search: Callable[[str, str, int], list[Document]]
+) -> list[Document]:
+    """RagStore.search for ``local`` (the chunks naming the question's entities, in the graph's order;
+    score 1/rank), ``global`` (community reports, best rank first) and ``auto`` (the router's choice,
+    which may be a chunk search: ``chunk_search(query, mode, top_k)``)."""
+    chosen = route(mode, query, graph_ready=graph.is_ready() if mode == "auto" else True).mode
+    if chosen == "local":
+        docs = graph.local(query, max_text_units=top_k).documents
+        return [
+            Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, SCORE_KEY: round(1 / rank, 6)})
+            for rank, d in enumerate(docs, start=1)
+        ]
+    if chosen == "global":
+        return [report_document(r) for r in graph.reports()][:top_k]
+    return chunk_search(query, chosen, top_k)
 
 
 def text_unit_document(unit: TextUnit, metadata: dict) -> Document:
