@@ -20,12 +20,14 @@ export RAG_MODE := $(value MODE)
 export RAG_DEMO_Q := $(value DEMO_Q)
 export RAG_MCP_HTTP := $(value MCP_HTTP)
 export RAG_WORKERS := $(value WORKERS)
+export RAG_WEB_HOST := $(value WEB_HOST)
+export RAG_WEB_PORT := $(value WEB_PORT)
 # make exports command-line variables to recipes, expanding them ($(shell …) would run): not these.
-unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS
+unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS WEB_HOST WEB_PORT
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask graph docs remove watch serve evaluate tune real-corpus bench test lint db-stop db-status build up up-scale down shell compose-check clean
+.PHONY: help setup models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test lint db-stop db-status build up up-scale down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -76,6 +78,9 @@ watch: $(DEPS) ## keep the store in sync with data/ as files change (Ctrl-C to s
 
 serve: $(DEPS) ## MCP server over HTTP, models loaded once, data/ synced while serving [MCP_HTTP=127.0.0.1:8765]
 	$(PY) -m app.mcp --watch --http "$${RAG_MCP_HTTP:-127.0.0.1:8765}"
+
+web: $(DEPS) ## the web page on http://127.0.0.1:8780, models loaded once, data/ synced while serving [WEB_HOST=… WEB_PORT=…]
+	$(PY) -m app.web --watch --host "$${RAG_WEB_HOST:-127.0.0.1}" --port "$${RAG_WEB_PORT:-8780}"
 
 evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...]
 	$(PY) -m app.evaluate $(MODE_ARG)

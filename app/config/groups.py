@@ -327,15 +327,22 @@ class ServerSettings:
     """Network surfaces (docs/security.md): the MCP server's bearer token and the accepted
     Host/Origin headers."""
 
-    VARIABLES: ClassVar[tuple[str, ...]] = ("MCP_TOKEN", "MCP_TOKEN_FILE", "ALLOWED_HOSTS", "ALLOWED_ORIGINS")
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "MCP_TOKEN",
+        "MCP_TOKEN_FILE",
+        "WEB_TOKEN",
+        "ALLOWED_HOSTS",
+        "ALLOWED_ORIGINS",
+    )
     mcp_token: str = ""  # MCP_TOKEN; empty: generated once into mcp_token_file
     mcp_token_file: Path = Path(".secrets/mcp_token")  # MCP_TOKEN_FILE (0600)
+    web_token: str = ""  # WEB_TOKEN: the shared secret the web page needs beyond loopback
     allowed_hosts: tuple[str, ...] = ()  # ALLOWED_HOSTS: Host names accepted besides the bound address
     allowed_origins: tuple[str, ...] = ()  # ALLOWED_ORIGINS: browser Origins accepted (none by default)
 
     def __repr__(self) -> str:
         """Shown with the token masked."""
-        return shown(self, frozenset({"mcp_token"}))
+        return shown(self, frozenset({"mcp_token", "web_token"}))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ServerSettings:
@@ -343,6 +350,7 @@ class ServerSettings:
         return cls(
             mcp_token=env.get("MCP_TOKEN", "").strip(),
             mcp_token_file=Path(env.get("MCP_TOKEN_FILE") or ".secrets/mcp_token"),
+            web_token=env.get("WEB_TOKEN", "").strip(),
             allowed_hosts=read.items(env, "ALLOWED_HOSTS"),
             allowed_origins=read.items(env, "ALLOWED_ORIGINS"),
         )

@@ -244,8 +244,9 @@ class RagService:
         docs = self.store.search(query, search_mode=mode, top_k=k)
         return [search_hit(doc, query, mode, self.settings) for doc in docs]
 
-    def ask(self, question: Any, mode: Any = "hybrid") -> AskResult:
-        """Answer with the LangGraph workflow: answer, sources (cited first), abstention, timings."""
+    def ask(self, question: Any, mode: Any = "hybrid", on_token: Callable[[str], None] | None = None) -> AskResult:
+        """Answer with the LangGraph workflow: answer, sources (cited first), abstention, timings;
+        ``on_token`` gets each generated piece as it comes (the web page streams them)."""
         from app.graph import run_rag
 
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
@@ -259,6 +260,8 @@ class RagService:
                 mode=mode,
                 graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens),
             )
+        if on_token is not None:
+            ctx = replace(ctx, on_token=on_token)
         with self._llm_lock:
             state = run_rag(question, ctx)
         cited = list(state.get("cited_sources") or [])

@@ -1,0 +1,114 @@
+"""The web page's HTTP surface (Starlette): the page, the streamed answer, the stored documents.
+
+Routes:
+
+* ``GET /`` — the page (Japanese interface, :mod:`app.web.page`);
+* ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid"}``; the answer as Server-Sent Events:
+  ``queued`` (questions ahead), ``token`` (a generated piece), then ``done`` (the answer, its quote,
+  sources cited first, abstention, timings) or ``error`` (one line);
+* ``GET /api/documents`` — what is stored.
+
+The service (:class:`app.mcp.service.RagService`: models and pool loaded once) is handed in, so tests
+pass a fake; questions take turns on the one in-process model (:class:`app.web.turns.Turns`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from app.errors import RagError
+from app.web.page import PAGE
+from app.web.turns import Turns
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 2000
+
+
+def sse(kind: str, data: dict[str, Any]) -> str:
+    """One Server-Sent Event: ``event: kind`` and its JSON data (Japanese kept readable)."""
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def read_question(body: Any) -> tuple[str, str]:
+    """``(question, mode)`` from the request's JSON; ValueError with the one line the page shows."""
+    if not isinstance(body, dict):
+        raise ValueError("質問を JSON で送ってください")
+    question = body.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("質問を入力してください")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"質問が長すぎます（{MAX_QUESTION_CHARS} 文字まで）")
+    mode = body.get("mode") or "hybrid"
+    if not isinstance(mode, str):
+        raise ValueError("mode は文字列で指定してください")
+    return question.strip(), mode
+
+
+async def answer_events(service: Any, turns: Turns, question: str, mode: str) -> AsyncIterator[str]:
+    """The answer to ``question`` as events, generated in a worker thread while this streams them."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+
+    def put(kind: str, data: dict[str, Any]) -> None:
+        loop.call_soon_threadsafe(events.put_nowait, (kind, data))
+
+    def work() -> None:
+        try:
+            with turns.turn(lambda ahead: put("queued", {"ahead": ahead})):
+                result = service.ask(question, mode, on_token=lambda piece: put("token", {"text": piece}))
+            put("done", dict(result))
+        except (RagError, ValueError) as exc:
+            put("error", {"message": str(exc)})
+        except Exception as exc:  # the page gets one line; the log keeps the type, never the question
+            log.exception("ask failed (%s)", type(exc).__name__)
+            put("error", {"message": f"回答できませんでした（{type(exc).__name__}）"})
+
+    worker = loop.run_in_executor(None, work)
+    while True:
+        kind, data = await events.get()
+        yield sse(kind, data)
+        if kind in ("done", "error"):
+            break
+    await worker
+
+
+def create_app(service: Any, turns: Turns | None = None) -> Starlette:
+    """The web app over ``service`` (``ask``, ``list_documents``)."""
+    turns = turns or Turns()
+
+    async def page(request: Request) -> Response:
+        return HTMLResponse(PAGE)
+
+    async def ask(request: Request) -> Response:
+        try:
+            question, mode = read_question(await request.json())
+        except json.JSONDecodeError:
+            return JSONResponse({"error": "質問を JSON で送ってください"}, status_code=400)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return StreamingResponse(
+            answer_events(service, turns, question, mode),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def documents(request: Request) -> Response:
+        return JSONResponse(await asyncio.to_thread(service.list_documents))
+
+    return Starlette(
+        routes=[
+            Route("/", page, methods=["GET"]),
+            Route("/api/ask", ask, methods=["POST"]),
+            Route("/api/documents", documents, methods=["GET"]),
+        ]
+    )

@@ -1,0 +1,125 @@
+"""The page itself: one HTML document with its script, no external resources (nothing leaves the
+building, and it works offline). Every text from the server is set with ``textContent``, never as
+HTML, so a document's text cannot run in the page."""
+
+PAGE = """<!doctype html>
+<html lang="ja">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>社内文書に質問する</title>
+<style>
+body { font-family: system-ui, "Noto Sans JP", sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem;
+       color: #1d1d1f; }
+h1 { font-size: 1.4rem; }
+form { display: flex; gap: .5rem; flex-wrap: wrap; }
+#question { flex: 1 1 28rem; font-size: 1rem; padding: .5rem; }
+button, select { font-size: 1rem; padding: .5rem .9rem; }
+#status { color: #555; min-height: 1.4em; margin: .8rem 0 .2rem; }
+#answer { white-space: pre-wrap; font-size: 1.05rem; line-height: 1.7; min-height: 2em; }
+#answer.abstained { color: #8a4b00; }
+#quote { border-left: 4px solid #7a9; padding: .3rem .8rem; margin: .8rem 0; color: #234; }
+#sources li { margin: .2rem 0; }
+.cited { font-weight: 600; }
+#timings { color: #666; font-size: .85rem; white-space: pre-wrap; }
+</style>
+</head>
+<body>
+<h1>社内文書に質問する</h1>
+<form id="ask">
+  <input id="question" name="question" maxlength="2000" autocomplete="off"
+         placeholder="例: サポート窓口の受付時間は？" required>
+  <select id="mode" name="mode" title="検索の方法">
+    <option value="hybrid">通常（ハイブリッド）</option>
+    <option value="auto">自動（グラフ検索も）</option>
+    <option value="local">グラフ（ローカル）</option>
+    <option value="global">グラフ（全体の要約）</option>
+    <option value="vector">ベクトルのみ</option>
+    <option value="keyword">キーワードのみ</option>
+  </select>
+  <button id="send" type="submit">質問する</button>
+</form>
+<p id="status" role="status"></p>
+<div id="answer" aria-live="polite"></div>
+<blockquote id="quote" hidden></blockquote>
+<section id="sources-box" hidden>
+  <h2>出典</h2>
+  <ol id="sources"></ol>
+</section>
+<details id="timings-box" hidden><summary>処理時間</summary><div id="timings"></div></details>
+<script>
+const $ = (id) => document.getElementById(id);
+
+function parseEvents(buffer, onEvent) {
+  let cut;
+  while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
+    const block = buffer.slice(0, cut);
+    buffer = buffer.slice(cut + 2);
+    let kind = "message", data = "";
+    for (const line of block.split("\\n")) {
+      if (line.startsWith("event: ")) kind = line.slice(7);
+      else if (line.startsWith("data: ")) data += line.slice(6);
+    }
+    onEvent(kind, data ? JSON.parse(data) : {});
+  }
+  return buffer;
+}
+
+function showDone(result) {
+  $("answer").textContent = result.answer;
+  $("answer").classList.toggle("abstained", Boolean(result.abstained));
+  $("status").textContent = result.abstained ? "資料に答えが見つかりませんでした。近い出典を示します。" : "";
+  if (result.quote) { $("quote").textContent = result.quote; $("quote").hidden = false; }
+  const cited = new Set(result.cited_sources || []);
+  const list = $("sources");
+  for (const [i, source] of (result.sources || []).entries()) {
+    const item = document.createElement("li");
+    item.textContent = source;
+    item.dataset.source = source;
+    if (cited.has(source)) item.className = "cited";
+    list.appendChild(item);
+  }
+  $("sources-box").hidden = list.children.length === 0;
+  $("timings").textContent = JSON.stringify(result.timings || {}, null, 1);
+  $("timings-box").hidden = false;
+}
+
+$("ask").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  for (const id of ["quote", "sources-box", "timings-box"]) $(id).hidden = true;
+  $("answer").textContent = ""; $("sources").textContent = ""; $("answer").className = "";
+  $("status").textContent = "検索しています…";
+  $("send").disabled = true;
+  try {
+    const response = await fetch("/api/ask", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ question: $("question").value, mode: $("mode").value }),
+    });
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      $("status").textContent = body.error || `エラー (${response.status})`;
+      return;
+    }
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer = parseEvents(buffer + value, (kind, data) => {
+        if (kind === "queued") $("status").textContent = `順番待ち: 前に ${data.ahead} 件`;
+        else if (kind === "token") { $("status").textContent = ""; $("answer").textContent += data.text; }
+        else if (kind === "done") showDone(data);
+        else if (kind === "error") $("status").textContent = data.message;
+      });
+    }
+  } catch (error) {
+    $("status").textContent = "サーバーに接続できませんでした。";
+  } finally {
+    $("send").disabled = false;
+  }
+});
+</script>
+</body>
+</html>
+"""

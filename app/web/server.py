@@ -1,0 +1,36 @@
+"""Running the web page: the warm service (models and pool loaded once, the data folder watched if
+asked), the app behind its guard, uvicorn without an access log (a URL may carry the secret once)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings
+from app.web.app import create_app
+from app.web.guard import web_guard
+
+
+def guarded_app(service: Any, settings: Settings, host: str, port: int) -> Any:
+    """The web app over ``service`` behind :class:`app.web.guard.WebGuard` for ``host:port``."""
+    return web_guard(
+        create_app(service),
+        settings.servers.web_token or None,
+        host,
+        port,
+        settings.servers.allowed_hosts,
+        settings.servers.allowed_origins,
+    )
+
+
+def serve(
+    settings: Settings, data_dir: Path, host: str, port: int, watch: bool, debounce_ms: int, preload_llm: bool = True
+) -> None:
+    """Load the service, then serve the page on ``host:port`` until Ctrl-C."""
+    import uvicorn
+
+    from app.mcp.server import make_service_factory
+
+    service = make_service_factory(settings, data_dir, watch, debounce_ms, preload_llm)()
+    app = guarded_app(service, settings, host, port)
+    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")

@@ -1,0 +1,147 @@
+"""app.web: the page, the streamed answer as Server-Sent Events, the question checks, the turns."""
+
+import json
+import threading
+import time
+
+import pytest
+from starlette.testclient import TestClient
+
+from app.errors import StoreNotReadyError
+from app.web.app import create_app, read_question, sse
+from app.web.turns import Turns
+
+
+class FakeService:
+    """``ask`` streams the answer in three pieces, then returns the MCP service's result shape."""
+
+    def __init__(self, fail: Exception | None = None):
+        self.fail, self.asked = fail, []
+
+    def ask(self, question, mode="hybrid", on_token=None):
+        self.asked.append((question, mode))
+        if self.fail:
+            raise self.fail
+        for piece in ("受付時間は", "平日9時から18時です", "[1]"):
+            on_token(piece)
+        return {
+            "answer": "受付時間は平日9時から18時です[1]",
+            "quote": "根拠: 「平日9時から18時」[1]",
+            "mode": mode,
+            "sources": ["faq.csv:r2", "faq.csv:r1"],
+            "cited_sources": ["faq.csv:r2"],
+            "abstained": None,
+            "warnings": [],
+            "keyword_only": None,
+            "timings": {"retrieve": 0.01},
+        }
+
+    def list_documents(self):
+        return [{"doc_id": "csv/faq.csv", "chunks": 3}]
+
+
+def events(text: str) -> list[tuple[str, dict]]:
+    """The (event, data) pairs of an SSE body."""
+    out = []
+    for block in text.strip().split("\n\n"):
+        kind, data = block.split("\n")
+        out.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return out
+
+
+def test_sse_is_one_event_with_readable_japanese():
+    assert sse("token", {"text": "受付"}) == 'event: token\ndata: {"text": "受付"}\n\n'
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ([], "質問を JSON で送ってください"),
+        ({}, "質問を入力してください"),
+        ({"question": "   "}, "質問を入力してください"),
+        ({"question": "あ" * 2001}, "質問が長すぎます（2000 文字まで）"),
+        ({"question": "受付時間", "mode": 3}, "mode は文字列で指定してください"),
+    ],
+)
+def test_bad_questions_are_one_line(body, message):
+    with pytest.raises(ValueError) as err:
+        read_question(body)
+    assert str(err.value) == message
+
+
+def test_the_page_is_japanese_and_loads_nothing_from_elsewhere():
+    page = TestClient(create_app(FakeService())).get("/")
+    assert page.status_code == 200 and '<html lang="ja">' in page.text and "質問する" in page.text
+    assert "http://" not in page.text and "https://" not in page.text and "innerHTML" not in page.text
+
+
+def test_the_answer_streams_token_by_token_then_the_sources():
+    service = FakeService()
+    response = TestClient(create_app(service)).post("/api/ask", json={"question": " 受付時間は？ ", "mode": "keyword"})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    got = events(response.text)
+    assert [k for k, _ in got] == ["token", "token", "token", "done"]
+    assert "".join(d["text"] for k, d in got if k == "token") == got[-1][1]["answer"]
+    assert got[-1][1]["cited_sources"] == ["faq.csv:r2"] and got[-1][1]["mode"] == "keyword"
+    assert service.asked == [("受付時間は？", "keyword")]
+
+
+def test_a_failure_is_one_error_event():
+    app = create_app(FakeService(fail=StoreNotReadyError("nothing is stored yet; run `make ingest`")))
+    got = events(TestClient(app).post("/api/ask", json={"question": "受付時間は？"}).text)
+    assert got == [("error", {"message": "nothing is stored yet; run `make ingest`"})]
+
+
+def test_an_unexpected_failure_names_only_its_type():
+    got = events(
+        TestClient(create_app(FakeService(fail=KeyError("秘密")))).post("/api/ask", json={"question": "q"}).text
+    )
+    assert got == [("error", {"message": "回答できませんでした（KeyError）"})]
+
+
+def test_a_bad_request_is_400_with_one_line():
+    client = TestClient(create_app(FakeService()))
+    assert client.post("/api/ask", content=b"{").json() == {"error": "質問を JSON で送ってください"}
+    response = client.post("/api/ask", json={"question": ""})
+    assert response.status_code == 400 and response.json() == {"error": "質問を入力してください"}
+
+
+def test_documents_lists_the_store():
+    assert TestClient(create_app(FakeService())).get("/api/documents").json() == [
+        {"doc_id": "csv/faq.csv", "chunks": 3}
+    ]
+
+
+def test_turns_serve_in_order_and_tell_each_how_many_are_ahead():
+    turns, order, told = Turns(), [], {}
+    first_in = threading.Event()
+    release = threading.Event()
+
+    def first():
+        with turns.turn():
+            first_in.set()
+            release.wait(5)
+            order.append("first")
+
+    def later(name):
+        with turns.turn(lambda ahead: told.setdefault(name, []).append(ahead)):
+            order.append(name)
+
+    t1 = threading.Thread(target=first)
+    t1.start()
+    first_in.wait(5)
+    t2 = threading.Thread(target=later, args=("second",))
+    t2.start()
+    while turns.waiting() < 2:
+        time.sleep(0.01)
+    t3 = threading.Thread(target=later, args=("third",))
+    t3.start()
+    while turns.waiting() < 3:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    release.set()
+    for t in (t1, t2, t3):
+        t.join(5)
+    assert order == ["first", "second", "third"]
+    assert told["second"] == [1] and told["third"][0] == 2 and turns.waiting() == 0
+    assert told["third"] in ([2], [2, 1])  # 1 too when it woke before the second one was done

@@ -1,0 +1,77 @@
+"""app.web.guard and the command's checks: Host, Origin, the shared secret beyond loopback."""
+
+import pytest
+from starlette.testclient import TestClient
+
+from app.cli import web as web_cli
+from app.config import Settings
+from app.web.guard import COOKIE
+from app.web.server import guarded_app
+from tests.test_web_app import FakeService
+
+SECRET = "s3cret-web-token"
+
+
+def client(host: str, port: int, token: str = "", **servers) -> TestClient:
+    settings = Settings().changed(servers={"web_token": token, **servers})
+    return TestClient(guarded_app(FakeService(), settings, host, port), base_url=f"http://127.0.0.1:{port}")
+
+
+def test_on_loopback_the_page_needs_no_secret_but_its_own_host_and_origin():
+    c = client("127.0.0.1", 8780)
+    assert c.get("/").status_code == 200
+    assert c.get("/", headers={"Host": "localhost:8780"}).status_code == 200
+    assert c.get("/", headers={"Host": "attacker.example:8780"}).status_code == 421  # DNS rebinding
+    own = {"Origin": "http://127.0.0.1:8780"}
+    assert c.post("/api/ask", json={"question": "受付時間"}, headers=own).status_code == 200
+    other = c.post("/api/ask", json={"question": "受付時間"}, headers={"Origin": "http://localhost:9999"})
+    assert other.status_code == 403 and "ALLOWED_ORIGINS" in other.json()["error"]
+
+
+def test_beyond_loopback_the_secret_is_needed_and_the_url_sets_a_strict_cookie():
+    c = client("0.0.0.0", 8780, token=SECRET)
+    assert c.get("/").status_code == 401
+    assert c.get("/?token=wrong", follow_redirects=False).status_code == 401
+    opened = c.get(f"/?token={SECRET}", follow_redirects=False)
+    assert opened.status_code == 303 and opened.headers["location"] == "/"
+    cookie = opened.headers["set-cookie"]
+    assert f"{COOKIE}={SECRET}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert c.get("/").status_code == 200  # the client now sends the cookie
+    fresh = client("0.0.0.0", 8780, token=SECRET)
+    assert fresh.get(f"/api/documents?token={SECRET}").status_code == 401  # only / takes the secret in the URL
+
+
+def test_beyond_loopback_a_bearer_header_works_for_scripts():
+    c = client("0.0.0.0", 8780, token=SECRET)
+    assert c.get("/api/documents", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 200
+    assert c.get("/api/documents", headers={"Authorization": "Bearer nope"}).status_code == 401
+
+
+def test_allowed_hosts_and_origins_extend_the_lists():
+    c = client("127.0.0.1", 8780, allowed_hosts=("rag.example",), allowed_origins=("https://rag.example",))
+    headers = {"Host": "rag.example", "Origin": "https://rag.example"}
+    assert c.post("/api/ask", json={"question": "q"}, headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "host, expected",
+    [
+        ("127.0.0.1", ["web page on http://127.0.0.1:8780/ (Ctrl-C to stop)"]),
+        ("::1", ["web page on http://[::1]:8780/ (Ctrl-C to stop)"]),
+    ],
+)
+def test_start_lines_on_loopback(host, expected):
+    assert web_cli.start_lines(host, 8780, "") == expected
+
+
+def test_start_lines_beyond_loopback_warn_and_never_show_the_secret():
+    lines = web_cli.start_lines("0.0.0.0", 8780, SECRET)
+    assert lines[0] == "web page on http://127.0.0.1:8780/ (Ctrl-C to stop)"
+    assert lines[1].startswith("warning: listening on 0.0.0.0: every request needs WEB_TOKEN")
+    assert SECRET not in "\n".join(lines)
+
+
+def test_listening_beyond_loopback_without_a_secret_is_one_line(clean_env, capsys):
+    assert web_cli.main(["--host", "0.0.0.0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Error: listening on 0.0.0.0 lets other machines ask: set WEB_TOKEN") and err.count("\n") == 1
