@@ -29,6 +29,7 @@ from app.storage.chunks import (
     delete_legacy_chunks,
     list_documents,
     replace_document,
+    source_chunks,
     vectors_by_hash,
 )
 from app.storage.collection import collection_id, count_chunks
@@ -117,6 +118,7 @@ __all__ = [
     "keyword_search",
     "keyword_search_params",
     "list_documents",
+    "source_chunks",
     "make_vectorstore",
     "open_store",
     "replace_document",

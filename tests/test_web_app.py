@@ -61,6 +61,8 @@ def test_sse_is_one_event_with_readable_japanese():
         ({"question": "   "}, "質問を入力してください"),
         ({"question": "あ" * 2001}, "質問が長すぎます（2000 文字まで）"),
         ({"question": "受付時間", "mode": 3}, "mode は文字列で指定してください"),
+        ({"question": "受付時間", "history": "前の質問"}, "history は文字列のリストで指定してください"),
+        ({"question": "受付時間", "history": [1]}, "history は文字列のリストで指定してください"),
     ],
 )
 def test_bad_questions_are_one_line(body, message):
@@ -80,23 +82,32 @@ def test_the_answer_streams_token_by_token_then_the_sources():
     response = TestClient(create_app(service)).post("/api/ask", json={"question": " 受付時間は？ ", "mode": "keyword"})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     got = events(response.text)
-    assert [k for k, _ in got] == ["token", "token", "token", "done"]
+    assert [k for k, _ in got] == ["searched", "token", "token", "token", "done"]
+    assert got[0][1] == {"question": "受付時間は？", "rewritten": False}
     assert "".join(d["text"] for k, d in got if k == "token") == got[-1][1]["answer"]
     assert got[-1][1]["cited_sources"] == ["faq.csv:r2"] and got[-1][1]["mode"] == "keyword"
     assert service.asked == [("受付時間は？", "keyword")]
 
 
+def test_a_follow_up_is_searched_as_a_question_that_stands_alone():
+    service = FakeService()
+    body = {"question": "それは土日も？", "history": ["古い質問", "サポート窓口の受付時間は？"]}
+    got = events(TestClient(create_app(service)).post("/api/ask", json=body).text)
+    assert got[0] == ("searched", {"question": "サポート窓口の受付時間は土日も？", "rewritten": True})
+    assert service.asked == [("サポート窓口の受付時間は土日も？", "hybrid")]
+
+
 def test_a_failure_is_one_error_event():
     app = create_app(FakeService(fail=StoreNotReadyError("nothing is stored yet; run `make ingest`")))
     got = events(TestClient(app).post("/api/ask", json={"question": "受付時間は？"}).text)
-    assert got == [("error", {"message": "nothing is stored yet; run `make ingest`"})]
+    assert got[1:] == [("error", {"message": "nothing is stored yet; run `make ingest`"})]
 
 
 def test_an_unexpected_failure_names_only_its_type():
     got = events(
         TestClient(create_app(FakeService(fail=KeyError("秘密")))).post("/api/ask", json={"question": "q"}).text
     )
-    assert got == [("error", {"message": "回答できませんでした（KeyError）"})]
+    assert got[1:] == [("error", {"message": "回答できませんでした（KeyError）"})]
 
 
 def test_a_bad_request_is_400_with_one_line():

@@ -54,6 +54,11 @@ _DOC_CHUNKS = (
     "OR (cmetadata->>'doc_id' IS NULL AND cmetadata->>'file' = :file))"
 )
 SQL_DELETE_DOC_CHUNKS = sql("DELETE FROM {chunks} WHERE " + _DOC_CHUNKS)
+# The chunks of one source (a PDF page, a CSV row, a section), in their order: what a source shows.
+SQL_SOURCE_CHUNKS = sql(
+    "SELECT document, cmetadata FROM {chunks} WHERE collection_id = :collection AND cmetadata->>'source' = :source "
+    "ORDER BY (cmetadata->>'chunk_index')::int, id LIMIT :limit"
+)
 # A replaced document keeps its chunk rows whose id and metadata are unchanged (the id covers the
 # text, its context and position; the metadata the embedding model): only the others are
 # deleted and inserted, so a one-row edit rewrites one row and its BM25 statistics.
@@ -200,6 +205,28 @@ def list_documents(engine: Engine, collection_name: str) -> list[dict]:
         return []
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(text(SQL_LIST_DOCUMENTS), {"collection": collection})]
+
+
+def source_chunks(engine: Engine, collection_name: str, source: str, limit: int = 50) -> list[dict]:
+    """The stored chunks of one source (``faq.csv:r2``, ``guide.pdf:p3``), in order: each as
+    ``{"text", "doc_id", "context", "title", "chunk_index"}``; ``[]`` when there is none."""
+    from sqlalchemy import text
+
+    collection = collection_id(engine, collection_name)
+    if collection is None:
+        return []
+    with engine.connect() as conn:
+        rows = conn.execute(text(SQL_SOURCE_CHUNKS), {"collection": collection, "source": source, "limit": limit})
+        return [
+            {
+                "text": document,
+                "doc_id": meta.get("doc_id", ""),
+                "context": meta.get("context", ""),
+                "title": meta.get("title", ""),
+                "chunk_index": meta.get("chunk_index", 0),
+            }
+            for document, meta in rows
+        ]
 
 
 def vectors_by_hash(engine: Engine, hashes: Sequence[str], model: str) -> dict[str, list[float]]:

@@ -3,10 +3,13 @@
 Routes:
 
 * ``GET /`` — the page (Japanese interface, :mod:`app.web.page`);
-* ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid"}``; the answer as Server-Sent Events:
-  ``queued`` (questions ahead), ``token`` (a generated piece), then ``done`` (the answer, its quote,
-  sources cited first, abstention, timings) or ``error`` (one line);
-* ``GET /api/documents`` — what is stored.
+* ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid", "history": ["earlier question", …]}``;
+  the answer as Server-Sent Events: ``searched`` (the question as searched: a follow-up made to stand
+  alone, app.web.followup), ``queued`` (questions ahead), ``token`` (a generated piece), then
+  ``done`` (the answer, its quote, sources cited first, abstention, timings) or ``error`` (one line);
+* ``GET /api/documents`` — what is stored;
+* ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources);
+* ``GET /files/<doc_id>`` — a stored PDF, for the browser's own viewer (``#page=N``).
 
 The service (:class:`app.mcp.service.RagService`: models and pool loaded once) is handed in, so tests
 pass a fake; questions take turns on the one in-process model (:class:`app.web.turns.Turns`).
@@ -17,21 +20,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.errors import RagError
+from app.web.followup import standalone
 from app.web.page import PAGE
 from app.web.turns import Turns
 
 log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
+HISTORY_KEPT = 3  # earlier questions a follow-up may refer to
 
 
 def sse(kind: str, data: dict[str, Any]) -> str:
@@ -39,8 +45,8 @@ def sse(kind: str, data: dict[str, Any]) -> str:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def read_question(body: Any) -> tuple[str, str]:
-    """``(question, mode)`` from the request's JSON; ValueError with the one line the page shows."""
+def read_question(body: Any) -> tuple[str, str, list[str]]:
+    """``(question, mode, history)`` from the request's JSON; ValueError with the one line the page shows."""
     if not isinstance(body, dict):
         raise ValueError("質問を JSON で送ってください")
     question = body.get("question")
@@ -51,11 +57,19 @@ def read_question(body: Any) -> tuple[str, str]:
     mode = body.get("mode") or "hybrid"
     if not isinstance(mode, str):
         raise ValueError("mode は文字列で指定してください")
-    return question.strip(), mode
+    history = body.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
+        raise ValueError("history は文字列のリストで指定してください")
+    return question.strip(), mode, [h[:MAX_QUESTION_CHARS] for h in history[-HISTORY_KEPT:]]
 
 
-async def answer_events(service: Any, turns: Turns, question: str, mode: str) -> AsyncIterator[str]:
-    """The answer to ``question`` as events, generated in a worker thread while this streams them."""
+async def answer_events(
+    service: Any, turns: Turns, question: str, mode: str, history: list[str] = ()
+) -> AsyncIterator[str]:
+    """The answer to ``question`` (made to stand alone after ``history``) as events, generated in a
+    worker thread while this streams them."""
+    searched = standalone(question, history)
+    yield sse("searched", {"question": searched, "rewritten": searched != question})
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
 
@@ -65,7 +79,7 @@ async def answer_events(service: Any, turns: Turns, question: str, mode: str) ->
     def work() -> None:
         try:
             with turns.turn(lambda ahead: put("queued", {"ahead": ahead})):
-                result = service.ask(question, mode, on_token=lambda piece: put("token", {"text": piece}))
+                result = service.ask(searched, mode, on_token=lambda piece: put("token", {"text": piece}))
             put("done", dict(result))
         except (RagError, ValueError) as exc:
             put("error", {"message": str(exc)})
@@ -82,8 +96,14 @@ async def answer_events(service: Any, turns: Turns, question: str, mode: str) ->
     await worker
 
 
-def create_app(service: Any, turns: Turns | None = None) -> Starlette:
-    """The web app over ``service`` (``ask``, ``list_documents``)."""
+def create_app(
+    service: Any,
+    turns: Turns | None = None,
+    view_source: Callable[[str], dict | None] = lambda source: None,
+    document_path: Callable[[str], Path | None] = lambda doc_id: None,
+) -> Starlette:
+    """The web app over ``service`` (``ask``, ``list_documents``); ``view_source`` and
+    ``document_path`` look a source and a stored document's file up (None: not in the store)."""
     turns = turns or Turns()
 
     async def page(request: Request) -> Response:
@@ -91,13 +111,13 @@ def create_app(service: Any, turns: Turns | None = None) -> Starlette:
 
     async def ask(request: Request) -> Response:
         try:
-            question, mode = read_question(await request.json())
+            question, mode, history = read_question(await request.json())
         except json.JSONDecodeError:
             return JSONResponse({"error": "質問を JSON で送ってください"}, status_code=400)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return StreamingResponse(
-            answer_events(service, turns, question, mode),
+            answer_events(service, turns, question, mode, history),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -105,10 +125,25 @@ def create_app(service: Any, turns: Turns | None = None) -> Starlette:
     async def documents(request: Request) -> Response:
         return JSONResponse(await asyncio.to_thread(service.list_documents))
 
+    async def source(request: Request) -> Response:
+        wanted = request.query_params.get("id", "")
+        view = await asyncio.to_thread(view_source, wanted) if wanted else None
+        if view is None:
+            return JSONResponse({"error": "この出典は保存されていません"}, status_code=404)
+        return JSONResponse(view)
+
+    async def document_file(request: Request) -> Response:
+        path = await asyncio.to_thread(document_path, request.path_params["doc_id"])
+        if path is None or path.suffix.lower() != ".pdf":
+            return JSONResponse({"error": "この文書は保存されていません"}, status_code=404)
+        return FileResponse(path, media_type="application/pdf", filename=path.name, content_disposition_type="inline")
+
     return Starlette(
         routes=[
             Route("/", page, methods=["GET"]),
             Route("/api/ask", ask, methods=["POST"]),
             Route("/api/documents", documents, methods=["GET"]),
+            Route("/api/source", source, methods=["GET"]),
+            Route("/files/{doc_id:path}", document_file, methods=["GET"]),
         ]
     )

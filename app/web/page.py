@@ -15,6 +15,7 @@ h1 { font-size: 1.4rem; }
 form { display: flex; gap: .5rem; flex-wrap: wrap; }
 #question { flex: 1 1 28rem; font-size: 1rem; padding: .5rem; }
 button, select { font-size: 1rem; padding: .5rem .9rem; }
+#searched { color: #555; font-size: .9rem; margin: .6rem 0 0; }
 #status { color: #555; min-height: 1.4em; margin: .8rem 0 .2rem; }
 #answer { white-space: pre-wrap; font-size: 1.05rem; line-height: 1.7; min-height: 2em; }
 #answer.abstained { color: #8a4b00; }
@@ -22,6 +23,12 @@ button, select { font-size: 1rem; padding: .5rem .9rem; }
 #sources li { margin: .2rem 0; }
 .cited { font-weight: 600; }
 #timings { color: #666; font-size: .85rem; white-space: pre-wrap; }
+#sources a { cursor: pointer; color: #0a58ca; text-decoration: underline; }
+#viewer { border: 1px solid #ccd; border-radius: 6px; padding: .6rem .9rem; margin: .6rem 0; }
+#viewer table { border-collapse: collapse; }
+#viewer th, #viewer td { border: 1px solid #ccd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
+#viewer-text { white-space: pre-wrap; line-height: 1.7; }
+mark { background: #fff1a8; }
 </style>
 </head>
 <body>
@@ -38,13 +45,20 @@ button, select { font-size: 1rem; padding: .5rem .9rem; }
     <option value="keyword">キーワードのみ</option>
   </select>
   <button id="send" type="submit">質問する</button>
+  <button id="reset" type="button" title="前の質問を引き継がずに聞き直す">新しい会話</button>
 </form>
+<p id="searched" hidden></p>
 <p id="status" role="status"></p>
 <div id="answer" aria-live="polite"></div>
 <blockquote id="quote" hidden></blockquote>
 <section id="sources-box" hidden>
   <h2>出典</h2>
   <ol id="sources"></ol>
+  <div id="viewer" hidden>
+    <p id="viewer-title"></p>
+    <table id="viewer-table" hidden><tbody></tbody></table>
+    <div id="viewer-text"></div>
+  </div>
 </section>
 <details id="timings-box" hidden><summary>処理時間</summary><div id="timings"></div></details>
 <script>
@@ -65,16 +79,66 @@ function parseEvents(buffer, onEvent) {
   return buffer;
 }
 
+let lastQuote = "";
+let history = [];  // the questions as searched, oldest first (a follow-up refers to the last)
+
+$("reset").addEventListener("click", () => {
+  history = [];
+  $("searched").hidden = true;
+  $("question").value = "";
+  $("question").focus();
+});
+
+function highlighted(container, text, passage) {
+  container.textContent = "";
+  const at = passage ? text.indexOf(passage) : -1;
+  if (at < 0) { container.textContent = text; return; }
+  const mark = document.createElement("mark");
+  mark.textContent = passage;
+  container.append(text.slice(0, at), mark, text.slice(at + passage.length));
+  mark.scrollIntoView({ block: "nearest" });
+}
+
+async function openSource(source) {
+  const response = await fetch("/api/source?id=" + encodeURIComponent(source));
+  const view = await response.json();
+  if (!response.ok) { $("status").textContent = view.error; return; }
+  if (view.kind === "page" && view.doc_id.toLowerCase().endsWith(".pdf")) {
+    window.open("/files/" + view.doc_id.split("/").map(encodeURIComponent).join("/") + "#page=" + view.number,
+                "_blank", "noopener");
+    return;
+  }
+  $("viewer-title").textContent = view.source + (view.context ? "　" + view.context : "");
+  const body = $("viewer-table").tBodies[0];
+  body.textContent = "";
+  for (const [name, value] of view.cells) {
+    const row = body.insertRow();
+    const th = document.createElement("th");
+    th.textContent = name;
+    row.appendChild(th);
+    row.insertCell().textContent = value;
+  }
+  $("viewer-table").hidden = view.cells.length === 0;
+  if (view.cells.length) $("viewer-text").textContent = "";
+  else highlighted($("viewer-text"), view.text, lastQuote);
+  $("viewer").hidden = false;
+}
+
 function showDone(result) {
   $("answer").textContent = result.answer;
   $("answer").classList.toggle("abstained", Boolean(result.abstained));
   $("status").textContent = result.abstained ? "資料に答えが見つかりませんでした。近い出典を示します。" : "";
   if (result.quote) { $("quote").textContent = result.quote; $("quote").hidden = false; }
+  const quoted = /「(.+?)」/.exec(result.quote || "");
+  lastQuote = quoted ? quoted[1].replace(/…$/, "") : "";
   const cited = new Set(result.cited_sources || []);
   const list = $("sources");
   for (const [i, source] of (result.sources || []).entries()) {
     const item = document.createElement("li");
-    item.textContent = source;
+    const link = document.createElement("a");
+    link.textContent = source;
+    link.addEventListener("click", () => openSource(source));
+    item.appendChild(link);
     item.dataset.source = source;
     if (cited.has(source)) item.className = "cited";
     list.appendChild(item);
@@ -86,7 +150,7 @@ function showDone(result) {
 
 $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
-  for (const id of ["quote", "sources-box", "timings-box"]) $(id).hidden = true;
+  for (const id of ["quote", "sources-box", "timings-box", "viewer"]) $(id).hidden = true;
   $("answer").textContent = ""; $("sources").textContent = ""; $("answer").className = "";
   $("status").textContent = "検索しています…";
   $("send").disabled = true;
@@ -94,7 +158,7 @@ $("ask").addEventListener("submit", async (event) => {
     const response = await fetch("/api/ask", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ question: $("question").value, mode: $("mode").value }),
+      body: JSON.stringify({ question: $("question").value, mode: $("mode").value, history }),
     });
     if (!response.ok) {
       const body = await response.json().catch(() => ({}));
@@ -107,7 +171,12 @@ $("ask").addEventListener("submit", async (event) => {
       const { value, done } = await reader.read();
       if (done) break;
       buffer = parseEvents(buffer + value, (kind, data) => {
-        if (kind === "queued") $("status").textContent = `順番待ち: 前に ${data.ahead} 件`;
+        if (kind === "searched") {
+          history = history.concat([data.question]).slice(-3);
+          $("searched").textContent = "検索した質問: " + data.question;
+          $("searched").hidden = !data.rewritten;
+        }
+        else if (kind === "queued") $("status").textContent = `順番待ち: 前に ${data.ahead} 件`;
         else if (kind === "token") { $("status").textContent = ""; $("answer").textContent += data.text; }
         else if (kind === "done") showDone(data);
         else if (kind === "error") $("status").textContent = data.message;

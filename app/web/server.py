@@ -9,12 +9,21 @@ from typing import Any
 from app.config import Settings
 from app.web.app import create_app
 from app.web.guard import web_guard
+from app.web.sources import document_file, source_view
 
 
-def guarded_app(service: Any, settings: Settings, host: str, port: int) -> Any:
-    """The web app over ``service`` behind :class:`app.web.guard.WebGuard` for ``host:port``."""
+def guarded_app(service: Any, settings: Settings, host: str, port: int, data_dir: Path | None = None) -> Any:
+    """The web app over ``service`` behind :class:`app.web.guard.WebGuard` for ``host:port``; sources
+    and files come from the service's store, files from ``data_dir`` only."""
+    collection = settings.retrieval.collection_name
+    folder = data_dir or settings.ingest.data_dir
+    app = create_app(
+        service,
+        view_source=lambda source: source_view(service.store.engine, collection, source),
+        document_path=lambda doc_id: document_file(service.store.list_documents(), folder, doc_id),
+    )
     return web_guard(
-        create_app(service),
+        app,
         settings.servers.web_token or None,
         host,
         port,
@@ -32,5 +41,5 @@ def serve(
     from app.mcp.server import make_service_factory
 
     service = make_service_factory(settings, data_dir, watch, debounce_ms, preload_llm)()
-    app = guarded_app(service, settings, host, port)
+    app = guarded_app(service, settings, host, port, data_dir)
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")

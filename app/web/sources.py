@@ -1,0 +1,76 @@
+"""What a source looks like on the page: a PDF page opens in the browser's own viewer at its page, a
+CSV/Excel row is a small table of its columns, a section or slide is its text.
+
+Only what the store holds is shown: a source is looked up among the stored chunks, a file among the
+stored documents (its ID, never a path from the request), and the file must lie inside the data
+folder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from app import db
+
+_KINDS = (
+    (re.compile(r":p(\d+)$"), "page"),  # guide.pdf:p3 (and scans: scan.tif:p2)
+    (re.compile(r"(?::|!)r(\d+)$"), "row"),  # faq.csv:r2, ledger.xlsx:経費!r12
+    (re.compile(r":s(\d+)$"), "slide"),  # training.pptx:s3
+)
+
+
+def source_kind(source: str) -> tuple[str, int | None]:
+    """``("page", 3)``, ``("row", 2)``, ``("slide", 3)``, or ``("section", None)`` for the rest
+    (``file.md#slug``, ``file.txt``)."""
+    for pattern, kind in _KINDS:
+        found = pattern.search(source)
+        if found:
+            return kind, int(found.group(1))
+    return "section", None
+
+
+def row_cells(text: str) -> list[tuple[str, str]]:
+    """A row chunk's ``column:value`` lines as pairs (a line without ``:`` continues the value above)."""
+    cells: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() and not (cells and name != name.strip()):
+            cells.append((name.strip(), value.strip()))
+        elif cells:
+            cells[-1] = (cells[-1][0], f"{cells[-1][1]}\n{line}")
+    return cells
+
+
+def source_view(engine: Any, collection_name: str, source: str) -> dict[str, Any] | None:
+    """The view of one stored source: kind, number, document ID, context line, its text (chunks
+    joined) and, for a row, its cells; None when the store has no such source."""
+    chunks = db.source_chunks(engine, collection_name, source)
+    if not chunks:
+        return None
+    kind, number = source_kind(source)
+    text = "\n".join(chunk["text"] for chunk in chunks)
+    return {
+        "source": source,
+        "kind": kind,
+        "number": number,
+        "doc_id": chunks[0]["doc_id"],
+        "context": chunks[0]["context"],
+        "title": chunks[0]["title"],
+        "text": text,
+        "cells": row_cells(chunks[0]["text"]) if kind == "row" else [],
+    }
+
+
+def document_file(documents: Iterable[Mapping[str, Any]], data_dir: Path, doc_id: str) -> Path | None:
+    """The stored document ``doc_id``'s file inside ``data_dir``; None when no stored document has
+    that ID, or its file is gone or lies outside the folder (a link pointing elsewhere)."""
+    if doc_id not in {str(d.get("doc_id")) for d in documents}:
+        return None
+    root = data_dir.resolve()
+    path = (root / doc_id).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path
