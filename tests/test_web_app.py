@@ -39,6 +39,17 @@ class FakeService:
     def list_documents(self):
         return [{"doc_id": "csv/faq.csv", "chunks": 3}]
 
+    def sync(self):
+        self.last_sync = FakeReport()
+        return None, self.last_sync
+
+
+class FakeReport:
+    failures = ["bad.pdf: no extractable text"]
+
+    def summary(self):
+        return "Ingest: 1 added; 1 failed"
+
 
 def events(text: str) -> list[tuple[str, dict]]:
     """The (event, data) pairs of an SSE body."""
@@ -117,10 +128,27 @@ def test_a_bad_request_is_400_with_one_line():
     assert response.status_code == 400 and response.json() == {"error": "質問を入力してください"}
 
 
-def test_documents_lists_the_store():
-    assert TestClient(create_app(FakeService())).get("/api/documents").json() == [
-        {"doc_id": "csv/faq.csv", "chunks": 3}
-    ]
+def test_documents_lists_the_store_and_the_last_sync():
+    service = FakeService()
+    client = TestClient(create_app(service))
+    assert client.get("/api/documents").json() == {
+        "documents": [{"doc_id": "csv/faq.csv", "chunks": 3}],
+        "last_sync": None,
+    }
+    page = client.get("/documents")
+    assert page.status_code == 200 and "保存されている文書" in page.text and "innerHTML" not in page.text
+    synced = client.post("/api/sync")  # the test client is not loopback: refused
+    assert synced.status_code == 403 and synced.json() == {"error": "再同期はサーバーのマシンからだけ実行できます"}
+
+
+def test_an_administrator_on_this_machine_can_sync_and_sees_the_failures():
+    service = FakeService()
+    client = TestClient(create_app(service), client=("127.0.0.1", 50000))
+    assert client.post("/api/sync").json() == {
+        "summary": "Ingest: 1 added; 1 failed",
+        "failures": ["bad.pdf: no extractable text"],
+    }
+    assert client.get("/api/documents").json()["last_sync"]["failures"] == ["bad.pdf: no extractable text"]
 
 
 def test_turns_serve_in_order_and_tell_each_how_many_are_ahead():

@@ -1,6 +1,5 @@
 """app.web.sources: kinds of sources, row cells, stored files only; the routes that serve them."""
 
-
 import pytest
 from starlette.testclient import TestClient
 

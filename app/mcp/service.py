@@ -199,6 +199,7 @@ class RagService:
     _load_lock: threading.Lock = field(default_factory=threading.Lock)
     _llm_lock: threading.Lock = field(default_factory=threading.Lock)
     _sync_lock: threading.Lock = field(default_factory=threading.Lock)
+    last_sync: Any = None  # the SyncReport of the last sync this process ran (the web page's documents list)
 
     @classmethod
     def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> RagService:
@@ -286,7 +287,10 @@ class RagService:
         (the signature of ``RagStore.sync``, so the file watcher can drive it); ``graph``: rebuild the
         graph at the end when anything changed."""
         with self._sync_lock:
-            return self.store.sync(data_dir or self.data_dir or self.settings.ingest.data_dir, graph=graph)
+            plan, self.last_sync = self.store.sync(
+                data_dir or self.data_dir or self.settings.ingest.data_dir, graph=graph
+            )
+            return plan, self.last_sync
 
     def update_graph(self):
         """Rebuild the graph if it is out of date (the file watcher calls this once the folder is quiet)."""

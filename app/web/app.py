@@ -7,7 +7,9 @@ Routes:
   the answer as Server-Sent Events: ``searched`` (the question as searched: a follow-up made to stand
   alone, app.web.followup), ``queued`` (questions ahead), ``token`` (a generated piece), then
   ``done`` (the answer, its quote, sources cited first, abstention, timings) or ``error`` (one line);
-* ``GET /api/documents`` — what is stored;
+* ``GET /documents`` — the documents page; ``GET /api/documents`` — what is stored, and the last sync's
+  summary and failures (one line each); ``POST /api/sync`` — sync the data folder now (from this
+  machine only: the administrator's);
 * ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources);
 * ``GET /files/<doc_id>`` — a stored PDF, for the browser's own viewer (``#page=N``).
 
@@ -30,8 +32,9 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 
 from app.errors import RagError
+from app.mcp.auth import is_loopback
 from app.web.followup import standalone
-from app.web.page import PAGE
+from app.web.page import DOCUMENTS_PAGE, PAGE
 from app.web.turns import Turns
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,13 @@ HISTORY_KEPT = 3  # earlier questions a follow-up may refer to
 def sse(kind: str, data: dict[str, Any]) -> str:
     """One Server-Sent Event: ``event: kind`` and its JSON data (Japanese kept readable)."""
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def sync_result(report: Any) -> dict[str, Any] | None:
+    """A sync report as the page shows it: its summary line and failures (None: no sync yet)."""
+    if report is None:
+        return None
+    return {"summary": report.summary(), "failures": list(report.failures)}
 
 
 def read_question(body: Any) -> tuple[str, str, list[str]]:
@@ -123,7 +133,20 @@ def create_app(
         )
 
     async def documents(request: Request) -> Response:
-        return JSONResponse(await asyncio.to_thread(service.list_documents))
+        stored = await asyncio.to_thread(service.list_documents)
+        return JSONResponse({"documents": stored, "last_sync": sync_result(getattr(service, "last_sync", None))})
+
+    async def documents_page(request: Request) -> Response:
+        return HTMLResponse(DOCUMENTS_PAGE)
+
+    async def resync(request: Request) -> Response:
+        if not is_loopback(request.client.host if request.client else ""):
+            return JSONResponse({"error": "再同期はサーバーのマシンからだけ実行できます"}, status_code=403)
+        try:
+            _, report = await asyncio.to_thread(service.sync)
+        except (RagError, ValueError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+        return JSONResponse(sync_result(report))
 
     async def source(request: Request) -> Response:
         wanted = request.query_params.get("id", "")
@@ -142,7 +165,9 @@ def create_app(
         routes=[
             Route("/", page, methods=["GET"]),
             Route("/api/ask", ask, methods=["POST"]),
+            Route("/documents", documents_page, methods=["GET"]),
             Route("/api/documents", documents, methods=["GET"]),
+            Route("/api/sync", resync, methods=["POST"]),
             Route("/api/source", source, methods=["GET"]),
             Route("/files/{doc_id:path}", document_file, methods=["GET"]),
         ]

@@ -33,6 +33,7 @@ mark { background: #fff1a8; }
 </head>
 <body>
 <h1>社内文書に質問する</h1>
+<p><a href="/documents">保存されている文書</a></p>
 <form id="ask">
   <input id="question" name="question" maxlength="2000" autocomplete="off"
          placeholder="例: サポート窓口の受付時間は？" required>
@@ -188,6 +189,78 @@ $("ask").addEventListener("submit", async (event) => {
     $("send").disabled = false;
   }
 });
+</script>
+</body>
+</html>
+"""
+
+DOCUMENTS_PAGE = """<!doctype html>
+<html lang="ja">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>保存されている文書</title>
+<style>
+body { font-family: system-ui, "Noto Sans JP", sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; }
+table { border-collapse: collapse; width: 100%; }
+th, td { border-bottom: 1px solid #dde; padding: .3rem .5rem; text-align: left; }
+td.n { text-align: right; }
+#failures li { color: #8a1c00; }
+</style>
+</head>
+<body>
+<p><a href="/">← 質問に戻る</a></p>
+<h1>保存されている文書</h1>
+<p id="summary"></p>
+<ul id="failures"></ul>
+<button id="resync" type="button">いま再同期する（管理者）</button> <span id="resync-status"></span>
+<table>
+  <thead><tr><th>文書 ID</th><th>種類</th><th>チャンク</th><th>取り込み日時</th></tr></thead>
+  <tbody id="documents"></tbody>
+</table>
+<script>
+const $ = (id) => document.getElementById(id);
+
+function showSync(sync) {
+  $("summary").textContent = sync ? "前回の同期: " + sync.summary : "このサーバーが起動してから同期はまだありません。";
+  $("failures").textContent = "";
+  for (const reason of (sync && sync.failures) || []) {
+    const item = document.createElement("li");
+    item.textContent = reason;
+    $("failures").appendChild(item);
+  }
+}
+
+async function load() {
+  const response = await fetch("/api/documents");
+  const body = await response.json();
+  const rows = $("documents");
+  rows.textContent = "";
+  for (const doc of body.documents) {
+    const row = rows.insertRow();
+    row.insertCell().textContent = doc.doc_id;
+    row.insertCell().textContent = (doc.doc_id.split(".").pop() || "").toUpperCase();
+    const chunks = row.insertCell();
+    chunks.textContent = doc.chunks;
+    chunks.className = "n";
+    row.insertCell().textContent = (doc.ingested_at || "").replace("T", " ").slice(0, 19);
+  }
+  showSync(body.last_sync);
+}
+
+$("resync").addEventListener("click", async () => {
+  $("resync").disabled = true;
+  $("resync-status").textContent = "同期しています…";
+  try {
+    const response = await fetch("/api/sync", { method: "POST" });
+    const body = await response.json();
+    $("resync-status").textContent = response.ok ? "完了しました" : body.error;
+    if (response.ok) { showSync(body); await load(); }
+  } finally {
+    $("resync").disabled = false;
+  }
+});
+load();
 </script>
 </body>
 </html>

@@ -1,0 +1,147 @@
+"""The web page as a person uses it: `python -m app.web` (real PostgreSQL with the sample corpus, the
+real Qwen2.5-Coder-0.5B) driven by Debian's headless Chromium through Selenium. Each state is kept as a
+screenshot in .cache/web-screenshots/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT, free_port
+
+pytestmark = pytest.mark.integration
+
+QWEN = ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+SHOTS = ROOT / ".cache" / "web-screenshots"
+ANSWER_TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def web_url(ingested):
+    """The page served by the real command, on a free port; stopped after the module."""
+    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+        pytest.fail("Chromium is missing: `make setup` installs chromium and chromium-driver (apt)")
+    port = free_port()
+    env = {**os.environ, "LLM_MODEL_PATH": str(QWEN), "LLM_MAX_TOKENS": "120", "RERANKER_MODEL": "acme/absent"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.web", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as page:
+                if page.status == 200:
+                    break
+        except OSError:
+            if server.poll() is not None:
+                pytest.fail(f"app.web exited: {server.stderr.read()}")
+            time.sleep(0.5)
+    yield url
+    server.terminate()
+    server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1100,900",
+    ):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+def ask(driver, question: str) -> dict:
+    """Type ``question``, send it, wait for the answer to finish; what the page shows."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = driver.find_element(By.ID, "question")
+    box.clear()
+    box.send_keys(question)
+    driver.find_element(By.ID, "send").click()
+    WebDriverWait(driver, 10).until(lambda d: not d.find_element(By.ID, "send").is_enabled())
+    streamed = WebDriverWait(driver, ANSWER_TIMEOUT_S).until(
+        lambda d: d.find_element(By.ID, "answer").text or None
+    )  # the first tokens, before the answer is done
+    WebDriverWait(driver, ANSWER_TIMEOUT_S).until(lambda d: d.find_element(By.ID, "send").is_enabled())
+    return {
+        "streamed": streamed,
+        "answer": driver.find_element(By.ID, "answer").text,
+        "status": driver.find_element(By.ID, "status").text,
+        "searched": driver.find_element(By.ID, "searched").text,
+        "sources": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#sources li")],
+        "cited": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#sources li.cited")],
+    }
+
+
+def test_a_person_asks_opens_the_source_follows_up_and_sees_an_abstention(web_url, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(web_url)
+    assert browser.title == "社内文書に質問する"
+    browser.save_screenshot(str(SHOTS / "1-page.png"))
+
+    first = ask(browser, "サポート窓口は何時から何時まで受け付けていますか？")
+    browser.save_screenshot(str(SHOTS / "2-answer.png"))
+    assert "9" in first["answer"] and "18" in first["answer"], first
+    assert first["sources"][0] == "faq.csv:r2" and first["streamed"] != first["answer"], first
+
+    browser.find_element(By.CSS_SELECTOR, "#sources li a").click()  # the CSV row, as a table
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "viewer").is_displayed())
+    cells = {
+        row.find_element(By.TAG_NAME, "th").text: row.find_element(By.TAG_NAME, "td").text
+        for row in browser.find_elements(By.CSS_SELECTOR, "#viewer-table tr")
+    }
+    browser.save_screenshot(str(SHOTS / "3-source-row.png"))
+    assert any("9" in value and "18" in value for value in cells.values()), cells
+
+    follow = ask(browser, "それは土日も？")
+    browser.save_screenshot(str(SHOTS / "4-follow-up.png"))
+    assert follow["searched"].startswith("検索した質問: サポート窓口") and "土日" in follow["searched"], follow
+
+    browser.find_element(By.ID, "reset").click()
+    pdf = ask(browser, "エラーコードE3010が出たときの対処方法は？")
+    pages = [s for s in pdf["sources"] if s.startswith("technical_guide.pdf:p")]
+    assert pages, pdf
+    link = next(a for a in browser.find_elements(By.CSS_SELECTOR, "#sources li a") if a.text == pages[0])
+    before = set(browser.window_handles)
+    link.click()
+    WebDriverWait(browser, 30).until(lambda d: len(d.window_handles) > len(before))
+    browser.switch_to.window((set(browser.window_handles) - before).pop())
+    WebDriverWait(browser, 30).until(lambda d: "/files/" in d.current_url)
+    assert browser.current_url.endswith(f"/files/pdf/technical_guide.pdf#page={pages[0].rsplit('p', 1)[1]}")
+    browser.save_screenshot(str(SHOTS / "5-source-pdf.png"))
+    browser.close()
+    browser.switch_to.window(before.pop())
+
+    none = ask(browser, "社員食堂のカレーの値段はいくらですか？")
+    browser.save_screenshot(str(SHOTS / "6-not-in-documents.png"))
+    assert none["answer"].startswith("資料に記載がありません"), none
+    assert none["status"] == "資料に答えが見つかりませんでした。近い出典を示します。", none
