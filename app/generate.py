@@ -266,6 +266,7 @@ def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked
     abstained = answer_check(answer, cited, [asked.prompt], query)
     base = {
         "contexts": contexts,
+        "numbered_sources": list(asked.sources),
         "prompt": asked.prompt,
         "abstained": abstained,
         "confidence": conf,

@@ -26,6 +26,7 @@ class RAGState(TypedDict, total=False):
     prompt: str
     answer: str
     sources: list[str]  # the contexts' sources: the cited ones first
+    numbered_sources: list[str]  # the source of each numbered context: citation [n] is numbered_sources[n - 1]
     cited_sources: list[str]  # the sources the answer cites (valid citations only); when the model cites
     # none, the context its text matches best (app.answers.best_matching_context), cited for it as [n]
     model_cited: bool  # the model itself cited a context

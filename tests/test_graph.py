@@ -109,6 +109,7 @@ def test_generate_node_builds_prompt_and_sources(ctx, llm, mock_documents):
     assert out["sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]
     assert out["contexts"] == [mock_documents[0].page_content, mock_documents[1].page_content]
     assert out["prompt"] == build_prompt("受付時間は？", out["contexts"], ["faq.csv:r2", "technical_guide.pdf:p4"])
+    assert out["numbered_sources"] == ["faq.csv:r2", "technical_guide.pdf:p4"]  # [n] -> numbered_sources[n - 1]
     assert llm.prompts == [f"{CITED_SYSTEM}\n\n{out['prompt']}"]  # a fake LLM has no chat template
     assert out["cited_sources"] == ["faq.csv:r2"] and out["model_cited"] is False  # matched, not cited
     assert out["abstained"] is None

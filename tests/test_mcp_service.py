@@ -207,6 +207,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
             "answer": "平日9時から18時です。[1]",
             "sources": ["faq.csv:r9", "faq.csv:r2"],
             "cited_sources": ["faq.csv:r2"],
+            "numbered_sources": ["faq.csv:r2", "faq.csv:r9"],
             "timings": {"generate": 1.23456},
         }
 
@@ -228,6 +229,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         "mode": "hybrid",
         "sources": ["faq.csv:r2", "faq.csv:r9"],
         "cited_sources": ["faq.csv:r2"],
+        "numbered_sources": ["faq.csv:r2", "faq.csv:r9"],
         "abstained": None,
         "warnings": [],
         "keyword_only": None,

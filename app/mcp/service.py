@@ -63,6 +63,7 @@ class AskResult(TypedDict):
     mode: str
     sources: list[str]
     cited_sources: list[str]
+    numbered_sources: list[str]  # citation [n] in the answer is numbered_sources[n - 1]
     abstained: str | None
     warnings: list[str]
     keyword_only: str | None
@@ -272,6 +273,7 @@ class RagService:
             "mode": state.get("mode") or mode,
             "sources": cited + [s for s in state["sources"] if s not in cited],
             "cited_sources": cited,
+            "numbered_sources": list(state.get("numbered_sources") or []),
             "abstained": state.get("abstained") or None,
             "warnings": list(state.get("warnings") or []),
             "keyword_only": self.store.vector_unavailable,

@@ -125,8 +125,25 @@ async function openSource(source) {
   $("viewer").hidden = false;
 }
 
+function withCitationLinks(container, text, numbered) {
+  container.textContent = "";
+  const parts = text.split(/(\[\d+\])/);
+  for (const part of parts) {
+    const number = /^\[(\d+)\]$/.exec(part);
+    const source = number ? numbered[Number(number[1]) - 1] : undefined;
+    if (!source) { container.append(part); continue; }
+    const link = document.createElement("a");
+    link.textContent = part;
+    link.href = "#";
+    link.title = source;
+    link.className = "citation";
+    link.addEventListener("click", (event) => { event.preventDefault(); openSource(source); });
+    container.append(link);
+  }
+}
+
 function showDone(result) {
-  $("answer").textContent = result.answer;
+  withCitationLinks($("answer"), result.answer, result.numbered_sources || []);
   $("answer").classList.toggle("abstained", Boolean(result.abstained));
   $("status").textContent = result.abstained ? "資料に答えが見つかりませんでした。近い出典を示します。" : "";
   if (result.quote) { $("quote").textContent = result.quote; $("quote").hidden = false; }
