@@ -127,9 +127,9 @@ async function openSource(source) {
 
 function withCitationLinks(container, text, numbered) {
   container.textContent = "";
-  const parts = text.split(/(\[\d+\])/);
+  const parts = text.split(/(\\[\\d+\\])/);
   for (const part of parts) {
-    const number = /^\[(\d+)\]$/.exec(part);
+    const number = /^\\[(\\d+)\\]$/.exec(part);
     const source = number ? numbered[Number(number[1]) - 1] : undefined;
     if (!source) { container.append(part); continue; }
     const link = document.createElement("a");
