@@ -22,6 +22,7 @@ button, select { font-size: 1rem; padding: .5rem .9rem; }
 #quote { border-left: 4px solid #7a9; padding: .3rem .8rem; margin: .8rem 0; color: #234; }
 #sources li { margin: .2rem 0; }
 .cited { font-weight: 600; }
+.kind { display: inline-block; min-width: 7.5em; color: #555; font-size: .85rem; }
 #timings { color: #666; font-size: .85rem; white-space: pre-wrap; }
 #sources a { cursor: pointer; color: #0a58ca; text-decoration: underline; }
 #viewer { border: 1px solid #ccd; border-radius: 6px; padding: .6rem .9rem; margin: .6rem 0; }
@@ -142,6 +143,14 @@ function withCitationLinks(container, text, numbered) {
   }
 }
 
+function kindOf(source) {
+  let m;
+  if ((m = /:p(\\d+)$/.exec(source))) return (/\\.pdf:/i.test(source) ? "PDF " : "スキャン ") + m[1] + " ページ";
+  if ((m = /[:!]r(\\d+)$/.exec(source))) return "表 " + m[1] + " 行目";
+  if ((m = /:s(\\d+)$/.exec(source))) return "スライド " + m[1];
+  return source.includes("#") ? "節" : "文書";
+}
+
 function showDone(result) {
   withCitationLinks($("answer"), result.answer, result.numbered_sources || []);
   $("answer").classList.toggle("abstained", Boolean(result.abstained));
@@ -156,7 +165,10 @@ function showDone(result) {
     const link = document.createElement("a");
     link.textContent = source;
     link.addEventListener("click", () => openSource(source));
-    item.appendChild(link);
+    const kind = document.createElement("span");
+    kind.className = "kind";
+    kind.textContent = kindOf(source);
+    item.append(kind, link);
     item.dataset.source = source;
     if (cited.has(source)) item.className = "cited";
     list.appendChild(item);

@@ -95,8 +95,9 @@ def ask(driver, question: str) -> dict:
         "answer": driver.find_element(By.ID, "answer").text,
         "status": driver.find_element(By.ID, "status").text,
         "searched": driver.find_element(By.ID, "searched").text,
-        "sources": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#sources li")],
-        "cited": [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#sources li.cited")],
+        "sources": [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#sources li a")],
+        "kinds": [k.text for k in driver.find_elements(By.CSS_SELECTOR, "#sources li .kind")],
+        "cited": [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#sources li.cited a")],
     }
 
 
@@ -111,7 +112,8 @@ def test_a_person_asks_opens_the_source_follows_up_and_sees_an_abstention(web_ur
     first = ask(browser, "サポート窓口は何時から何時まで受け付けていますか？")
     browser.save_screenshot(str(SHOTS / "2-answer.png"))
     assert "9" in first["answer"] and "18" in first["answer"], first
-    assert first["sources"][0] == "faq.csv:r2" and first["streamed"] != first["answer"], first
+    assert first["sources"][0] == "faq.csv:r2" and first["kinds"][0] == "表 2 行目", first
+    assert first["streamed"] != first["answer"], first  # seen while it was still being written
 
     browser.find_element(By.CSS_SELECTOR, "#sources li a").click()  # the CSV row, as a table
     WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "viewer").is_displayed())
