@@ -86,7 +86,7 @@ def ask(driver, question: str) -> dict:
     box.send_keys(question)
     driver.find_element(By.ID, "send").click()
     WebDriverWait(driver, 10).until(lambda d: not d.find_element(By.ID, "send").is_enabled())
-    streamed = WebDriverWait(driver, ANSWER_TIMEOUT_S).until(
+    streamed = WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
         lambda d: d.find_element(By.ID, "answer").text or None
     )  # the first tokens, before the answer is done
     WebDriverWait(driver, ANSWER_TIMEOUT_S).until(lambda d: d.find_element(By.ID, "send").is_enabled())
