@@ -1,6 +1,7 @@
 """Follow-up questions: ``それは土日も？`` after ``サポート窓口の受付時間は？`` is searched as
 ``サポート窓口の受付時間は土日も？``. Rules, no model: a follow-up that points back (それ, その, では …)
-or is too short to stand alone gets the previous question's topic; any other question stands alone.
+or is too short to stand alone gets the previous question (its topic, or the whole of it); any other
+question stands alone.
 The page shows what was searched, so a wrong guess is visible."""
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ SHORT = 10  # characters: a question shorter than this rarely names its own topi
 
 
 def topic_of(question: str) -> str:
-    """The previous question without its end punctuation and question ending:
-    ``サポート窓口の受付時間は？`` → ``サポート窓口の受付時間``."""
+    """The previous question's topic: what stands before its topic marker は
+    (``サポート窓口は何時まで受け付けていますか？`` → ``サポート窓口``), else the question without its
+    end punctuation and question ending (``VPNの接続方法を教えてください`` → ``VPNの接続方法``)."""
     topic = question.strip().rstrip("？?。.！! 　")
+    head, marker, rest = topic.partition("は")
+    if marker and head and rest:
+        return head
     for ending in ENDINGS:
         if topic.endswith(ending) and len(topic) > len(ending):
             return topic[: -len(ending)]
@@ -52,22 +57,31 @@ def topic_of(question: str) -> str:
 
 def standalone(question: str, history: Sequence[str]) -> str:
     """``question`` as a question that stands alone, given the earlier questions as searched
-    (``history``, oldest first); unchanged when there is no history or it needs none."""
+    (``history``, oldest first); unchanged when there is no history or it needs none.
+
+    When the previous question says something about its topic (``サポート窓口は何時まで…ますか``),
+    a follow-up that refers back is searched after the whole of it (``…ますか。土日も？``), so
+    nothing it asked is lost; when it only names its topic (``サポート窓口の受付時間は？``), the
+    topic takes the place of それ (``サポート窓口の受付時間は土日も？``)."""
     asked = question.strip()
     if not history or not history[-1].strip():
         return asked
-    topic = topic_of(history[-1])
+    previous = history[-1].strip().rstrip("？?。.！! 　")
+    head, marker, rest = previous.partition("は")
+    predicate = bool(marker and head and rest)
+    topic = topic_of(previous)
     body = asked
     for connective in CONNECTIVES:
         if body.startswith(connective) and len(body) > len(connective):
             body = body[len(connective) :].lstrip("、, 　")
             break
-    for pronoun in PRONOUNS:
-        if body.startswith(pronoun):
-            return f"{topic}は{body[len(pronoun) :]}"
     for determiner in DETERMINERS:
         if body.startswith(determiner):
             return f"{topic}の{body[len(determiner) :]}"
+    for pronoun in PRONOUNS:
+        if body.startswith(pronoun):
+            remainder = body[len(pronoun) :]
+            return f"{previous}。{remainder}" if predicate else f"{topic}は{remainder}"
     if body != asked or len(body) < SHORT or any(word in body for word in ANAPHORA):
-        return f"{topic}について、{body}"
+        return f"{previous}。{body}" if predicate else f"{topic}について、{body}"
     return asked
