@@ -1,4 +1,4 @@
-"""The web page (``make web``): a local page where anyone may ask the stored documents, the answer
-streamed with its evidence and sources. Work in progress on this branch: the page, the streamed
-answer and the documents list; sources one click away, follow-up questions, the documents page, the
-shared secret for other addresses and the browser tests are still to come."""
+"""The web page (``make web``): a local page where anyone may ask the stored documents — the answer
+streamed with its quote, its sources one click away (a PDF at its page, a row as a table, a section
+with the passage marked), follow-up questions, the documents list — private by default (loopback,
+a shared secret beyond it, foreign Host/Origin refused). docs/web.md has the routes and the checks."""
