@@ -7,13 +7,25 @@ setup and one-line errors. Library modules raise; only this layer prints and cho
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import traceback
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 from app.errors import RagError
+
+
+def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every warm server takes (``make serve``, ``make web``): watch the data folder,
+    which folder, the watcher's quiet time, load the LLM at start or on first use, tracebacks."""
+    parser.add_argument("--watch", action="store_true", help="sync data/ while serving (debounced)")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--debounce-ms", type=int, default=1000)
+    parser.add_argument("--no-preload", action="store_true", help="load the LLM on the first question, not at start")
+    parser.add_argument("--debug", action="store_true")
 
 
 def setup_logging(debug: bool = False, model_progress: bool = False) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from app.cli import run
+from app.cli import add_serving_arguments, run
 from app.config import get_settings
 from app.mcp import server
 from app.mcp.auth import resolve_token
@@ -23,11 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1); "
         "every request needs Authorization: Bearer <token> (MCP_TOKEN or MCP_TOKEN_FILE)",
     )
-    parser.add_argument("--watch", action="store_true", help="sync data/ while serving (debounced)")
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--debounce-ms", type=int, default=1000)
-    parser.add_argument("--no-preload", action="store_true", help="load the LLM on the first ask, not at start")
-    parser.add_argument("--debug", action="store_true")
+    add_serving_arguments(parser)
     args = parser.parse_args(argv)
 
     def body() -> int:

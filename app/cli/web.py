@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from app.cli import run
+from app.cli import add_serving_arguments, run
 from app.config import get_settings
 from app.errors import RagError
 from app.mcp.auth import host_port, is_loopback, server_hosts
@@ -36,11 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--watch", action="store_true", help="sync data/ while serving (debounced)")
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--debounce-ms", type=int, default=1000)
-    parser.add_argument("--no-preload", action="store_true", help="load the LLM on the first question, not at start")
-    parser.add_argument("--debug", action="store_true")
+    add_serving_arguments(parser)
     args = parser.parse_args(argv)
 
     def body() -> int:
