@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -73,37 +74,54 @@ def read_question(body: Any) -> tuple[str, str, list[str]]:
     return question.strip(), mode, [h[:MAX_QUESTION_CHARS] for h in history[-HISTORY_KEPT:]]
 
 
+class Cancelled(Exception):
+    """The asker closed the connection: the answer is stopped at its next token."""
+
+
 async def answer_events(
     service: Any, turns: Turns, question: str, mode: str, history: list[str] = ()
 ) -> AsyncIterator[str]:
     """The answer to ``question`` (made to stand alone after ``history``) as events, generated in a
-    worker thread while this streams them."""
+    worker thread while this streams them. When the asker goes away mid-answer (the page closed,
+    the connection dropped), the generation stops at its next token and the model's turn passes on."""
     searched = standalone(question, history)
     yield sse("searched", {"question": searched, "rewritten": searched != question})
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+    gone = threading.Event()
 
     def put(kind: str, data: dict[str, Any]) -> None:
         loop.call_soon_threadsafe(events.put_nowait, (kind, data))
 
+    def on_token(piece: str) -> None:
+        if gone.is_set():
+            raise Cancelled
+        put("token", {"text": piece})
+
     def work() -> None:
         try:
             with turns.turn(lambda ahead: put("queued", {"ahead": ahead})):
-                result = service.ask(searched, mode, on_token=lambda piece: put("token", {"text": piece}))
+                if gone.is_set():
+                    raise Cancelled
+                result = service.ask(searched, mode, on_token=on_token)
             put("done", dict(result))
+        except Cancelled:
+            log.info("an answer was stopped: the asker closed the connection")
         except (RagError, ValueError) as exc:
             put("error", {"message": str(exc)})
         except Exception as exc:  # the page gets one line; the log keeps the type, never the question
             log.exception("ask failed (%s)", type(exc).__name__)
             put("error", {"message": f"回答できませんでした（{type(exc).__name__}）"})
 
-    worker = loop.run_in_executor(None, work)
-    while True:
-        kind, data = await events.get()
-        yield sse(kind, data)
-        if kind in ("done", "error"):
-            break
-    await worker
+    loop.run_in_executor(None, work)
+    try:
+        while True:
+            kind, data = await events.get()
+            yield sse(kind, data)
+            if kind in ("done", "error"):
+                break
+    finally:  # normally a no-op; on a closed connection, the worker stops at its next token
+        gone.set()
 
 
 def create_app(
