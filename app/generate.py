@@ -289,7 +289,9 @@ def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked
             "cited_sources": [asked.sources[number - 1]],
             "sources": [src for src, _ in ordered_sources(asked.sources, [number])],
         }
-    if abstained == "unsupported":  # the model's text is kept for the record, not given as the answer
+    if abstained == "unsupported" or not without_citations(answer).strip(" 。.、"):
+        # the model's text (a number no passage states, or nothing but ``[1]``) is kept for the record,
+        # not given as the answer
         return {
             **base,
             "answer": ABSTAIN_ANSWER,

@@ -301,7 +301,8 @@ def test_a_number_from_a_source_id_is_not_unsupported(ctx):
 def test_an_answer_of_citations_only_is_the_model_abstaining(ctx, mock_documents, response):
     ctx.llm = RecordingLLM(responses=[response], prompts=[])
     out = generate_node({"query": "q", "reranked_documents": mock_documents[:3]}, runtime(ctx))
-    assert out["abstained"] == "model"
+    assert out["abstained"] == "model" and out["answer"] == ABSTAIN_ANSWER and out["model_answer"] == response.strip()
+    assert out["cited_sources"] == [] and out["sources"]  # the closest sources are still shown
 
 
 def test_run_rag_warns_about_a_link_the_answer_took_from_a_document(fake_reranker):
