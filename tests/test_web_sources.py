@@ -4,6 +4,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from app.web.app import create_app
+from app.web.markdown import markdown_blocks
 from app.web.sources import document_file, row_cells, source_kind
 from tests.test_web_app import FakeService
 
@@ -63,3 +64,27 @@ def test_the_routes_serve_what_the_lookups_find_and_404_otherwise(tmp_path):
     )
     assert client.get("/files/docs/a.md").status_code == 404  # only PDFs open as files
     assert client.get("/files/../etc/passwd").status_code == 404
+
+
+def test_a_markdown_section_is_blocks_of_plain_text():
+    text = (
+        "社外からは**ミナトVPN**に接続します。\n続きの行。\n\n- 手順1: アプリを開く\n- `6桁` を入力\n\n"
+        "| 項目 | 値 |\n|---|---|\n| 内線 | 4100 |\n\n```\nvpn connect\n```\n\n### 小見出し\n"
+    )
+    assert markdown_blocks(text) == [
+        {"tag": "p", "text": "社外からはミナトVPNに接続します。\n続きの行。"},
+        {"tag": "li", "text": "手順1: アプリを開く"},
+        {"tag": "li", "text": "6桁 を入力"},
+        {"tag": "tr", "text": "項目 | 値", "cells": ["項目", "値"]},
+        {"tag": "tr", "text": "内線 | 4100", "cells": ["内線", "4100"]},
+        {"tag": "pre", "text": "vpn connect"},
+        {"tag": "h3", "text": "小見出し"},
+    ]
+
+
+def test_markup_in_a_markdown_section_stays_text():
+    blocks = markdown_blocks("<script>alert(1)</script>\n\n![図](http://example.com/x.png) [社内](javascript:alert(1))")
+    assert blocks == [
+        {"tag": "p", "text": "<script>alert(1)</script>"},
+        {"tag": "p", "text": "図 [社内](javascript:alert(1))"},
+    ]

@@ -122,8 +122,39 @@ async function openSource(source) {
   }
   $("viewer-table").hidden = view.cells.length === 0;
   if (view.cells.length) $("viewer-text").textContent = "";
+  else if ((view.blocks || []).length) rendered($("viewer-text"), view.blocks, lastQuote);
   else highlighted($("viewer-text"), view.text, lastQuote);
   $("viewer").hidden = false;
+}
+
+function rendered(container, blocks, passage) {
+  // A Markdown section from its blocks: each an element whose text is set, list items in a list,
+  // table rows in a table; the cited passage marked in the block that holds it.
+  container.textContent = "";
+  let list = null, table = null;
+  const marked = (passage || "").replace(/\\*\\*|__|`/g, "");
+  let found = false;
+  for (const block of blocks) {
+    let element;
+    if (block.tag === "li") {
+      if (!list) { list = document.createElement("ul"); container.appendChild(list); }
+      element = document.createElement("li");
+      list.appendChild(element);
+    } else if (block.tag === "tr") {
+      if (!table) { table = document.createElement("table"); container.appendChild(table); }
+      const row = table.insertRow();
+      for (const cell of block.cells) row.insertCell().textContent = cell;
+      continue;
+    } else {
+      list = table = null;
+      element = document.createElement(block.tag);
+      container.appendChild(element);
+    }
+    if (!found && marked && block.text.includes(marked)) { highlighted(element, block.text, marked); found = true; }
+    else element.textContent = block.text;
+    if (block.tag !== "li") list = null;
+    if (block.tag !== "tr") table = null;
+  }
 }
 
 function withCitationLinks(container, text, numbered) {

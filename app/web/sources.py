@@ -1,5 +1,6 @@
 """What a source looks like on the page: a PDF page opens in the browser's own viewer at its page, a
-CSV/Excel row is a small table of its columns, a section or slide is its text.
+CSV/Excel row is a small table of its columns, a Markdown section is rendered (app.web.markdown), any
+other section or slide is its text.
 
 Only what the store holds is shown: a source is looked up among the stored chunks, a file among the
 stored documents (its ID, never a path from the request), and the file must lie inside the data
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app import db
+from app.web.markdown import markdown_blocks
 
 _KINDS = (
     (re.compile(r":p(\d+)$"), "page"),  # guide.pdf:p3 (and scans: scan.tif:p2)
@@ -61,7 +63,13 @@ def source_view(engine: Any, collection_name: str, source: str) -> dict[str, Any
         "title": chunks[0]["title"],
         "text": text,
         "cells": row_cells(chunks[0]["text"]) if kind == "row" else [],
+        "blocks": markdown_blocks(text) if kind == "section" and is_markdown(chunks[0]["doc_id"]) else [],
     }
+
+
+def is_markdown(doc_id: str) -> bool:
+    """Whether a stored document is Markdown (its sections are rendered on the page)."""
+    return doc_id.lower().endswith((".md", ".markdown"))
 
 
 def document_file(documents: Iterable[Mapping[str, Any]], data_dir: Path, doc_id: str) -> Path | None:
