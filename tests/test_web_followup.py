@@ -15,6 +15,10 @@ from app.web.followup import standalone, topic_of
         ("有給休暇の申請期限はいつですか", "有給休暇の申請期限"),
         ("E3010とは？", "E3010"),
         ("は？", "は"),
+        ("aptitude のメニューを開くにはどのキーを押しますか？", "aptitude のメニューを開くにはどのキーを押しますか"),
+        ("dpkg とは何ですか？", "dpkg"),
+        ("社内ではどのPCを使いますか", "社内ではどのPCを使いますか"),
+        ("東京の本社は何階ですか", "東京の本社"),
     ],
 )
 def test_topic_of(question, topic):

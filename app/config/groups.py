@@ -322,6 +322,9 @@ class GraphSettings:
         return group
 
 
+FOLLOWUP_REWRITES = ("rules", "llm")  # the first is the default
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """Network surfaces (docs/security.md): the MCP server's bearer token and the accepted
@@ -331,12 +334,14 @@ class ServerSettings:
         "MCP_TOKEN",
         "MCP_TOKEN_FILE",
         "WEB_TOKEN",
+        "FOLLOWUP_REWRITE",
         "ALLOWED_HOSTS",
         "ALLOWED_ORIGINS",
     )
     mcp_token: str = ""  # MCP_TOKEN; empty: generated once into mcp_token_file
     mcp_token_file: Path = Path(".secrets/mcp_token")  # MCP_TOKEN_FILE (0600)
     web_token: str = ""  # WEB_TOKEN: the shared secret the web page needs beyond loopback
+    followup_rewrite: str = "rules"  # FOLLOWUP_REWRITE: how the page makes a follow-up stand alone (rules | llm)
     allowed_hosts: tuple[str, ...] = ()  # ALLOWED_HOSTS: Host names accepted besides the bound address
     allowed_origins: tuple[str, ...] = ()  # ALLOWED_ORIGINS: browser Origins accepted (none by default)
 
@@ -351,6 +356,7 @@ class ServerSettings:
             mcp_token=env.get("MCP_TOKEN", "").strip(),
             mcp_token_file=Path(env.get("MCP_TOKEN_FILE") or ".secrets/mcp_token"),
             web_token=env.get("WEB_TOKEN", "").strip(),
+            followup_rewrite=read.choice(env, "FOLLOWUP_REWRITE", FOLLOWUP_REWRITES),
             allowed_hosts=read.items(env, "ALLOWED_HOSTS"),
             allowed_origins=read.items(env, "ALLOWED_ORIGINS"),
         )

@@ -280,6 +280,17 @@ class RagService:
             "timings": {k: round(v, 3) for k, v in (state.get("timings") or {}).items()},
         }
 
+    def complete(
+        self, prompt: str, system: str | None = None, stop: tuple[str, ...] = ("\n",), max_tokens: int = 80
+    ) -> str:
+        """One short completion by the loaded LLM (the web page's follow-up rewrite), its own stop
+        sequences and length, taking its turn with ``ask``."""
+        from app.llm import generate, with_options
+
+        llm = with_options(self.context().llm, stop=list(stop), max_tokens=max_tokens)
+        with self._llm_lock:
+            return generate(prompt, llm, system=system)
+
     def list_documents(self) -> list[dict[str, Any]]:
         """The stored documents."""
         return documents_for_json(self.store.list_documents())

@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +78,16 @@ class Cancelled(Exception):
     """The asker closed the connection: the answer is stopped at its next token."""
 
 
+Followup = Callable[[str, Sequence[str]], str]  # (question, earlier questions) -> the question to search
+
+
 async def answer_events(
-    service: Any, turns: Turns, question: str, mode: str, history: list[str] = ()
+    service: Any, turns: Turns, question: str, mode: str, history: Sequence[str] = (), followup: Followup = standalone
 ) -> AsyncIterator[str]:
-    """The answer to ``question`` (made to stand alone after ``history``) as events, generated in a
-    worker thread while this streams them. When the asker goes away mid-answer (the page closed,
-    the connection dropped), the generation stops at its next token and the model's turn passes on."""
-    searched = standalone(question, history)
-    yield sse("searched", {"question": searched, "rewritten": searched != question})
+    """The answer to ``question`` (made to stand alone after ``history`` by ``followup``) as events,
+    generated in a worker thread while this streams them; the rewrite takes the model's turn too (it
+    may use the LLM). When the asker goes away mid-answer (the page closed, the connection dropped),
+    the generation stops at its next token and the model's turn passes on."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
     gone = threading.Event()
@@ -103,6 +105,8 @@ async def answer_events(
             with turns.turn(lambda ahead: put("queued", {"ahead": ahead})):
                 if gone.is_set():
                     raise Cancelled
+                searched = followup(question, history) if history else question
+                put("searched", {"question": searched, "rewritten": searched != question})
                 result = service.ask(searched, mode, on_token=on_token)
             put("done", dict(result))
         except Cancelled:
@@ -129,9 +133,11 @@ def create_app(
     turns: Turns | None = None,
     view_source: Callable[[str], dict | None] = lambda source: None,
     document_path: Callable[[str], Path | None] = lambda doc_id: None,
+    followup: Followup = standalone,
 ) -> Starlette:
     """The web app over ``service`` (``ask``, ``list_documents``); ``view_source`` and
-    ``document_path`` look a source and a stored document's file up (None: not in the store)."""
+    ``document_path`` look a source and a stored document's file up (None: not in the store);
+    ``followup`` makes a follow-up stand alone (the rules, or :func:`app.web.rewrite.llm_standalone`)."""
     turns = turns or Turns()
 
     async def page(request: Request) -> Response:
@@ -145,7 +151,7 @@ def create_app(
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return StreamingResponse(
-            answer_events(service, turns, question, mode, history),
+            answer_events(service, turns, question, mode, history, followup),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )

@@ -41,18 +41,48 @@ ENDINGS = tuple(
 SHORT = 10  # characters: a question shorter than this rarely names its own topic ("土日は？")
 
 
+def split_topic(text: str) -> tuple[str, str] | None:
+    """``(topic, rest)`` at the first topic marker は: not the は of には or では (``開くにはどのキー``
+    names no topic), and ``XとはY`` gives X (``dpkg とは何ですか`` → ``dpkg``); None when there is none."""
+    start = 0
+    while (at := text.find("は", start)) > 0:
+        before = text[at - 1]
+        if before == "と" and at > 1:
+            return text[: at - 1].rstrip(), text[at + 1 :]
+        if before not in "にでと":
+            return text[:at], text[at + 1 :]
+        start = at + 1
+    return None
+
+
 def topic_of(question: str) -> str:
     """The previous question's topic: what stands before its topic marker は
     (``サポート窓口は何時まで受け付けていますか？`` → ``サポート窓口``), else the question without its
     end punctuation and question ending (``VPNの接続方法を教えてください`` → ``VPNの接続方法``)."""
     topic = question.strip().rstrip("？?。.！! 　")
-    head, marker, rest = topic.partition("は")
-    if marker and head and rest:
-        return head
+    split = split_topic(topic)
+    if split and all(split):
+        return split[0]
     for ending in ENDINGS:
         if topic.endswith(ending) and len(topic) > len(ending):
             return topic[: -len(ending)]
     return topic
+
+
+def strip_connective(question: str) -> str:
+    """``question`` without a leading connective (``では、土日は？`` → ``土日は？``)."""
+    for connective in CONNECTIVES:
+        if question.startswith(connective) and len(question) > len(connective):
+            return question[len(connective) :].lstrip("、, 　")
+    return question
+
+
+def leans_on_previous(question: str) -> bool:
+    """Whether ``question`` needs the previous one to be understood: it starts with a connective,
+    points back (それ, その, 同じ …), or is too short to name its own topic."""
+    asked = question.strip()
+    body = strip_connective(asked)
+    return body != asked or len(body) < SHORT or any(word in body for word in ANAPHORA)
 
 
 def standalone(question: str, history: Sequence[str]) -> str:
@@ -67,14 +97,10 @@ def standalone(question: str, history: Sequence[str]) -> str:
     if not history or not history[-1].strip():
         return asked
     previous = history[-1].strip().rstrip("？?。.！! 　")
-    head, marker, rest = previous.partition("は")
-    predicate = bool(marker and head and rest)
+    split = split_topic(previous)
+    predicate = bool(split and all(split))
     topic = topic_of(previous)
-    body = asked
-    for connective in CONNECTIVES:
-        if body.startswith(connective) and len(body) > len(connective):
-            body = body[len(connective) :].lstrip("、, 　")
-            break
+    body = strip_connective(asked)
     for determiner in DETERMINERS:
         if body.startswith(determiner):
             return f"{topic}の{body[len(determiner) :]}"
@@ -82,6 +108,6 @@ def standalone(question: str, history: Sequence[str]) -> str:
         if body.startswith(pronoun):
             remainder = body[len(pronoun) :]
             return f"{previous}。{remainder}" if predicate else f"{topic}は{remainder}"
-    if body != asked or len(body) < SHORT or any(word in body for word in ANAPHORA):
+    if leans_on_previous(asked):
         return f"{previous}。{body}" if predicate else f"{topic}について、{body}"
     return asked

@@ -8,8 +8,18 @@ from typing import Any
 
 from app.config import Settings
 from app.web.app import create_app
+from app.web.followup import standalone
 from app.web.guard import web_guard
+from app.web.rewrite import llm_standalone
 from app.web.sources import document_file, source_view
+
+
+def followup_rewriter(service: Any, settings: Settings) -> Any:
+    """How follow-ups are made to stand alone (FOLLOWUP_REWRITE): the rules, or the service's LLM
+    with the rules as its fallback."""
+    if settings.servers.followup_rewrite == "llm":
+        return lambda question, history: llm_standalone(question, history, service.complete)
+    return standalone
 
 
 def guarded_app(service: Any, settings: Settings, host: str, port: int, data_dir: Path | None = None) -> Any:
@@ -21,6 +31,7 @@ def guarded_app(service: Any, settings: Settings, host: str, port: int, data_dir
         service,
         view_source=lambda source: source_view(service.store.engine, collection, source),
         document_path=lambda doc_id: document_file(service.store.list_documents(), folder, doc_id),
+        followup=followup_rewriter(service, settings),
     )
     return web_guard(
         app,
