@@ -1,5 +1,7 @@
 """app.web: the page, the streamed answer as Server-Sent Events, the question checks, the turns."""
 
+import base64
+import hashlib
 import json
 import threading
 import time
@@ -86,6 +88,17 @@ def test_the_page_is_japanese_and_loads_nothing_from_elsewhere():
     page = TestClient(create_app(FakeService())).get("/")
     assert page.status_code == 200 and '<html lang="ja">' in page.text and "質問する" in page.text
     assert "http://" not in page.text and "https://" not in page.text and "innerHTML" not in page.text
+
+
+@pytest.mark.parametrize("path", ["/", "/documents"])
+def test_a_page_may_run_only_its_own_script(path):
+    page = TestClient(create_app(FakeService())).get(path)
+    script = page.text.split("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    policy = page.headers["content-security-policy"]
+    assert f"script-src 'sha256-{digest}';" in policy and "default-src 'self';" in policy
+    assert "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+    assert page.headers["x-content-type-options"] == "nosniff" and page.headers["referrer-policy"] == "no-referrer"
 
 
 def test_the_answer_streams_token_by_token_then_the_sources():

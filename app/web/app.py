@@ -35,7 +35,7 @@ from starlette.routing import Route
 from app.errors import RagError
 from app.mcp.auth import is_loopback
 from app.web.followup import standalone
-from app.web.page import DOCUMENTS_PAGE, PAGE
+from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
 from app.web.turns import Turns
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,15 @@ HISTORY_KEPT = 3  # earlier questions a follow-up may refer to
 def sse(kind: str, data: dict[str, Any]) -> str:
     """One Server-Sent Event: ``event: kind`` and its JSON data (Japanese kept readable)."""
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def page_headers(page: str) -> dict[str, str]:
+    """Headers of an HTML page: its Content-Security-Policy, no MIME sniffing, no Referer sent."""
+    return {
+        "Content-Security-Policy": content_security_policy(page),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
 
 
 def sync_result(report: Any) -> dict[str, Any] | None:
@@ -141,7 +150,7 @@ def create_app(
     turns = turns or Turns()
 
     async def page(request: Request) -> Response:
-        return HTMLResponse(PAGE)
+        return HTMLResponse(PAGE, headers=page_headers(PAGE))
 
     async def ask(request: Request) -> Response:
         try:
@@ -161,7 +170,7 @@ def create_app(
         return JSONResponse({"documents": stored, "last_sync": sync_result(getattr(service, "last_sync", None))})
 
     async def documents_page(request: Request) -> Response:
-        return HTMLResponse(DOCUMENTS_PAGE)
+        return HTMLResponse(DOCUMENTS_PAGE, headers=page_headers(DOCUMENTS_PAGE))
 
     async def resync(request: Request) -> Response:
         if not is_loopback(request.client.host if request.client else ""):

@@ -325,3 +325,18 @@ load();
 </body>
 </html>
 """
+
+
+def content_security_policy(page: str) -> str:
+    """The page's Content-Security-Policy: its own inline script only (by its SHA-256), its inline
+    style, requests to itself; no frames around it, no plugins, no other site. A second defence
+    behind ``textContent``: even text that became markup could not run or fetch from elsewhere."""
+    import base64
+    import hashlib
+
+    script = page.split("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        f"default-src 'self'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src 'self'; "
+        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
