@@ -27,7 +27,7 @@ unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS WEB_HOST WEB_PORT
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test lint db-stop db-status build up up-scale down shell compose-check clean
+.PHONY: help setup models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -124,14 +124,20 @@ up-scale: secrets/db_password ## like `up`, plus llama.cpp's server (profile sca
 	if [ "$$(id -u)" != 0 ]; then export RAG_UID=$$(id -u) RAG_GID=$$(id -g); fi; \
 	LLM_BASE_URL=http://llm:8080/v1 $(COMPOSE) --profile scale up -d
 
+up-web: web-token secrets/db_password ## like `up`, plus the web page (profile web) on http://127.0.0.1:8780; needs WEB_TOKEN
+	if [ "$$(id -u)" != 0 ]; then export RAG_UID=$$(id -u) RAG_GID=$$(id -g); fi; $(COMPOSE) --profile web up -d
+
+web-token:
+	@test -n "$$WEB_TOKEN" || { echo "up-web: set WEB_TOKEN to a shared secret first (the page listens on 0.0.0.0 inside its container)" >&2; exit 2; }
+
 down: ## stop the containers (the pgdata volume is kept)
-	$(COMPOSE) --profile scale down
+	$(COMPOSE) --profile scale --profile web down
 
 shell: ## open bash in the app container
 	$(COMPOSE) exec app bash
 
-compose-check: ## validate docker-compose.yml (both profiles)
-	docker-compose config -q && docker-compose --profile scale config -q
+compose-check: ## validate docker-compose.yml (all profiles)
+	docker-compose config -q && docker-compose --profile scale config -q && docker-compose --profile web config -q
 
 clean: ## remove caches (keeps .venv, models/ and .pgdata/)
 	rm -rf .pytest_cache $$(find . -name __pycache__ -not -path './.venv/*')
