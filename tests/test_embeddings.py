@@ -174,15 +174,29 @@ def test_server_embeddings_refuse_the_wrong_dimension():
     from app.embeddings import ServerEmbeddings
     from app.errors import EmbeddingServerError
 
-    emb = ServerEmbeddings("http://127.0.0.1:9/v1", "BAAI/bge-m3")
+    emb = ServerEmbeddings("http://127.0.0.1:9/v1", "intfloat/multilingual-e5-small")
     emb._server = _RecordingServer(1024)
     with pytest.raises(EmbeddingServerError) as caught:
         emb.embed_query("x")
     assert str(caught.value) == (
         "the embedding server at http://127.0.0.1:9/v1 returns 1024-dimensional vectors for "
-        "'BAAI/bge-m3'; the store holds vector(384): serve a 384-d model such as "
-        "intfloat/multilingual-e5-small, or unset EMBED_BASE_URL"
+        "'intfloat/multilingual-e5-small', which makes 384: serve that model, set EMBED_MODEL to the one it "
+        "serves, or unset EMBED_BASE_URL"
     )
+
+
+def test_server_embeddings_use_the_family_prefixes_and_size():
+    from app.config import Settings
+    from app.embeddings import _server_embeddings
+
+    settings = Settings.from_env({"EMBED_BASE_URL": "http://127.0.0.1:9/v1", "EMBED_MODEL": "cl-nagoya/ruri-v3-310m"})
+    emb = _server_embeddings(settings)
+    emb._server = _RecordingServer(768)
+    assert len(emb.embed_query("質問")) == 768 and emb.dim == 768
+    emb.embed_documents(["本文"])
+    assert [c[0][0] for c in emb._server.calls] == ["検索クエリ: 質問", "検索文書: 本文"]
+    plain = _server_embeddings(settings.changed(models={"embed_model": "acme/unknown-embedder"}))
+    assert plain.prefixes is None and plain.dim is None  # no prefixes; the store checks the size
 
 
 def test_embed_base_url_selects_the_server_client_with_prefixes_for_e5_only(clean_env):

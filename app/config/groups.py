@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from app.config import read, urls
+from app.profiles import EmbeddingProfile, embedding_profile
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
 # with a Hugging Face hub id or a local path.
@@ -126,6 +127,9 @@ class ModelSettings:
         "EMBED_BASE_URL",
         "EMBED_API_KEY",
         "EMBED_SERVER_PREFIXES",
+        "EMBED_QUERY_PREFIX",
+        "EMBED_PASSAGE_PREFIX",
+        "EMBED_MAX_TOKENS",
     )
     dir: Path = Path("models")
     embed_model: str = EMBED_MODEL_DEFAULT
@@ -134,6 +138,15 @@ class ModelSettings:
     embed_api_key: str = ""
     embed_url_auth: str = ""  # the user:password EMBED_BASE_URL carried
     embed_server_prefixes: str = EMBED_SERVER_PREFIXES[0]  # E5 prefixes: in the text, or input_type
+    embed_query_prefix: str | None = None  # EMBED_QUERY_PREFIX: overrides the model family's (app.profiles)
+    embed_passage_prefix: str | None = None  # EMBED_PASSAGE_PREFIX
+    embed_max_tokens: int | None = None  # EMBED_MAX_TOKENS: tokens of a passage the embedder reads
+
+    def embedding_profile(self) -> EmbeddingProfile:
+        """The embedding model's profile (prefixes, maximum tokens, pooling, size), overrides applied."""
+        return embedding_profile(
+            self.embed_model, self.embed_query_prefix, self.embed_passage_prefix, self.embed_max_tokens
+        )
 
     def __repr__(self) -> str:
         """Shown with the key and the URL's password masked."""
@@ -151,6 +164,9 @@ class ModelSettings:
             embed_api_key=env.get("EMBED_API_KEY", ""),
             embed_url_auth=embed_auth,
             embed_server_prefixes=read.choice(env, "EMBED_SERVER_PREFIXES", EMBED_SERVER_PREFIXES),
+            embed_query_prefix=env.get("EMBED_QUERY_PREFIX"),
+            embed_passage_prefix=env.get("EMBED_PASSAGE_PREFIX"),
+            embed_max_tokens=read.integer(env, "EMBED_MAX_TOKENS") or None,
         )
 
 

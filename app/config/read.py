@@ -28,7 +28,11 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "LLM_MAX_RETRIES": (2, 0),  # LLM_BASE_URL: retries (exponential backoff) after a failed request
     "DB_POOL_SIZE": (5, 1),  # connections kept open per process (SQLAlchemy pool; overflow as many again)
     "DB_STATEMENT_TIMEOUT_MS": (60000, 0),  # longest one SQL statement may run (0: no limit)
-    "INGEST_WORKERS": (1, 1),  # processes that read, chunk and embed files in parallel during a sync
+    "INGEST_WORKERS": (1, 1),
+    "EMBED_MAX_TOKENS": (
+        0,
+        8,
+    ),  # 0 (unset): the embedding model family's own (app.profiles)  # processes that read, chunk and embed files in parallel during a sync
     # Graph search (app.graphrag; docs/graph.md)
     "GRAPH_MIN_CHUNKS": (2, 1),  # an entity joins the community graph when named in at least this many chunks
     "GRAPH_TOP_ENTITIES": (10, 1),  # local search: entities the question is mapped to
