@@ -53,15 +53,7 @@ from app.storage.keywords import (
     upsert_keywords,
 )
 from app.storage.lock import writer_lock
-from app.storage.schema import (
-    SCHEMA_VERSION,
-    SQL_EMBEDDING_TYPE,
-    check_schema,
-    create_schema,
-    make_vectorstore,
-    open_store,
-    schema_version,
-)
+from app.storage.schema import SCHEMA_VERSION, check_schema, create_schema, make_vectorstore, open_store, schema_version
 from app.storage.staging import claim_staged, clean_staging, stage_chunks, staged_progress, switch_document
 from app.storage.tables import (
     COLLECTION_STATS_TABLE,
@@ -74,6 +66,7 @@ from app.storage.tables import (
     STAGING_TABLE,
     TERM_STATS_TABLE,
 )
+from app.storage.vectors import SQL_COLUMN_TYPE, fit_size, nearest_chunks
 
 if TYPE_CHECKING:
     from langchain_postgres import PGVector
@@ -92,7 +85,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SQL_CREATE_HNSW",
     "SQL_CREATE_KEYWORD_GIN",
-    "SQL_EMBEDDING_TYPE",
+    "SQL_COLUMN_TYPE",
     "SQL_KEYWORD_SEARCH",
     "SQL_NO_TIMEOUT",
     "SQL_UPSERT_DOCUMENT",
@@ -113,6 +106,7 @@ __all__ = [
     "describe_target",
     "get_engine",
     "get_vectorstore",
+    "fit_size",
     "init_db",
     "keyword_row",
     "keyword_search",
@@ -120,6 +114,7 @@ __all__ = [
     "list_documents",
     "source_chunks",
     "make_vectorstore",
+    "nearest_chunks",
     "open_store",
     "replace_document",
     "resolve_connection_string",
@@ -134,7 +129,7 @@ __all__ = [
 
 
 def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: Engine | None = None) -> PGVector:
-    """Return the PGVector store for reading (§4.2): vector(384), JSONB metadata, on the existing schema.
+    """Return the PGVector store for reading (§4.2): vectors of the store's size, JSONB metadata, on the existing schema.
 
     StoreNotReadyError if nothing was ingested yet; nothing is created here (see
     :func:`init_db` for the write path). ``RagStore`` opens its store through this.
@@ -159,8 +154,11 @@ def init_db(
         from app.embeddings import LazyEmbeddings
 
         embeddings = LazyEmbeddings(s)
+    from app.embeddings import embedding_size
+
+    size = embedding_size(s, embeddings)
     with writer_lock(engine, wait=wait):
-        return create_schema(engine, embeddings, s.retrieval.collection_name)
+        return create_schema(engine, embeddings, s.retrieval.collection_name, size)
 
 
 # --- command line -----------------------------------------------------------

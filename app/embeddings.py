@@ -232,6 +232,16 @@ def _open_embeddings(s: Settings) -> Embeddings:
     return model
 
 
+def embedding_size(settings: Settings, embeddings: Any = None) -> int:
+    """The size of the embedding model's vectors: its profile's published size (no model loaded),
+    else measured by embedding one word (the model loads)."""
+    known = settings.models.embedding_profile().dimension
+    if known:
+        return known
+    model = embeddings if embeddings is not None else get_embeddings(settings)
+    return len(model.embed_query("次元"))
+
+
 def embed(texts: Sequence[str] | None) -> list[list[float]]:
     """Embed ``texts`` into 384-d vectors; ``[]`` for None or an empty list.
 

@@ -34,6 +34,7 @@ from app.evidence.quote import evidence_instead, find_quote
 from app.evidence.windows import select_evidence
 from app.guard import answer_warnings
 from app.rag_state import RAGContext, RAGState
+from app.reranker import SCORE_KEY as RERANK_SCORE
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,12 @@ def confidence(documents: Sequence[Document]) -> float | None:
     return max(scores) if scores else None
 
 
+def best_rerank(documents: Sequence[Document]) -> float | None:
+    """The cross-encoder's best score among the re-ranked chunks; None when none was re-ranked."""
+    scores = [d.metadata[RERANK_SCORE] for d in documents if d.metadata.get(RERANK_SCORE) is not None]
+    return max(float(s) for s in scores) if scores else None
+
+
 def abstain(docs: Sequence[Document], reason: str, conf: float | None, on_token, start: float) -> dict:
     """The answer ``資料に記載がありません`` with the closest sources, without asking the LLM."""
     if on_token:
@@ -108,8 +115,8 @@ def pre_llm_abstention(
     preamble: str = "",
     candidates: Sequence[Document] = (),
 ) -> str | None:
-    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``absent_value``,
-    ``low_coverage``), or None. The coverage counts the question's tokens in the chunks (with their
+    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``low_rerank``,
+    ``absent_value``, ``low_coverage``), or None. The coverage counts the question's tokens in the chunks (with their
     context lines) and in ``preamble`` (local search's graph tables, which the LLM reads too);
     ``absent_value``: the question names a code, version or number that none of ``candidates`` (all
     SEARCH_K of them; default ``docs``) holds."""
@@ -117,6 +124,9 @@ def pre_llm_abstention(
         return "no_context"
     if conf is not None and conf < ctx.min_confidence:
         return "low_confidence"
+    rerank = best_rerank(docs)
+    if rerank is not None and rerank < ctx.min_rerank:
+        return "low_rerank"
     extra = [preamble] if preamble else []
     if absent_values(query, [with_context_line(d) for d in (candidates or docs)] + extra):
         return "absent_value"

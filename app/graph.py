@@ -235,6 +235,7 @@ def default_context(
         token_budget=s.llm.n_ctx - s.llm.max_tokens,
         prompt_style=s.answers.prompt_style,
         min_confidence=s.answers.abstain_min_similarity,
+        min_rerank=s.answers.abstain_min_rerank,
         context_max_chars=s.answers.context_max_chars,
         evidence_chars=s.answers.evidence_chars,
         embeddings=store.embeddings if s.answers.prompt_style == "evidence" else None,

@@ -31,7 +31,7 @@ class RAGState(TypedDict, total=False):
     # none, the context its text matches best (app.answers.best_matching_context), cited for it as [n]
     model_cited: bool  # the model itself cited a context
     abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence",
-    # "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
+    # "low_rerank", "absent_value", "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
     model_answer: str  # with "unsupported": what the model wrote instead
     unsupported: list[str]  # with "unsupported": the numbers no context states
     warnings: list[str]  # links the answer carries from a document, a copied instruction to an AI (app.guard)
@@ -62,6 +62,7 @@ class RAGContext:
     on_token: Callable[[str], None] | None = None  # streaming: called with each generated piece
     prompt_style: str = "cited"  # or "spec" (§4.9's template)
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
+    min_rerank: float = 0.0  # the same for the cross-encoder's best score (0..1), when one re-ranked
     context_max_chars: int = 0  # >0: each context trimmed to the sentences around the query terms
     evidence_chars: int = 800  # prompt_style "evidence": characters of evidence windows (app.evidence.windows)
     embeddings: Any | None = None  # prompt_style "evidence": scores windows (None: terms and rank only)

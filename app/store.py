@@ -88,6 +88,7 @@ class RagStore:
         (one warning line) or, with ``wait=False``, raise WriterBusyError.
         """
         from app import db
+        from app.embeddings import embedding_size
         from app.errors import WriterBusyError
 
         me = threading.get_ident()
@@ -106,7 +107,10 @@ class RagStore:
                 try:
                     if not self._schema_ready:
                         self._vectorstore = db.create_schema(
-                            self.engine, self.embeddings, self.settings.retrieval.collection_name
+                            self.engine,
+                            self.embeddings,
+                            self.settings.retrieval.collection_name,
+                            embedding_size(self.settings, self.embeddings),
                         )
                         self._schema_ready = True
                     yield self

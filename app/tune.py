@@ -237,6 +237,21 @@ def format_calibration(
     )
 
 
+def rerank_scores(
+    reranker: Any, candidates: Sequence[Candidates], questions: Sequence[dict], settings: Any
+) -> list[float]:
+    """Each question's best cross-encoder score over the SEARCH_K hybrid candidates the re-ranker
+    reads (the signal ABSTAIN_MIN_RERANK is compared with)."""
+    from app.reranker import SCORE_KEY, rerank_documents
+
+    out = []
+    for c, q in zip(candidates, questions):
+        fused = fuse(c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights)
+        ranked = rerank_documents(q["query"], fused, reranker, 1)
+        out.append(float(ranked[0].metadata[SCORE_KEY]) if ranked else 0.0)
+    return out
+
+
 def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], settings: Any) -> list[float]:
     """Each question's token coverage of the RERANK_TOP_K chunks that hybrid search (current settings)
     gives the LLM without a cross-encoder."""

@@ -34,3 +34,68 @@ def build_tiny_cross_encoder(folder: Path, vocab_text: str, seed: int = 0) -> Pa
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def char_tokenizer(folder: Path, vocab_text: str):
+    """A character-level BERT tokenizer over ``vocab_text``'s characters, Latin letters and digits."""
+    from transformers import BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    chars = sorted({c for c in vocab_text if c.strip()})
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + letters
+    (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
+    return BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), tokenize_chinese_chars=True)
+
+
+def modernbert_config(vocab_size: int, hidden: int, layers: int, heads: int, intermediate: int, **extra):
+    """A ModernBERT configuration (the architecture of Ruri v3 and japanese-reranker-*-v2)."""
+    from transformers import ModernBertConfig
+
+    return ModernBertConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=8192,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=3,
+        cls_token_id=2,
+        sep_token_id=3,
+        **extra,
+    )
+
+
+def build_modernbert_embedder(folder: Path, vocab_text: str, size: int, layers: int = 1, seed: int = 0) -> Path:
+    """Save a random-weight ModernBERT bi-encoder with ``size``-dimensional mean-pooled vectors as a
+    sentence-transformers folder (the loading code of ``cl-nagoya/ruri-v3-*``)."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+
+    raw = folder / "transformer"
+    tokenizer = char_tokenizer(raw, vocab_text)
+    torch.manual_seed(seed)
+    heads = max(1, size // 64)
+    from transformers import ModernBertModel
+
+    ModernBertModel(modernbert_config(len(tokenizer), size, layers, heads, size * 2)).save_pretrained(raw)
+    tokenizer.save_pretrained(raw)
+    transformer = models.Transformer(str(raw), max_seq_length=512)
+    SentenceTransformer(modules=[transformer, models.Pooling(size, "mean")]).save(str(folder))
+    return folder
+
+
+def build_modernbert_cross_encoder(folder: Path, vocab_text: str, hidden: int = 64, layers: int = 1, seed: int = 0):
+    """Save a random-weight ModernBERT cross-encoder (1 label; the architecture of
+    ``hotchpotch/japanese-reranker-xsmall-v2``) with a character tokenizer to ``folder``."""
+    import torch
+    from transformers import ModernBertForSequenceClassification
+
+    tokenizer = char_tokenizer(folder, vocab_text)
+    torch.manual_seed(seed)
+    config = modernbert_config(len(tokenizer), hidden, layers, max(1, hidden // 64), hidden * 2, num_labels=1)
+    ModernBertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

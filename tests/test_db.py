@@ -45,10 +45,10 @@ def test_get_engine_unreachable_server_is_one_clear_error(clean_env):
     assert "\n" not in str(err.value)
 
 
-def test_get_vectorstore_opens_the_existing_schema_with_384_dims_and_jsonb(mocker):
+def test_get_vectorstore_opens_the_existing_schema_with_vectors_of_any_size_and_jsonb(mocker):
     engine = mocker.patch("app.db.get_engine").return_value
     check = mocker.patch("app.db.check_schema")
-    pgvector = mocker.patch("langchain_postgres.PGVector")
+    pgvector = mocker.patch("app.storage.schema.sized_vectorstore_class").return_value
     db.get_vectorstore(Settings(), embeddings=object())
     kw = pgvector.call_args.kwargs
     assert (
@@ -57,18 +57,19 @@ def test_get_vectorstore_opens_the_existing_schema_with_384_dims_and_jsonb(mocke
         kw["collection_name"],
         kw["connection"],
         kw["create_extension"],
-    ) == (384, True, "documents", engine, False)
+    ) == (None, True, "documents", engine, False)
     check.assert_called_once_with(engine, "documents")
 
 
 def test_create_schema_creates_hnsw_cosine_index_keyword_index_and_version(mocker):
-    pgvector = mocker.patch("langchain_postgres.PGVector")
+    pgvector = mocker.patch("app.storage.schema.sized_vectorstore_class").return_value
     engine = mocker.MagicMock()
     conn = engine.begin.return_value.__enter__.return_value
     conn.execute.return_value.scalar.return_value = "vector(384)"
     conn.execute.return_value.all.return_value = []
     db.create_schema(engine, object(), "documents")
     assert pgvector.call_args.kwargs["create_extension"] is True
+    assert pgvector.call_args.kwargs["embedding_length"] == 384
     statements = [str(c.args[0]) for c in conn.execute.call_args_list]
     assert any("USING hnsw (embedding vector_cosine_ops)" in s and "IF NOT EXISTS" in s for s in statements)
     assert any("USING gin (tsv)" in s and "IF NOT EXISTS" in s for s in statements)
@@ -87,12 +88,30 @@ def test_keyword_search_with_empty_query_does_not_touch_the_db(mocker):
     engine.connect.assert_not_called()
 
 
-def test_create_schema_rejects_wrong_embedding_dimension(mocker):
-    mocker.patch("langchain_postgres.PGVector")
+def test_create_schema_fits_the_columns_to_a_second_size(mocker):
+    mocker.patch("app.storage.schema.sized_vectorstore_class")
     engine = mocker.MagicMock()
-    engine.begin.return_value.__enter__.return_value.execute.return_value.scalar.return_value = "vector"
-    with pytest.raises(DatabaseUnavailableError, match=r"expected vector\(384\)"):
-        db.create_schema(engine, object(), "documents")
+    conn = engine.begin.return_value.__enter__.return_value
+    conn.execute.return_value.scalar.return_value = "vector(384)"
+    db.create_schema(engine, object(), "documents", 768)
+    statements = [str(c.args[0]) for c in conn.execute.call_args_list]
+    chunks = [s for s in statements if "langchain_pg_embedding" in s and ("INDEX" in s or "ALTER TABLE" in s)]
+    assert chunks[-4:] == [
+        'DROP INDEX IF EXISTS "langchain_pg_embedding_embedding_hnsw"',
+        'ALTER TABLE "langchain_pg_embedding" ALTER COLUMN embedding TYPE vector',
+        'CREATE INDEX IF NOT EXISTS "langchain_pg_embedding_hnsw_384" ON "langchain_pg_embedding" USING hnsw '
+        "((CAST(embedding AS vector(384))) vector_cosine_ops) WHERE vector_dims(embedding) = 384",
+        'CREATE INDEX IF NOT EXISTS "langchain_pg_embedding_hnsw_768" ON "langchain_pg_embedding" USING hnsw '
+        "((CAST(embedding AS vector(768))) vector_cosine_ops) WHERE vector_dims(embedding) = 768",
+    ]
+    assert 'ALTER TABLE "rag_staging" ALTER COLUMN embedding TYPE vector' in statements
+    assert any(s.startswith('CREATE INDEX IF NOT EXISTS "rag_graph_entity_hnsw_768"') for s in statements)
+
+
+@pytest.mark.parametrize("size", [0, 2001, 384.0, True])
+def test_an_embedding_size_an_index_cannot_take_is_one_line(size):
+    with pytest.raises(ValueError, match=r"^embedding size must be 1 to 2000 dimensions for an HNSW index, got "):
+        db.create_schema(object(), object(), "documents", size)
 
 
 def test_stop_embedded_server_when_nothing_was_made(tmp_path):

@@ -343,3 +343,25 @@ def test_coverage_counts_a_rows_context_line():
     assert pre_llm_abstention(ctx, "22.04 のコードネームは？", [row], None) is None
     bare = Document(page_content=row.page_content, metadata={"source": "ubuntu.csv:r5"})
     assert pre_llm_abstention(ctx, "22.04 のコードネームは？", [bare], None) == "low_coverage"
+
+
+def test_generate_node_abstains_when_the_cross_encoder_scores_every_chunk_low(ctx, llm, mock_documents):
+    scored = [
+        Document(page_content=d.page_content, metadata={**d.metadata, "rerank_score": score})
+        for d, score in zip(mock_documents[:2], (0.31, 0.12))
+    ]
+    ctx.min_rerank = 0.5
+    out = generate_node({"query": "受付時間", "reranked_documents": scored}, runtime(ctx))
+    assert out["abstained"] == "low_rerank" and out["answer"] == ABSTAIN_ANSWER and llm.prompts == []
+    ctx.min_rerank = 0.3  # the best chunk (0.31) clears it
+    assert generate_node({"query": "受付時間", "reranked_documents": scored}, runtime(ctx))["abstained"] is None
+    unscored = {"query": "受付時間", "reranked_documents": mock_documents[:2]}  # no cross-encoder: no signal
+    ctx.min_rerank = 0.99
+    assert generate_node(unscored, runtime(ctx))["abstained"] is None
+
+
+def test_best_rerank():
+    from app.generate import best_rerank
+
+    docs = [Document(page_content="a", metadata={"rerank_score": s}) for s in (0.2, 0.7)]
+    assert best_rerank(docs) == 0.7 and best_rerank([Document(page_content="a")]) is None

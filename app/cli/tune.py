@@ -74,11 +74,14 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         expected = (bool(q["expected_source"]) for q in questions)
         covered = list(zip(tune.coverages(candidates, questions, settings), expected))
         by_coverage = tune.calibrate_abstention([v for v, ok in covered if ok], [v for v, ok in covered if not ok])
+        by_rerank = rerank_calibration(settings, candidates, questions)
         if calibration["unanswerable"]:
             print(tune.format_calibration(calibration))
             print(
                 tune.format_calibration(by_coverage, "ABSTAIN_MIN_COVERAGE", "question tokens found in the top chunks")
             )
+            if by_rerank:
+                print(tune.format_calibration(by_rerank, "ABSTAIN_MIN_RERANK", "the cross-encoder's best score"))
         if args.json:
             write_json(
                 args.json,
@@ -88,12 +91,28 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
                     "chosen": chosen,
                     "abstention": calibration,
                     "abstention_coverage": by_coverage,
+                    **({"abstention_rerank": by_rerank} if by_rerank else {}),
                     **({"per_question": per_question} if per_question is not None else {}),
                 },
             )
         return 0
 
     return run(body, debug=args.debug)
+
+
+def rerank_calibration(settings: Any, candidates: Sequence[Any], questions: Sequence[dict]) -> dict | None:
+    """ABSTAIN_MIN_RERANK's calibration when a cross-encoder is installed (RERANKER_MODEL); None without one."""
+    from app.errors import ModelNotFoundError
+    from app.reranker import get_reranker
+
+    try:
+        reranker = get_reranker(settings)
+    except ModelNotFoundError:
+        return None
+    scored = list(zip(tune.rerank_scores(reranker, candidates, questions, settings), questions))
+    return tune.calibrate_abstention(
+        [v for v, q in scored if q["expected_source"]], [v for v, q in scored if not q["expected_source"]]
+    )
 
 
 if __name__ == "__main__":

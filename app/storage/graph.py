@@ -168,9 +168,12 @@ SQL_COUNTS = sql(
     "(SELECT count(*) FROM {mentions} WHERE collection_id = :collection) AS links"
 )
 _ENTITY_COLUMNS = "id, key, title, kind, description, mentions, chunks, degree, communities"
+# Only the entities embedded with the question's model (a collection re-embedded with another model
+# may still hold the old size until its graph is rebuilt).
 SQL_ENTITIES_BY_VECTOR = sql(
     "SELECT " + _ENTITY_COLUMNS + ", 1 - (embedding <=> CAST(:vector AS vector)) AS similarity FROM {entities} "
     "WHERE collection_id = :collection AND embedding IS NOT NULL "
+    "AND vector_dims(embedding) = vector_dims(CAST(:vector AS vector)) "
     "ORDER BY embedding <=> CAST(:vector AS vector) LIMIT :k"
 )
 # Entities named in the question: their normalized title occurs in the normalized question

@@ -13,16 +13,18 @@ Version history (the number is what ``rag_meta`` holds; stores made before 2 hol
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.config import EMBED_DIM
-from app.errors import DatabaseUnavailableError, StoreNotReadyError
+from app.errors import StoreNotReadyError
 from app.storage import chunks, graph, keywords, staging
 from app.storage.collection import collection_id
 from app.storage.engine import lift_statement_timeout
-from app.storage.tables import EMBEDDING_TABLE, META_TABLE, sql
+from app.storage.tables import META_TABLE, sql
+from app.storage.vectors import check_size, fit_size, nearest_chunks
 
 if TYPE_CHECKING:
     from langchain_postgres import PGVector
@@ -34,10 +36,6 @@ SQL_SCHEMA_VERSION = sql("SELECT value FROM {meta} WHERE key = 'schema_version'"
 SQL_SET_SCHEMA_VERSION = sql(
     "INSERT INTO {meta} (key, value) VALUES ('schema_version', :version) "
     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
-)
-SQL_EMBEDDING_TYPE = (
-    "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-    "WHERE a.attrelid = CAST(:table AS regclass) AND a.attname = 'embedding'"
 )
 
 
@@ -137,18 +135,42 @@ def check_schema(engine: Engine, collection_name: str) -> None:
         raise StoreNotReadyError(f"the collection '{collection_name}' does not exist; run `make ingest` first")
 
 
-def make_vectorstore(engine: Engine, embeddings, collection_name: str, create: bool = False) -> PGVector:
-    """A PGVector on ``engine`` (vector(384) column, JSONB metadata).
-
-    With ``create`` (write paths only, under the writer lock) it creates the extension,
-    its tables and the collection; without, it only finds them (no DDL, no writes).
-    """
+@functools.cache
+def sized_vectorstore_class() -> type:
+    """PGVector whose unfiltered nearest-neighbour search is :func:`app.storage.vectors.nearest_chunks`
+    (the HNSW index of the vectors' size); a metadata filter goes through PGVector's own query."""
+    from langchain_core.documents import Document
     from langchain_postgres import PGVector
 
-    return PGVector(
+    class SizedPGVector(PGVector):
+        """PGVector over vectors of any size (app.storage.vectors)."""
+
+        def similarity_search_with_score_by_vector(self, embedding, k: int = 4, filter: dict | None = None):
+            """``(Document, cosine distance)`` pairs, nearest first."""
+            if filter:
+                return super().similarity_search_with_score_by_vector(embedding, k=k, filter=filter)
+            rows = nearest_chunks(self._engine, self.collection_name, list(embedding), k)
+            return [
+                (Document(id=str(id_), page_content=text, metadata=metadata or {}), float(distance))
+                for id_, text, metadata, distance in rows
+            ]
+
+    return SizedPGVector
+
+
+def make_vectorstore(
+    engine: Engine, embeddings, collection_name: str, create: bool = False, size: int | None = None
+) -> PGVector:
+    """A PGVector on ``engine`` (JSONB metadata; a new store's column is ``vector(size)``).
+
+    With ``create`` (write paths only, under the writer lock) it creates the extension,
+    its tables and the collection; without, it only finds them (no DDL, no writes) and takes
+    vectors of any size (app.storage.vectors).
+    """
+    return sized_vectorstore_class()(
         embeddings=embeddings,
         connection=engine,
-        embedding_length=EMBED_DIM,
+        embedding_length=size,
         collection_name=collection_name,
         use_jsonb=True,
         create_extension=create,
@@ -161,23 +183,20 @@ def open_store(engine: Engine, embeddings, collection_name: str) -> PGVector:
     return make_vectorstore(engine, embeddings, collection_name, create=False)
 
 
-def create_schema(engine: Engine, embeddings, collection_name: str) -> PGVector:
+def create_schema(engine: Engine, embeddings, collection_name: str, size: int = EMBED_DIM) -> PGVector:
     """Write path (the caller holds the writer lock): the extension, PGVector's tables and the
-    collection, then the pending migrations, keyword rows for chunks stored without one, and the
-    schema version, in one transaction; returns the store."""
+    collection, then the pending migrations, the embedding columns fitted to the model's ``size``
+    (app.storage.vectors), keyword rows for chunks stored without one, and the schema version, in
+    one transaction; returns the store."""
     from sqlalchemy import text
 
-    store = make_vectorstore(engine, embeddings, collection_name, create=True)
+    check_size(size)
+    store = make_vectorstore(engine, embeddings, collection_name, create=True, size=size)
     previous = schema_version(engine)
     with engine.begin() as conn:
         lift_statement_timeout(conn)  # migrations may rebuild indexes over every chunk
-        column_type = conn.execute(text(SQL_EMBEDDING_TYPE), {"table": EMBEDDING_TABLE}).scalar()
-        if column_type != f"vector({EMBED_DIM})":
-            raise DatabaseUnavailableError(
-                f"{EMBEDDING_TABLE}.embedding is {column_type}, expected vector({EMBED_DIM}); "
-                "drop the table (or use a new DB_NAME) and ingest again"
-            )
         apply_migrations(conn, previous)
+        fit_size(conn, size)
         keywords.backfill_keywords(conn)
         conn.execute(text(SQL_SET_SCHEMA_VERSION), {"version": str(SCHEMA_VERSION)})
     return store

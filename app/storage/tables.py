@@ -29,6 +29,7 @@ REPORT_TABLE = "rag_graph_report"
 GRAPH_STATE_TABLE = "rag_graph_state"
 
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
+ENTITY_HNSW_INDEX = "rag_graph_entity_embedding_hnsw"
 KEYWORD_GIN_INDEX = "rag_keyword_index_tsv_gin"
 
 # field name in templates -> identifier. Index names are those existing stores have: a new name
@@ -59,7 +60,7 @@ NAMES: dict[str, str] = {
     "mention_entity_index": "rag_graph_mention_entity",
     "pair_collection_index": "rag_graph_pair_collection",
     "entity_key_index": "rag_graph_entity_key",
-    "entity_hnsw_index": "rag_graph_entity_embedding_hnsw",
+    "entity_hnsw_index": ENTITY_HNSW_INDEX,
     "relationship_source_index": "rag_graph_relationship_source",
     "relationship_target_index": "rag_graph_relationship_target",
     "keyword_stats_function": "rag_keyword_stats",
@@ -74,13 +75,19 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-# Template fields: the quoted names, and the embedding dimension (a number, for ``vector({embed_dim})``).
+# Template fields: the quoted names, and the first embedding size of a new store's staging and entity
+# tables (a number, for ``vector({embed_dim})``; app.storage.vectors fits them to the model's).
 _FIELDS = {**{field: quote(name) for field, name in NAMES.items()}, "embed_dim": str(int(EMBED_DIM))}
 
 
 def sql(template: str) -> str:
     """Fill a statement template's ``{field}`` names (KeyError for an unknown one); a literal brace is ``{{``."""
     return template.format_map(_FIELDS)
+
+
+def sql_for_size(template: str, size: int) -> str:
+    """A template with a ``{size}`` field as well (an embedding size, written as a number)."""
+    return template.format_map({**_FIELDS, "size": str(int(size))})
 
 
 def vector_literal(vector) -> str:

@@ -63,7 +63,7 @@ def test_ingest_stores_every_page_and_row_with_metadata(ingested, engine):
 
 def test_embedding_column_is_vector_384_with_hnsw_cosine_index(ingested, engine):
     with engine.connect() as conn:
-        column = conn.execute(text(db.SQL_EMBEDDING_TYPE), {"table": db.EMBEDDING_TABLE}).scalar()
+        column = conn.execute(text(db.SQL_COLUMN_TYPE), {"table": db.EMBEDDING_TABLE}).scalar()
         indexdef = conn.execute(
             text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": db.HNSW_INDEX}
         ).scalar()
