@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def main() -> int:
     """Print one line per budget (and the chunks' line), or --json the per-question figures."""
+    from app.answers import focus_context
     from app.config import get_settings
     from app.evaluate import collection_for, load_questions
     from app.evidence import windows
@@ -32,6 +33,7 @@ def main() -> int:
     parser.add_argument("--budgets", default="400,600,800,1000")
     parser.add_argument("--set", action="append", default=[], help="NAME=VALUE of a windows constant")
     parser.add_argument("--no-dense", action="store_true")
+    parser.add_argument("--trims", default="", help="CONTEXT_MAX_CHARS values to measure too (e.g. 250,350)")
     args = parser.parse_args()
     for item in args.set:
         name, value = item.split("=")
@@ -41,13 +43,17 @@ def main() -> int:
     ctx = default_context(settings, generate=False, reranker=None)
     embeddings = None if args.no_dense else RagStore(settings).embeddings
     questions = [q for q in load_questions(args.questions) if q.get("expected_source")]
-    budgets = [int(b) for b in args.budgets.split(",")]
-    rows = {"chunks": [], **{b: [] for b in budgets}}
+    budgets = [int(b) for b in args.budgets.split(",") if b]
+    trims = [int(t) for t in args.trims.split(",") if t]
+    rows = {"chunks": [], **{f"trim {t}": [] for t in trims}, **{b: [] for b in budgets}}
     for q in questions:
         docs = ctx.search(q["query"], ctx.search_k)
         top = rerank_documents(q["query"], docs, None, ctx.rerank_top_k)
         text = "\n".join(d.page_content for d in top)
         rows["chunks"].append((faithfulness(text, q["expected_keywords"]), len(text)))
+        for t in trims:  # CONTEXT_MAX_CHARS: each chunk cut to the sentences around the question's terms
+            cut = "\n".join(focus_context(d.page_content, q["query"], t) for d in top)
+            rows[f"trim {t}"].append((faithfulness(cut, q["expected_keywords"]), len(cut)))
         ordered = top + [d for d in docs if d not in top]
         for b in budgets:
             chosen = windows.select_evidence(q["query"], ordered, b, embeddings)
@@ -58,7 +64,11 @@ def main() -> int:
         share = sum(v for v, _ in values) / n
         full = sum(v == 1.0 for v, _ in values) / n
         chars = sum(c for _, c in values) / n
-        label = f"top {ctx.rerank_top_k} chunks" if name == "chunks" else f"evidence {name} chars"
+        label = (
+            f"top {ctx.rerank_top_k} chunks"
+            if name == "chunks"
+            else (f"top {ctx.rerank_top_k}, {name}" if isinstance(name, str) else f"evidence {name} chars")
+        )
         print(f"{label:22s} keywords {share:6.1%}  all keywords {full:6.1%}  mean chars {chars:6.0f}  (n={n})")
     return 0
 
