@@ -63,6 +63,7 @@ NAMES: dict[str, str] = {
     "entity_hnsw_index": ENTITY_HNSW_INDEX,
     "relationship_source_index": "rag_graph_relationship_source",
     "relationship_target_index": "rag_graph_relationship_target",
+    "embedding_size_statistics": "rag_embedding_sizes",
     "keyword_stats_function": "rag_keyword_stats",
     "keyword_stats_insert_trigger": "rag_keyword_stats_ins",
     "keyword_stats_delete_trigger": "rag_keyword_stats_del",

@@ -64,7 +64,7 @@ SQL_NEAREST_CHUNKS = (
 )
 # How many rows have each size, for the planner's estimate of the size test (ANALYZE fills it).
 SQL_SIZE_STATISTICS = sql(
-    "CREATE STATISTICS IF NOT EXISTS rag_embedding_sizes ON (vector_dims(embedding)) FROM {chunks}"
+    "CREATE STATISTICS IF NOT EXISTS {embedding_size_statistics} ON (vector_dims(embedding)) FROM {chunks}"
 )
 SQL_ANALYZE_CHUNKS = sql("ANALYZE {chunks}")
 SQL_COLLECTION_SIZE = sql("SELECT vector_dims(embedding) FROM {chunks} WHERE collection_id = :collection LIMIT 1")
