@@ -84,6 +84,16 @@ def test_an_unusable_reply_falls_back_to_the_rules():
     assert standalone("それは土日も？", history) == "サポート窓口の受付時間は土日も？"
 
 
+def test_a_failing_model_falls_back_to_the_rules(caplog):
+    def broken(prompt, system):
+        raise RuntimeError("llama_decode returned -3")
+
+    assert (
+        llm_standalone("それは土日も？", ["サポート窓口の受付時間は？"], broken) == "サポート窓口の受付時間は土日も？"
+    )
+    assert "the follow-up rewrite failed (RuntimeError)" in caplog.text
+
+
 def test_follow_up_rewrite_setting_picks_the_rules_or_the_model():
     class Service(FakeService):
         def complete(self, prompt, system=None):

@@ -8,9 +8,12 @@ The rules against the model on two follow-up sets: docs/web.md."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from app.web.followup import leans_on_previous, standalone
+
+log = logging.getLogger(__name__)
 
 SYSTEM = (
     "あなたは社内文書の検索を手伝います。会話の最後の質問を、前の質問を読まなくても意味が通じる"
@@ -52,10 +55,14 @@ def read_rewrite(text: str, question: str, previous: str) -> str | None:
 def llm_standalone(question: str, history: Sequence[str], complete: Callable[[str, str], str]) -> str:
     """``question`` made to stand alone after ``history`` by the model (``complete(prompt, system)``
     returns its reply); unchanged when the rules see no need, the rules' version when the reply is
-    unusable."""
+    unusable or the model fails."""
     asked = question.strip()
     if not history or not history[-1].strip() or not leans_on_previous(asked):
         return asked
     previous = history[-1].strip()
-    rewritten = read_rewrite(complete(rewrite_prompt(asked, previous), SYSTEM), asked, previous)
-    return rewritten or standalone(asked, history)
+    try:
+        reply = complete(rewrite_prompt(asked, previous), SYSTEM)
+    except Exception as exc:  # the rewrite is a nicety: the rules' version is searched instead
+        log.warning("the follow-up rewrite failed (%s); searching the rules' version", type(exc).__name__)
+        reply = ""
+    return read_rewrite(reply, asked, previous) or standalone(asked, history)
