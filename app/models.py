@@ -182,7 +182,7 @@ def hub_model_set(settings, cores: int | None = None) -> ModelSet:
     """What ``make models`` fetches from the Hub: MODEL_SET's models (app.model_sets) for a machine of
     ``cores`` cores (default: this one's), with EMBED_MODEL / RERANKER_MODEL in place of the set's
     when they are set."""
-    from app.config.groups import RERANKER_MODEL_DEFAULT
+    from app.config import RERANKER_MODEL_DEFAULT
 
     m = settings.models
     if m.model_set == "spec":

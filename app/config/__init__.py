@@ -1,6 +1,6 @@
 """Settings and constants: the only package that reads the environment.
 
-The settings come in groups (:mod:`app.config.groups`): ``settings.db``, ``.models``, ``.llm``,
+The settings come in groups (:mod:`app.config.groups`, :mod:`app.config.model_groups`): ``settings.db``, ``.models``, ``.llm``,
 ``.retrieval``, ``.answers``, ``.graph``, ``.servers``, ``.ingest``. A command reads them once
 (:func:`get_settings`) and passes them down; no other module touches ``os.environ``. Every value is
 validated here, and a bad one raises ``ValueError`` naming the variable and the value.
@@ -21,23 +21,25 @@ from app.config.groups import (
     COLLECTION_NAME,
     DEFAULT_HYBRID_WEIGHTS,
     DEFAULT_RRF_K,
-    EMBED_MODEL_DEFAULT,
-    EMBED_SERVER_PREFIXES,
     GRAPH_EXTRACTORS,
     GRAPH_REPORT_KINDS,
-    LLM_MODEL_PATH_DEFAULT,
     OCR_LANGS_DEFAULT,
     PROMPT_STYLES,
-    RERANKER_MODEL_DEFAULT,
     SEARCH_MODES,
     AnswerSettings,
     DatabaseSettings,
     GraphSettings,
     IngestSettings,
-    LLMSettings,
-    ModelSettings,
     RetrievalSettings,
     ServerSettings,
+)
+from app.config.model_groups import (
+    EMBED_MODEL_DEFAULT,
+    EMBED_SERVER_PREFIXES,
+    LLM_MODEL_PATH_DEFAULT,
+    RERANKER_MODEL_DEFAULT,
+    LLMSettings,
+    ModelSettings,
 )
 from app.config.read import one_of
 from app.config.urls import mask_url, split_userinfo

@@ -108,3 +108,17 @@ def db_password(env: Mapping[str, str], host: str | None) -> str:
             "DB_HOST is set, so DB_PASSWORD or DB_PASSWORD_FILE must be set too (there is no default password)"
         )
     return ""
+
+
+_SECRET = "***"
+
+
+def shown(group: object, hidden: frozenset[str] = frozenset()) -> str:
+    """``Name(field=value, …)`` with the fields in ``hidden`` masked when set (a settings group's repr)."""
+    from dataclasses import fields
+
+    values = ", ".join(
+        f"{f.name}={_SECRET if f.name in hidden and getattr(group, f.name) else getattr(group, f.name)!r}"
+        for f in fields(group)  # type: ignore[arg-type]
+    )
+    return f"{type(group).__name__}({values})"
