@@ -25,9 +25,10 @@ class Hub:
 
 
 @pytest.fixture
-def hub(monkeypatch, tmp_path):
+def hub(clean_env, tmp_path):
     import huggingface_hub
 
+    monkeypatch = clean_env  # no variable of the shell (or of the integration tests' session) leaks in
     fake = Hub()
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake.snapshot_download)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake.hf_hub_download)
@@ -70,8 +71,10 @@ def test_the_spec_set_and_named_models_are_still_chosen_by_variable(hub, monkeyp
     assert hub.snapshots == ["cl-nagoya/ruri-v3-30m", "hotchpotch/japanese-reranker-xsmall-v2"]
 
 
-def test_without_the_hub_make_models_installs_the_offline_models_as_before(monkeypatch, capsys, tmp_path):
+def test_without_the_hub_make_models_installs_the_offline_models_as_before(clean_env, capsys, tmp_path):
     import huggingface_hub
+
+    monkeypatch = clean_env
 
     def no_download(*args, **kwargs):
         raise AssertionError("nothing is downloaded from the Hub")
