@@ -7,6 +7,7 @@ import argparse
 from app import models
 from app.cli import run
 from app.config import get_settings
+from app.model_sets import JAPANESE_RERANKER
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         print(models.install_offline_llm(args.llm, s.models.dir))
         print(
             "--  reranker: no offline cross-encoder exists; `make ask` keeps retrieval order "
-            "(run `make models` with internet access for cross-encoder/ms-marco-MiniLM-L-6-v2)"
+            f"(run `make models` where the Hugging Face Hub answers for {JAPANESE_RERANKER})"
         )
         return 0
 
