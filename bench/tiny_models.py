@@ -13,14 +13,9 @@ from pathlib import Path
 def build_tiny_cross_encoder(folder: Path, vocab_text: str, seed: int = 0) -> Path:
     """Save a small BertForSequenceClassification (1 label) and a char-level tokenizer to ``folder``."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import BertConfig, BertForSequenceClassification
 
-    folder.mkdir(parents=True, exist_ok=True)
-    chars = sorted({c for c in vocab_text if c.strip()})
-    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + letters
-    (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), tokenize_chinese_chars=True)
+    tokenizer = char_tokenizer(folder, vocab_text)
     torch.manual_seed(seed)
     config = BertConfig(
         vocab_size=len(tokenizer),
