@@ -11,6 +11,7 @@ import pytest
 from langchain_core.documents import Document
 
 from app.config import Settings
+from app.errors import StoreNotReadyError
 from app.mcp import service
 from app.mcp.server import parse_http
 from app.mcp.service import RagService, normalized_score, payload, snippet_span, validate_search
@@ -129,9 +130,15 @@ def test_parse_http_rejects(value):
 
 
 class FakeStore:
-    def __init__(self):
+    def __init__(self, ready=True):
         self.calls = []
         self.vector_unavailable = None
+        self.ready = ready
+
+    def warm_up(self):
+        if not self.ready:
+            raise StoreNotReadyError("no documents are stored yet: run make ingest")
+        return self
 
     def search(self, query, search_mode=None, top_k=None):
         self.calls.append((query, search_mode, top_k))
@@ -267,3 +274,9 @@ def test_ask_validates_its_question_before_loading_anything():
         ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"
     ):
         svc.ask("受付時間は？", "drift")
+
+
+def test_ask_before_anything_is_ingested_says_so_without_loading_the_llm():
+    svc = RagService(settings=Settings(), store=FakeStore(ready=False), context_factory=lambda: pytest.fail("loaded"))
+    with pytest.raises(StoreNotReadyError, match="^no documents are stored yet: run make ingest$"):
+        svc.ask("受付時間は？")

@@ -252,6 +252,7 @@ class RagService:
         from app.graph import run_rag
 
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
+        self.store.warm_up()  # StoreNotReadyError (run make ingest) before anything reads a missing table
         ctx = self.context()
         if mode in SEARCH_MODES:
             ctx = replace(ctx, search=self.store.search_function(mode), mode=mode)

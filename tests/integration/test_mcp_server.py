@@ -222,3 +222,15 @@ def test_corrupt_embedder_falls_back_to_keywords_in_cli_api_and_mcp(
 
     assert asyncio.run(session())[0]["payload"]["source"] == "faq.csv:r2"
     assert json.dumps(hits[0].metadata, ensure_ascii=False)  # metadata stays JSON-friendly
+
+
+def test_ask_on_a_database_nothing_was_ingested_into_says_so(settings):
+    """A fresh database (no tables yet): `ask` answers with the one-line StoreNotReadyError the
+    servers turn into a message, not a ProgrammingError from the keyword search's SQL."""
+    from app.errors import StoreNotReadyError
+    from app.mcp.service import RagService
+
+    fresh = settings.changed(db={"name": f"fresh_{uuid.uuid4().hex[:8]}"})
+    service = RagService.create(fresh, preload_llm=False)
+    with pytest.raises(StoreNotReadyError, match="make ingest"):
+        service.ask("受付時間は？")
