@@ -18,20 +18,34 @@ CONTEXTS = [
     [
         # 毎月 25 日で: all three terms of the answer
         ("毎月25日です。[2]", "経費精算の締め切りは？", [2], Quote(2, "経費精算の締め切りは毎月25日です。", 1.0)),
-        # 25 of {25, 日}: half; cited [1] wrongly, the quote says where it is
-        ("25日[1]", "経費精算の締め切りは？", [1], Quote(2, "経費精算の締め切りは毎月25日です。", 0.5)),
-        # 7 of 8 terms (not でで)
+        # 25 and 25日 of {25, 日, 25日}; cited [1] wrongly, the quote says where it is
+        ("25日[1]", "経費精算の締め切りは？", [1], Quote(2, "経費精算の締め切りは毎月25日です。", 0.667)),
+        # 8 of the 9 terms the answer adds to the question (not でで)
         (
             "出発の3営業日前までです。",
             "出張の申請はいつまで？",
             [],
-            Quote(1, "出張の申請は出発の3営業日前までに上長の承認を得てください。", 0.875),
+            Quote(1, "出張の申請は出発の3営業日前までに上長の承認を得てください。", 0.889),
         ),
         ("Jammy Jellyfish です[3]", "22.04 のコードネームは？", [3], Quote(3, "codename:Jammy Jellyfish", 1.0)),
-        # the date in another form: 5 of 6 terms (not 日で)
-        ("2022年4月21日です。", "22.04 の公開日は？", [], Quote(3, "release:2022-04-21", 0.833)),
+        # the date in another form: 8 of 9 terms (not 日で)
+        ("2022年4月21日です。", "22.04 の公開日は？", [], Quote(3, "release:2022-04-21", 0.889)),
         ("毎月20日です。", "経費精算の締め切りは？", [], None),  # a number no sentence states
-        ("社員食堂は3階です。", "社員食堂は？", [], None),  # nothing like it
+        ("社員食堂は3階です。", "社員食堂は？", [], None),  # nothing like it: 3 alone is not 3階
+        # an answer of two sentences: the two neighbouring sentences that hold it (17 of 19 terms)
+        (
+            "3営業日前までに承認を得ます。旅費は翌月精算です。",
+            "出張の申請は？",
+            [],
+            Quote(1, "出張の申請は出発の3営業日前までに上長の承認を得てください。旅費は翌月精算です。", 0.895),
+        ),
+        # an answer that restates the question: what it adds decides (the row, not the question's words)
+        (
+            "22.04 のコードネームは Jammy Jellyfish です",
+            "22.04 のコードネームは？",
+            [],
+            Quote(3, "codename:Jammy Jellyfish", 1.0),
+        ),
         ("", "質問", [], None),
     ],
 )

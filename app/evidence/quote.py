@@ -11,6 +11,7 @@ half of the answer's terms: no quote (the answer is then shown without one). Sho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,10 +37,15 @@ class Quote:
         return f"根拠: 「{self.text}」[{self.number}]"
 
 
-def _terms(text: str) -> set[str]:
-    """The keyword tokens of ``text`` (citations aside), its numbers and dates in one form first."""
+_NUMBER_UNIT = re.compile(r"[0-9]+[^\s0-9.,、。:：/()（）\[\]「」-]")
 
-    return set(tokenize(canonical(without_citations(text or ""))))
+
+def _terms(text: str) -> set[str]:
+    """The keyword tokens of ``text`` (citations aside), its numbers and dates in one form first, and
+    each number with the character after it (``3階``, ``25日``), so that ``3階`` is not quoted from
+    ``3営業日``."""
+    plain = canonical(without_citations(text or ""))
+    return set(tokenize(plain)) | {m.lower() for m in _NUMBER_UNIT.findall(plain)}
 
 
 def _numbers_stated(answer: str, sentence: str, context: str) -> bool:
@@ -60,30 +66,44 @@ def _cut(sentence: str, wanted: set[str]) -> str:
     return ("…" if best else "") + part + ("…" if best + MAX_QUOTE_CHARS < len(sentence) else "")
 
 
-def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Sequence[int] = ()) -> Quote | None:
-    """The sentence of ``contexts`` that best supports ``answer`` (see the module docstring), or None."""
+def _spans(context: str) -> list[tuple[str, set[str], int]]:
+    """The sentences of ``context`` and each two neighbouring ones that fit MAX_QUOTE_CHARS, verbatim
+    (joined as they stand, a line break as a space), each with its terms and its number of sentences."""
+    parts = [(p, _terms(p)) for p in sentences(context)]
+    pairs = [
+        (a + ("" if a.endswith(("。", "！", "？", "!", "?")) else " ") + b, ta | tb, 2)
+        for (a, ta), (b, tb) in zip(parts, parts[1:])
+        if len(a) + len(b) < MAX_QUOTE_CHARS
+    ]
+    return [(p, t, 1) for p, t in parts] + pairs
 
-    wanted, asked = _terms(answer), _terms(query)
+
+def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Sequence[int] = ()) -> Quote | None:
+    """The sentence (or two neighbouring sentences, when together they hold more of the answer) of
+    ``contexts`` that best supports ``answer`` (see the module docstring), or None. The answer's terms
+    that the question already holds are left out of the count when the answer adds any."""
+
+    asked = _terms(query)
+    wanted = _terms(answer) - asked or _terms(answer)  # what the answer adds to the question
     if not wanted:
         return None
     order = [n for n in dict.fromkeys(cited) if 1 <= n <= len(contexts)]
     order += [n for n in range(1, len(contexts) + 1) if n not in order]
-    best: tuple[float, float, int, str] | None = None
+    best: tuple[float, int, int, int, str] | None = None
     for rank, number in enumerate(order):
         context = contexts[number - 1]
-        for sentence in sentences(context):
-            terms = _terms(sentence)
+        for span, terms, size in _spans(context):
             share = len(wanted & terms) / len(wanted)
-            if share < MIN_SHARE or not _numbers_stated(answer, sentence, context):
+            if share < MIN_SHARE or not _numbers_stated(answer, span, context):
                 continue
-            score = share + QUESTION_WEIGHT * (len(asked & terms) / len(asked) if asked else 0.0)
-            key = (score, -rank, number, sentence)
-            if best is None or key[:2] > best[:2]:
+            # the answer's share decides, then one sentence before two; the question's terms break ties
+            score = round(share, 6) + QUESTION_WEIGHT * (len(asked & terms) / len(asked) if asked else 0.0)
+            key = (round(share, 6), -size, score, -rank, number, span)
+            if best is None or key[:4] > best[:4]:
                 best = key
     if best is None:
         return None
-    share = len(wanted & _terms(best[3])) / len(wanted)
-    return Quote(best[2], _cut(best[3], wanted), round(share, 3))
+    return Quote(best[4], _cut(best[5], wanted), round(best[0], 3))
 
 
 SHOWN_PREFIX = "資料の該当箇所: "
