@@ -254,14 +254,16 @@ def rerank_scores(
 
 def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], settings: Any) -> list[float]:
     """Each question's token coverage of the RERANK_TOP_K chunks that hybrid search (current settings)
-    gives the LLM without a cross-encoder."""
+    gives the LLM without a cross-encoder, each chunk read with its context line as the generate node
+    reads it (app.generate.with_context_line)."""
     from app.answers import question_coverage
+    from app.generate import with_context_line
 
     return [
         question_coverage(
             q["query"],
             [
-                d.page_content
+                with_context_line(d)
                 for d in fuse(
                     c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights
                 )[: settings.retrieval.rerank_top_k]

@@ -121,6 +121,18 @@ def test_coverages_use_the_chunks_hybrid_gives_the_llm():
     assert coverages(cands, [{"query": "受付時間"}], s) == [1.0]
 
 
+def test_coverages_read_a_row_with_its_header_as_the_answer_check_does():
+    from langchain_core.documents import Document
+
+    from app.config import Settings
+    from app.tune import coverages
+
+    row = Document(page_content="JPY,392,Yen", id="1", metadata={"source": "c.csv:r1", "context": "通貨コード表"})
+    s = Settings().changed(retrieval={"rerank_top_k": 1})
+    # every token is in the header, none in the row
+    assert coverages([([row], [])], [{"query": "通貨コード"}], s) == [1.0]
+
+
 def test_source_rank_and_truncate():
     assert (tune.source_rank(V, "a:p3"), tune.source_rank(V, "zz")) == (3, None)
     assert tune.truncate((V, K), 1) == ([V[0]], [K[0]])
