@@ -121,6 +121,7 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "exact_match": exact_match(answer, keywords),
         "context_keywords": faithfulness("\n".join(state.get("contexts") or []), keywords),
         "context_chars": sum(len(c) for c in state.get("contexts") or []),
+        "contexts": list(state.get("contexts") or []),  # what the model read, for replaying the checks
         "quote": (state.get("quote") or {}).get("text") or (answer if state.get("evidence_shown") else None),
         "evidence_shown": state.get("evidence_shown"),
         "evidence_keywords": faithfulness(
