@@ -8,7 +8,8 @@ Each question lands in exactly one row, the first that applies:
 * ``0 not in context``: the expected keywords are not in the contexts the model read (retrieval's loss);
 * ``1 in context, answered wrong``: they are, and the answer (not refused) misses them;
 * ``1 in context, refused after the model``: they are, and the answer was withdrawn or the model refused;
-* ``3 refused before the model``: they are, and a check refused before the LLM (``low_coverage`` …);
+* ``3 refused before the model``: a check refused before the LLM (``low_coverage`` …) although the
+  expected source was among the chunks it would have read (without it: ``0``);
 * ``2 right only in another form``: counted apart, over the right answers: the keyword is found only after
   dates and numbers are read in one form (app.normalize), not as NFKC text;
 * ``4 unanswerable, answered`` / ``unanswerable, refused``: the questions no document answers;
@@ -45,11 +46,11 @@ def classify(result: dict) -> str:
         return "4 unanswerable, answered" if not result.get("abstained") else "unanswerable, refused"
     if result.get("faithfulness") == 1.0:
         return "right"
+    reason = result.get("abstained")
+    if reason in BEFORE_LLM:  # no context was given to the model: the ranking says whether it would have been
+        return "3 refused before the model" if result.get("retrieval_hit") else "0 not in context"
     if (result.get("context_keywords") or 0.0) < 1.0:
         return "0 not in context"
-    reason = result.get("abstained")
-    if reason in BEFORE_LLM:
-        return "3 refused before the model"
     if reason:
         return "1 in context, refused after the model"
     return "1 in context, answered wrong"
