@@ -96,9 +96,13 @@ def format_output(
     return f"=== Answer ===\n{body}\n\n{format_sources(sources, cited, abstained)}"
 
 
-def unsupported_note(numbers: Sequence[str], answer: str) -> str:
-    """After a streamed answer that states numbers no document holds: the withdrawal and the real answer."""
-    return f"（取り消し: 上の回答の数値 {'、'.join(numbers)} はどの資料にも書かれていません）\n{answer}"
+def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsupported") -> str:
+    """After a streamed answer that states numbers (``unsupported``) or words (``unstated``) no document
+    holds: the withdrawal, naming them, and the real answer."""
+    if kind == "unstated":
+        named = "、".join(f"「{w}」" for w in unstated)
+        return f"（取り消し: 上の回答の{named or '内容'}はどの資料にも書かれていません）\n{answer}"
+    return f"（取り消し: 上の回答の数値 {'、'.join(unstated)} はどの資料にも書かれていません）\n{answer}"
 
 
 def ensure_ingested(settings: Settings) -> None:

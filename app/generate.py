@@ -31,6 +31,7 @@ from app.answers import (
 )
 from app.evidence.answer import refusal_cited, with_grammar
 from app.evidence.quote import evidence_instead, find_quote
+from app.evidence.support import support, unstated_words
 from app.evidence.windows import select_evidence
 from app.guard import answer_warnings
 from app.rag_state import RAGContext, RAGState
@@ -273,7 +274,15 @@ def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked
     number no context holds: its text kept as ``model_answer``), or the answer with its citations, sources,
     warnings and quote."""
     answer, cited, contexts = asked.answer, asked.cited, asked.contexts
-    abstained = answer_check(answer, cited, [asked.prompt], query)
+    abstained = answer_check(answer, cited, [asked.prompt], query, ctx.min_support)
+    withdrawn = abstained in ("unsupported", "unstated")
+    unsupported = (  # what is named when the answer is withdrawn
+        unsupported_numbers(answer, [asked.prompt], query)
+        if abstained == "unsupported"
+        else unstated_words(answer, [asked.prompt], query)
+        if withdrawn
+        else []
+    )
     base = {
         "contexts": contexts,
         "numbered_sources": list(asked.sources),
@@ -284,7 +293,7 @@ def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked
     }
     shown = (
         evidence_instead(query, contexts, cited, ctx.evidence_min_coverage)
-        if abstained == "unsupported" and ctx.prompt_style == "evidence"
+        if withdrawn and ctx.prompt_style == "evidence"
         else None
     )
     if shown:  # the passage instead of an answer with a number no passage states
@@ -293,21 +302,21 @@ def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked
             **base,
             "abstained": None,
             "answer": shown,
-            "evidence_shown": "unsupported",
+            "evidence_shown": abstained,
             "model_answer": answer,
-            "unsupported": unsupported_numbers(answer, [asked.prompt], query),
+            "unsupported": unsupported,
             "cited_sources": [asked.sources[number - 1]],
             "sources": [src for src, _ in ordered_sources(asked.sources, [number])],
         }
-    if abstained == "unsupported" or not without_citations(answer).strip(" 。.、"):
-        # the model's text (a number no passage states, or nothing but ``[1]``) is kept for the record,
-        # not given as the answer
+    if withdrawn or not without_citations(answer).strip(" 。.、"):
+        # the model's text (a number or words no passage states, or nothing but ``[1]``) is kept for the
+        # record, not given as the answer
         return {
             **base,
             "answer": ABSTAIN_ANSWER,
             "model_answer": answer,
             "cited_sources": [],
-            "unsupported": unsupported_numbers(answer, [asked.prompt], query),
+            "unsupported": unsupported,
             "sources": list(dict.fromkeys(asked.sources)),
         }
     matched = None if cited or abstained else best_matching_context(answer, contexts)
@@ -354,16 +363,23 @@ def timings_of(start: float, first: list[float]) -> dict[str, float]:
     return timings
 
 
-def answer_check(answer: str, cited: Sequence[int], stated: Sequence[str], query: str) -> str | None:
+def answer_check(
+    answer: str, cited: Sequence[int], stated: Sequence[str], query: str, min_support: float = 0.0
+) -> str | None:
     """Why the model's answer counts as an abstention, or None:
 
     ``model``: it is empty (or only citations), or says the documents do not hold the answer and cites nothing;
-    ``unsupported``: it states a number found nowhere in ``stated`` (the prompt) nor in the question.
+    ``unsupported``: it states a number found nowhere in ``stated`` (the prompt) nor in the question;
+    ``unstated``: less than ``min_support`` of the words it adds to the question are in ``stated``
+    (app.evidence.support; 0 turns the check off).
     """
     if not without_citations(answer).strip(" 。.、") or (says_not_in_documents(answer) and not cited):
         return "model"  # nothing but citations, or "資料に記載がありません"
     if unsupported_numbers(answer, stated, query):
         return "unsupported"
+    share = support(answer, stated, query) if min_support > 0 else None
+    if share is not None and share < min_support:
+        return "unstated"
     return None
 
 

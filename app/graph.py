@@ -240,6 +240,7 @@ def default_context(
         evidence_chars=s.answers.evidence_chars,
         embeddings=store.embeddings if s.answers.prompt_style == "evidence" else None,
         min_coverage=s.answers.abstain_min_coverage,
+        min_support=s.answers.abstain_min_support,
         mode=mode,
         graph=graph,
     )

@@ -31,11 +31,12 @@ class RAGState(TypedDict, total=False):
     # none, the context its text matches best (app.answers.best_matching_context), cited for it as [n]
     model_cited: bool  # the model itself cited a context
     abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence",
-    # "low_rerank", "absent_value", "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states); None
-    model_answer: str  # with "unsupported": what the model wrote instead
-    unsupported: list[str]  # with "unsupported": the numbers no context states
+    # "low_rerank", "absent_value", "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states),
+    # "unstated" (most of the words it adds are in no context: app.evidence.support); None
+    model_answer: str  # with "unsupported"/"unstated": what the model wrote instead
+    unsupported: list[str]  # with "unsupported": the numbers no context states; with "unstated": those words
     warnings: list[str]  # links the answer carries from a document, a copied instruction to an AI (app.guard)
-    evidence_shown: str  # the passage was shown instead of the model's answer, and why ("unsupported")
+    evidence_shown: str  # the passage was shown instead of the model's answer, and why ("unsupported", "unstated")
     quote: dict | None  # the context sentence the answer was taken from: number, text, source, line (app.evidence)
     confidence: float | None  # the best vector similarity among the candidates (None: keyword mode)
     reranked: bool
@@ -68,5 +69,8 @@ class RAGContext:
     embeddings: Any | None = None  # prompt_style "evidence": scores windows (None: terms and rank only)
     evidence_min_coverage: float = EVIDENCE_MIN_COVERAGE  # "evidence": a failed answer shows its passage above this
     min_coverage: float = 0.0  # abstain without asking the LLM when fewer question tokens occur in the chunks
+    min_support: float = (
+        0.0  # withdraw an answer when less of what it adds is stated in the contexts (app.evidence.support)
+    )
     mode: str = "hybrid"  # what was asked for: a search mode, local, global or auto
     graph: Any | None = None  # app.graphrag.search.GraphSearch (local, global, auto)

@@ -278,3 +278,18 @@ def test_main_withdraws_a_streamed_answer_with_an_unsupported_number(streaming_c
         "=== Answer ===\n駐車場は7台分です[1]。\n\n（取り消し: 上の回答の数値 7 はどの資料にも書かれていません）\n"
         "資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"
     )
+
+
+def test_main_withdraws_a_streamed_answer_with_unstated_words(streaming_context, capsys):
+    import io
+
+    from langchain_core.language_models.fake import FakeStreamingListLLM
+
+    streaming_context.llm = FakeStreamingListLLM(responses=["受付窓口はシカゴ支店です[1]。"])
+    streaming_context.min_support = 0.5
+    out = io.StringIO()
+    assert ask_cli.main(["受付窓口は？"], context=streaming_context, out=out) == 0
+    assert out.getvalue().startswith(
+        "=== Answer ===\n受付窓口はシカゴ支店です[1]。\n\n（取り消し: 上の回答の「シカゴ」、「支店」はどの資料にも書かれていません）\n"
+        "資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"
+    )

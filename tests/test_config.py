@@ -275,10 +275,17 @@ def test_other_settings_are_validated(env, message):
 
 
 def test_abstain_min_coverage(clean_env):
-    assert Settings.from_env({}).answers.abstain_min_coverage == config.ABSTAIN_MIN_COVERAGE_DEFAULT == 0.23
+    assert Settings.from_env({}).answers.abstain_min_coverage == config.ABSTAIN_MIN_COVERAGE_DEFAULT == 0.15
     assert Settings.from_env({"ABSTAIN_MIN_COVERAGE": "0"}).answers.abstain_min_coverage == 0.0
     with pytest.raises(ValueError, match="ABSTAIN_MIN_COVERAGE must be a number from 0 to 1, got '1.5'"):
         Settings.from_env({"ABSTAIN_MIN_COVERAGE": "1.5"})
+
+
+def test_abstain_min_support(clean_env):
+    assert Settings.from_env({}).answers.abstain_min_support == config.ABSTAIN_MIN_SUPPORT_DEFAULT == 0.5
+    assert Settings.from_env({"ABSTAIN_MIN_SUPPORT": "0"}).answers.abstain_min_support == 0.0
+    with pytest.raises(ValueError, match="ABSTAIN_MIN_SUPPORT must be a number, got 'x'"):
+        Settings.from_env({"ABSTAIN_MIN_SUPPORT": "x"})
 
 
 def test_database_url_replaces_the_db_variables(clean_env):
@@ -339,7 +346,7 @@ def test_validate_mode_rejects_with_one_message(mode, default, allowed, message)
 def test_settings_come_in_groups_each_listing_the_variables_it_reads():
     assert list(Settings.GROUPS) == ["db", "models", "llm", "retrieval", "answers", "graph", "servers", "ingest"]
     names = config.variables()
-    assert len(names) == len(set(names)) == 76  # no variable in two groups
+    assert len(names) == len(set(names)) == 77  # no variable in two groups
     assert names[:3] == ("DB_HOST", "DB_PORT", "DB_USER") and "GRAPH_LEVEL" in names and "PROMPT_STYLE" in names
 
 

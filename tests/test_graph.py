@@ -365,3 +365,15 @@ def test_best_rerank():
 
     docs = [Document(page_content="a", metadata={"rerank_score": s}) for s in (0.2, 0.7)]
     assert best_rerank(docs) == 0.7 and best_rerank([Document(page_content="a")]) is None
+
+
+def test_an_answer_whose_words_no_context_states_is_withdrawn(ctx):
+    ctx.llm = RecordingLLM(responses=["ブラジルの首都はシカゴです。[1]"], prompts=[])
+    ctx.min_support = 0.5
+    docs = [Document(page_content="name:Brazil\nname_ja:ブラジル", metadata={"source": "countries.csv:r33"})]
+    out = generate_node({"query": "ブラジルの首都はどこですか？", "reranked_documents": docs}, runtime(ctx))
+    assert out["abstained"] == "unstated" and out["answer"] == ABSTAIN_ANSWER
+    assert out["model_answer"] == "ブラジルの首都はシカゴです。[1]" and out["unsupported"] == ["シカゴ"]
+    ctx.llm = RecordingLLM(responses=["ブラジルの英語名はBrazilです。[1]"], prompts=[])
+    out = generate_node({"query": "ブラジルの英語名は？", "reranked_documents": docs}, runtime(ctx))
+    assert out["abstained"] is None and out["quote"]["text"] == "name:Brazil"

@@ -74,8 +74,9 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         if args.no_stream or not first_token_at:
             out.write(ask.format_output(state["answer"], state["sources"], cited, abstained, quote) + "\n")
         else:
-            if state.get("abstained") == "unsupported" or state.get("evidence_shown"):  # withdrawn, visibly
-                out.write("\n\n" + ask.unsupported_note(state.get("unsupported", []), state["answer"]))
+            if state.get("abstained") in ("unsupported", "unstated") or state.get("evidence_shown"):  # withdrawn
+                kind = state.get("evidence_shown") or state.get("abstained")
+                out.write("\n\n" + ask.unsupported_note(state.get("unsupported", []), state["answer"], kind))
             if quote:
                 out.write("\n" + quote)
             out.write("\n\n" + ask.format_sources(state["sources"], cited, abstained) + "\n")

@@ -18,6 +18,7 @@ from urllib.parse import quote, unquote, urlsplit
 from app.config.groups import (
     ABSTAIN_MIN_COVERAGE_DEFAULT,
     ABSTAIN_MIN_SIMILARITY_DEFAULT,
+    ABSTAIN_MIN_SUPPORT_DEFAULT,
     COLLECTION_NAME,
     DEFAULT_HYBRID_WEIGHTS,
     DEFAULT_RRF_K,
@@ -46,6 +47,7 @@ from app.config.urls import mask_url, split_userinfo
 
 __all__ = [
     "ABSTAIN_MIN_COVERAGE_DEFAULT",
+    "ABSTAIN_MIN_SUPPORT_DEFAULT",
     "ABSTAIN_MIN_SIMILARITY_DEFAULT",
     "ASK_MODES",
     "COLLECTION_NAME",

@@ -31,9 +31,11 @@ PROMPT_STYLES = ("cited", "spec", "evidence")
 # multilingual-e5-small: the highest value that refuses no answerable question (docs/answers.md).
 ABSTAIN_MIN_SIMILARITY_DEFAULT = 0.82
 # Abstain without asking the LLM when fewer of the question's keyword tokens than this share occur in
-# the chunks given to the LLM. `make tune` on both tuning sets: the highest value that refuses no
-# answerable question (sample tuning 0.28, real tuning 0.23: paraphrased questions share few tokens).
-ABSTAIN_MIN_COVERAGE_DEFAULT = 0.23
+# the chunks (read with their context lines) given to the LLM. `make tune` on both tuning sets: the highest
+# value that refuses no answerable question (sample tuning 0.28, real tuning 0.15: paraphrased questions
+# share few tokens), the lower of the two.
+ABSTAIN_MIN_COVERAGE_DEFAULT = 0.15
+ABSTAIN_MIN_SUPPORT_DEFAULT = 0.5  # app.evidence.support: withdraw an answer most of whose own words no document states
 # Hybrid fusion defaults (docs/search.md): plain RRF, k=60, equal weights. `make tune` chose them on
 # data/tuning_questions.json with multilingual-e5-small and BM25; on the real tuning set (data/real/)
 # they tie for the best Retrieval@3 and @10 (k=5 1:1 wins on MRR by one rank).
@@ -130,6 +132,7 @@ class AnswerSettings:
         "ABSTAIN_MIN_COVERAGE",
         "ABSTAIN_MIN_SIMILARITY",
         "ABSTAIN_MIN_RERANK",
+        "ABSTAIN_MIN_SUPPORT",
     )
     prompt_style: str = PROMPT_STYLES[0]
     context_max_chars: int = read.int_default("CONTEXT_MAX_CHARS")
@@ -137,6 +140,7 @@ class AnswerSettings:
     abstain_min_coverage: float = ABSTAIN_MIN_COVERAGE_DEFAULT
     abstain_min_similarity: float = ABSTAIN_MIN_SIMILARITY_DEFAULT
     abstain_min_rerank: float = 0.0  # ABSTAIN_MIN_RERANK: the cross-encoder's best score below which to refuse
+    abstain_min_support: float = ABSTAIN_MIN_SUPPORT_DEFAULT  # share of an answer's own terms the documents state
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], embed_model: str = EMBED_MODEL_DEFAULT) -> AnswerSettings:
@@ -151,6 +155,7 @@ class AnswerSettings:
             abstain_min_coverage=read.number(env, "ABSTAIN_MIN_COVERAGE", ABSTAIN_MIN_COVERAGE_DEFAULT, 0.0, 1.0),
             abstain_min_similarity=read.number(env, "ABSTAIN_MIN_SIMILARITY", similarity, -1.0, 1.0),
             abstain_min_rerank=read.number(env, "ABSTAIN_MIN_RERANK", 0.0, 0.0, 1.0),
+            abstain_min_support=read.number(env, "ABSTAIN_MIN_SUPPORT", ABSTAIN_MIN_SUPPORT_DEFAULT, 0.0, 1.0),
         )
 
 
