@@ -100,3 +100,23 @@ def test_the_evidence_style_answers_from_windows_with_one_citation_under_the_gra
     assert re.fullmatch(r"[^\[\]\n]+\[\d\]", answer) or answer == "資料に記載がありません", answer
     assert "9" in answer and "18" in answer, answer
     assert report["sources"][0] == "faq.csv:r2", report
+
+
+def test_an_answer_naming_what_no_document_says_is_withdrawn(qwen_env):
+    """The unstated check on the real 0.5B: asked what the documents do not say (the product's programming
+    language), the model names one; the answer is withdrawn with its text kept, and the same answer is
+    given when the check is off (ABSTAIN_MIN_SUPPORT=0)."""
+    import json
+
+    from app.evidence.support import support
+
+    question = "ミナト勤怠のプログラミング言語は何ですか？"
+    env = {**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "ABSTAIN_MIN_COVERAGE": "0"}
+    checked = run_cli("app.ask", "--json", question, env=env)
+    assert checked.returncode == 0, checked.stderr
+    report = json.loads(checked.stdout)
+    assert report["abstained"] == "unstated" and report["answer"] == "資料に記載がありません", report
+    invented = report["model_answer"]
+    assert support(invented, [], question) == 0.0, invented  # it adds words, and the check found them in no context
+    unchecked = json.loads(run_cli("app.ask", "--json", question, env={**env, "ABSTAIN_MIN_SUPPORT": "0"}).stdout)
+    assert unchecked["abstained"] is None and unchecked["answer"].startswith(invented.rstrip("。")), unchecked
