@@ -120,3 +120,20 @@ def test_an_answer_naming_what_no_document_says_is_withdrawn(qwen_env):
     assert support(invented, [], question) == 0.0, invented  # it adds words, and the check found them in no context
     unchecked = json.loads(run_cli("app.ask", "--json", question, env={**env, "ABSTAIN_MIN_SUPPORT": "0"}).stdout)
     assert unchecked["abstained"] is None and unchecked["answer"].startswith(invented.rstrip("。")), unchecked
+
+
+def test_the_quote_under_a_real_answer_is_verbatim_in_its_source(qwen_env, rag_store):
+    """The quote under the 0.5B's answer is found mechanically: its text occurs, after NFKC and whitespace
+    normalization, in the stored chunk of the source it names, and it holds the answer's hours."""
+    import json
+    import unicodedata
+
+    question = "サポート窓口は何時から何時まで受け付けていますか？"
+    result = run_cli("app.ask", "--json", question, env={**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0"})
+    assert result.returncode == 0, result.stderr
+    quote = json.loads(result.stdout)["quote"]
+    assert quote and quote["line"] == f"根拠: 「{quote['text']}」[{quote['number']}]", quote
+    norm = lambda s: "".join(unicodedata.normalize("NFKC", s).split())  # noqa: E731
+    chunks = [d.page_content for d in rag_store.search(question, top_k=10) if d.metadata["source"] == quote["source"]]
+    assert any(norm(quote["text"].strip("…")) in norm(c) for c in chunks), (quote, chunks)
+    assert "9" in quote["text"] and "18" in quote["text"], quote
