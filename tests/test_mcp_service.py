@@ -238,6 +238,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         "cited_sources": ["faq.csv:r2"],
         "numbered_sources": ["faq.csv:r2", "faq.csv:r9"],
         "abstained": None,
+        "withdrawn": [],
         "warnings": [],
         "keyword_only": None,
         "timings": {"generate": 1.235},
@@ -280,3 +281,23 @@ def test_ask_before_anything_is_ingested_says_so_without_loading_the_llm():
     svc = RagService(settings=Settings(), store=FakeStore(ready=False), context_factory=lambda: pytest.fail("loaded"))
     with pytest.raises(StoreNotReadyError, match="^no documents are stored yet: run make ingest$"):
         svc.ask("受付時間は？")
+
+
+def test_a_withdrawn_answer_names_what_no_document_states(monkeypatch):
+    from app import graph
+
+    @dataclasses.dataclass
+    class Ctx:
+        search: object = None
+        mode: str = "hybrid"
+        on_token: object = None
+
+    state = {"answer": "資料に記載がありません", "sources": ["countries.csv:r33"], "abstained": "unstated"}
+    monkeypatch.setattr(graph, "run_rag", lambda q, ctx: {**state, "unsupported": ["シカゴ"]})
+    svc = RagService(settings=Settings(), store=FakeStore(), context_factory=Ctx)
+    result = svc.ask("ブラジルの首都は？")
+    assert (result["abstained"], result["withdrawn"], result["answer"]) == (
+        "unstated",
+        ["シカゴ"],
+        "資料に記載がありません",
+    )

@@ -84,7 +84,8 @@ def build_server(get_service: Callable[[], RagService]) -> MCPServer:
         """Answer a question from the documents with the local LLM. mode: hybrid (default), vector,
         keyword, local or global (graph search), or auto (chosen per question; the answer's mode says
         which). Returns answer, mode, sources (cited ones first), cited_sources, abstained (why it
-        said 資料に記載がありません, or null) and timings."""
+        said 資料に記載がありません, or null), withdrawn (the numbers or words of a withdrawn answer that
+        no document states) and timings."""
         return await _call(service().ask, question, mode)
 
     @server.tool()

@@ -65,6 +65,9 @@ class AskResult(TypedDict):
     cited_sources: list[str]
     numbered_sources: list[str]  # citation [n] in the answer is numbered_sources[n - 1]
     abstained: str | None
+    withdrawn: list[
+        str
+    ]  # abstained "unsupported"/"unstated": the numbers or words of the withdrawn answer no document states
     warnings: list[str]
     keyword_only: str | None
     timings: dict[str, float]
@@ -276,6 +279,7 @@ class RagService:
             "cited_sources": cited,
             "numbered_sources": list(state.get("numbered_sources") or []),
             "abstained": state.get("abstained") or None,
+            "withdrawn": list(state.get("unsupported") or []),
             "warnings": list(state.get("warnings") or []),
             "keyword_only": self.store.vector_unavailable,
             "timings": {k: round(v, 3) for k, v in (state.get("timings") or {}).items()},

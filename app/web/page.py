@@ -185,7 +185,10 @@ function kindOf(source) {
 function showDone(result) {
   withCitationLinks($("answer"), result.answer, result.numbered_sources || []);
   $("answer").classList.toggle("abstained", Boolean(result.abstained));
-  $("status").textContent = result.abstained ? "資料に答えが見つかりませんでした。近い出典を示します。" : "";
+  const withdrawn = (result.withdrawn || []).map((w) => "「" + w + "」").join("");
+  $("status").textContent = !result.abstained ? "" : withdrawn
+    ? "回答に資料にない" + withdrawn + "が含まれていたため取り消しました。近い出典を示します。"
+    : "資料に答えが見つかりませんでした。近い出典を示します。";
   if (result.quote) { $("quote").textContent = result.quote; $("quote").hidden = false; }
   const quoted = /「(.+?)」/.exec(result.quote || "");
   lastQuote = quoted ? quoted[1].replace(/…$/, "") : "";

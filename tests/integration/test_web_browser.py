@@ -168,3 +168,10 @@ def test_a_person_asks_opens_the_source_follows_up_and_sees_an_abstention(web_ur
     browser.save_screenshot(str(SHOTS / "7-not-in-documents.png"))
     assert none["answer"].startswith("資料に記載がありません"), none
     assert none["status"] == "資料に答えが見つかりませんでした。近い出典を示します。", none
+
+    named = ask(browser, "ミナト勤怠のプログラミング言語は何ですか？")  # the 0.5B names one no document states
+    browser.save_screenshot(str(SHOTS / "8-withdrawn.png"))
+    assert named["answer"].startswith("資料に記載がありません"), named
+    assert named["status"].startswith("回答に資料にない「") and named["status"].endswith(
+        "が含まれていたため取り消しました。近い出典を示します。"
+    ), named
