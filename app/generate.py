@@ -235,8 +235,8 @@ def generate_node(state: RAGState, runtime) -> dict:
     LLM call when there is no chunk, the best vector similarity is below
     ``min_confidence`` or too few question tokens occur in the chunks
     (``min_coverage``); after the call when the model says the documents do not
-    hold the answer or states a number no chunk holds. Citations naming no
-    context are dropped.
+    hold the answer, states a number no chunk holds, or adds words most of which
+    no chunk holds (``min_support``). Citations naming no context are dropped.
     """
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
@@ -271,8 +271,8 @@ def generate_node(state: RAGState, runtime) -> dict:
 
 def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked, conf, start: float) -> dict:
     """The state for the model's answer after the checks: an abstention (the model said so, or stated a
-    number no context holds: its text kept as ``model_answer``), or the answer with its citations, sources,
-    warnings and quote."""
+    number or words no context holds: its text kept as ``model_answer``), or the answer with its citations,
+    sources, warnings and quote."""
     answer, cited, contexts = asked.answer, asked.cited, asked.contexts
     abstained = answer_check(answer, cited, [asked.prompt], query, ctx.min_support)
     withdrawn = abstained in ("unsupported", "unstated")
@@ -296,7 +296,7 @@ def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked
         if withdrawn and ctx.prompt_style == "evidence"
         else None
     )
-    if shown:  # the passage instead of an answer with a number no passage states
+    if shown:  # the passage instead of an answer with a number or words no passage states
         number = int(shown.rsplit("[", 1)[1].rstrip("]"))
         return {
             **base,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-BEFORE_LLM = {"no_context", "low_confidence", "low_rerank", "absent_value", "low_coverage"}
+BEFORE_LLM = {"no_context", "no_entities", "low_confidence", "low_rerank", "absent_value", "low_coverage"}
 
 
 def plain_contains(text: str, keyword: str) -> bool:

@@ -59,3 +59,11 @@ def test_quote_line_and_a_long_sentence_cut_around_the_answer():
     assert quote is not None and quote.text.startswith("…") and quote.text.endswith("…")
     assert "購入から30日以内" in quote.text and len(quote.text) == MAX_QUOTE_CHARS + 2
     assert Quote(2, "締め切りは毎月25日です。", 1.0).line() == "根拠: 「締め切りは毎月25日です。」[2]"
+
+
+def test_two_sentences_across_a_line_break_are_joined_by_a_space_and_a_particle_is_no_unit():
+    from app.evidence.quote import _spans, _terms
+
+    spans = [text for text, _, size in _spans("受付は平日です。\n土日は休みです。") if size == 2]
+    assert spans == ["受付は平日です。 土日は休みです。"]
+    assert "3で" not in _terms("3です") and "3階" in _terms("3階です") and "5%" in _terms("5%です")

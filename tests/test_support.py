@@ -54,3 +54,13 @@ def test_answer_check_withdraws_an_answer_whose_words_no_context_states():
     assert answer_check("ブラジルの首都はシカゴです。[1]", [1], stated, "ブラジルの首都は？", 0.0) is None  # off
     assert answer_check("Federative Republic of Brazilです[1]", [1], stated, "ブラジルの正式国名は？", 0.5) is None
     assert answer_check("2人です[1]", [1], stated, "何人？", 0.5) == "unsupported"  # the number check comes first
+
+
+def test_a_decimal_in_another_form_is_stated():
+    stated = ["手数料は通常0.250%、特急0.750%です。"]
+    assert support("0.25%と0.75%です[1]", stated, "手数料は？") == 1.0
+    assert answer_check("0.25%と0.75%です[1]", [1], stated, "手数料は？", 0.5) is None
+
+
+def test_named_words_lose_trailing_punctuation_and_keep_accents():
+    assert unstated_words("首都はBrasíliaかChicago.です", ["x"], "首都は？") == ["Brasília", "Chicago"]

@@ -1,11 +1,12 @@
 """The quote that lets a person check an answer: the sentence of a context it was taken from.
 
 The model writes the answer; the quote is found mechanically, never written by the model, so it is
-always verbatim: among the sentences (a CSV row's ``column:value`` lines count as sentences) of the
-contexts given to the LLM, the one holding the largest share of the answer's terms
-(app.keywords tokens), the question's terms breaking ties, and every number of the answer stated in
-it or its context (app.normalize). A cited context is searched first. No sentence holding at least
-half of the answer's terms: no quote (the answer is then shown without one). Shown as
+always verbatim (up to whitespace): among the sentences (a CSV row's ``column:value`` lines count as
+sentences) of the contexts given to the LLM, and each two neighbouring ones, the one holding the largest
+share of the terms the answer adds to the question (app.keywords tokens, and each number with its
+unit), one sentence before two, the question's terms breaking ties, and every number of the answer
+stated in it or its context (app.normalize). A cited context is searched first. No span holding at
+least half of those terms: no quote (the answer is then shown without one). Shown as
 ``根拠: 「…」[n]`` under the answer.
 """
 
@@ -37,7 +38,8 @@ class Quote:
         return f"根拠: 「{self.text}」[{self.number}]"
 
 
-_NUMBER_UNIT = re.compile(r"[0-9]+[^\s0-9.,、。:：/()（）\[\]「」-]")
+# A number and the unit after it: a kanji or katakana (階, 日, 円, コア), not a particle, letter or sign.
+_NUMBER_UNIT = re.compile(r"[0-9]+[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々%％]")
 
 
 def _terms(text: str) -> set[str]:
@@ -67,15 +69,20 @@ def _cut(sentence: str, wanted: set[str]) -> str:
 
 
 def _spans(context: str) -> list[tuple[str, set[str], int]]:
-    """The sentences of ``context`` and each two neighbouring ones that fit MAX_QUOTE_CHARS, verbatim
-    (joined as they stand, a line break as a space), each with its terms and its number of sentences."""
-    parts = [(p, _terms(p)) for p in sentences(context)]
+    """The sentences of ``context`` and each two neighbouring ones that fit MAX_QUOTE_CHARS, verbatim up
+    to whitespace (what stands between them in ``context``, a line break or spaces, as one space), each
+    with its terms and its number of sentences."""
+    parts, end = [], 0
+    for text in sentences(context):
+        start = context.find(text, end)
+        end = start + len(text) if start >= 0 else end
+        parts.append((text, _terms(text), start))
     pairs = [
-        (a + ("" if a.endswith(("。", "！", "？", "!", "?")) else " ") + b, ta | tb, 2)
-        for (a, ta), (b, tb) in zip(parts, parts[1:])
-        if len(a) + len(b) < MAX_QUOTE_CHARS
+        (a + (" " if context[sa + len(a) : sb].strip() == "" and sb > sa + len(a) else "") + b, ta | tb, 2)
+        for (a, ta, sa), (b, tb, sb) in zip(parts, parts[1:])
+        if len(a) + len(b) < MAX_QUOTE_CHARS and sa >= 0 and sb >= 0
     ]
-    return [(p, t, 1) for p, t in parts] + pairs
+    return [(p, t, 1) for p, t, _ in parts] + pairs
 
 
 def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Sequence[int] = ()) -> Quote | None:

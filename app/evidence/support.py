@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from decimal import Decimal
 
 from app.answers import without_citations
 from app.keywords import tokenize
@@ -21,13 +22,23 @@ from app.normalize import canonical
 
 _CONTENT = re.compile(r"^[a-z0-9]+$|^[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]{2}$")
 # The words shown when an answer is withdrawn: runs of katakana, of kanji, of Latin letters and digits.
-_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*|[\u30a0-\u30ff]{2,}|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]{2,}")
+_LATIN = "A-Za-z0-9\u00c0-\u024f"
+_WORDS = re.compile(
+    rf"[{_LATIN}](?:[{_LATIN}._+-]*[{_LATIN}+])?|[\u30a0-\u30ff]{{2,}}|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]{{2,}}"
+)
+# A decimal number in its shortest form (0.250 and 0.25 are one number, as the number check reads them).
+_DECIMAL = re.compile(r"[0-9]+\.[0-9]+")
+
+
+def _short_decimal(match: re.Match[str]) -> str:
+    return format(Decimal(match.group()).normalize(), "f")
 
 
 def content_terms(text: str | None) -> set[str]:
     """The content terms of ``text`` (citations aside, numbers and dates in one form): katakana/kanji
     bigrams and Latin words or numbers, lower-cased."""
-    return {t for t in tokenize(canonical(without_citations(text or ""))) if _CONTENT.match(t)}
+    plain = _DECIMAL.sub(_short_decimal, canonical(without_citations(text or "")))
+    return {t for t in tokenize(plain) if _CONTENT.match(t)}
 
 
 def added_terms(answer: str, query: str = "") -> set[str]:

@@ -65,9 +65,8 @@ class AskResult(TypedDict):
     cited_sources: list[str]
     numbered_sources: list[str]  # citation [n] in the answer is numbered_sources[n - 1]
     abstained: str | None
-    withdrawn: list[
-        str
-    ]  # abstained "unsupported"/"unstated": the numbers or words of the withdrawn answer no document states
+    # abstained "unsupported"/"unstated": the numbers or words of the withdrawn answer that no document states
+    withdrawn: list[str]
     warnings: list[str]
     keyword_only: str | None
     timings: dict[str, float]
@@ -279,7 +278,7 @@ class RagService:
             "cited_sources": cited,
             "numbered_sources": list(state.get("numbered_sources") or []),
             "abstained": state.get("abstained") or None,
-            "withdrawn": list(state.get("unsupported") or []),
+            "withdrawn": list(state.get("unsupported") or []) if state.get("abstained") else [],
             "warnings": list(state.get("warnings") or []),
             "keyword_only": self.store.vector_unavailable,
             "timings": {k: round(v, 3) for k, v in (state.get("timings") or {}).items()},
