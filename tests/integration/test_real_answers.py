@@ -137,3 +137,18 @@ def test_the_quote_under_a_real_answer_is_verbatim_in_its_source(qwen_env, rag_s
     chunks = [d.page_content for d in rag_store.search(question, top_k=10) if d.metadata["source"] == quote["source"]]
     assert any(norm(quote["text"].strip("…")) in norm(c) for c in chunks), (quote, chunks)
     assert "9" in quote["text"] and "18" in quote["text"], quote
+
+
+def test_an_answer_stating_a_number_no_document_states_is_withdrawn(qwen_env):
+    """The number check on the real 0.5B: asked the staff's average age (no document states it), the
+    model states one; the answer is withdrawn as unsupported, its text kept."""
+    import json
+
+    from app.answers import unsupported_numbers
+
+    env = {**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "ABSTAIN_MIN_COVERAGE": "0"}
+    result = run_cli("app.ask", "--json", "従業員の平均年齢は何歳ですか？", env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["abstained"] == "unsupported" and report["answer"] == "資料に記載がありません", report
+    assert unsupported_numbers(report["model_answer"], []), report  # it does state a number
