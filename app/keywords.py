@@ -33,7 +33,9 @@ MIN_CANDIDATE_TERMS = 3
 # terms still score. On a corpus of a few thousand chunks the budget never binds.
 CANDIDATE_POSTINGS = 4000
 
-_JA = "\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ヵヶ"
+KATAKANA = "\u30a0-\u30ff"  # character-class ranges, for patterns that need kana and kanji apart
+KANJI = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々"
+_JA = f"\u3040-\u309f{KATAKANA}{KANJI}〆ヵヶ"
 _TOKEN_RUNS = re.compile(rf"[a-z0-9]+|[{_JA}]+")
 # Bigrams made only of grammar (particles, copula, polite endings): they match everything.
 STOP_BIGRAMS = frozenset(

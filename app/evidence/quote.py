@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.answers import question_coverage, unsupported_numbers, without_citations
-from app.keywords import query_tokens, sentences, tokenize
+from app.keywords import KANJI, KATAKANA, query_tokens, sentences, tokenize
 from app.normalize import canonical
 
 MIN_SHARE = 0.5  # the quote holds at least this share of the answer's distinct terms
@@ -39,7 +39,7 @@ class Quote:
 
 
 # A number and the unit after it: a kanji or katakana (階, 日, 円, コア), not a particle, letter or sign.
-_NUMBER_UNIT = re.compile(r"[0-9]+[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々%％]")
+_NUMBER_UNIT = re.compile(rf"[0-9]+[{KATAKANA}{KANJI}%％]")
 
 
 def _terms(text: str) -> set[str]:

@@ -17,15 +17,13 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from app.answers import without_citations
-from app.keywords import tokenize
+from app.keywords import KANJI, KATAKANA, tokenize
 from app.normalize import canonical
 
-_CONTENT = re.compile(r"^[a-z0-9]+$|^[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]{2}$")
+_CONTENT = re.compile(rf"^[a-z0-9]+$|^[{KATAKANA}{KANJI}]{{2}}$")
 # The words shown when an answer is withdrawn: runs of katakana, of kanji, of Latin letters and digits.
 _LATIN = "A-Za-z0-9\u00c0-\u024f"
-_WORDS = re.compile(
-    rf"[{_LATIN}](?:[{_LATIN}._+-]*[{_LATIN}+])?|[\u30a0-\u30ff]{{2,}}|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]{{2,}}"
-)
+_WORDS = re.compile(rf"[{_LATIN}](?:[{_LATIN}._+-]*[{_LATIN}+])?|[{KATAKANA}]{{2,}}|[{KANJI}]{{2,}}")
 # A decimal number in its shortest form (0.250 and 0.25 are one number, as the number check reads them).
 _DECIMAL = re.compile(r"[0-9]+\.[0-9]+")
 
