@@ -5,10 +5,7 @@ mutated) with ``metadata['relevance_score']``:
 
 * vector: ``1 - cosine distance``, also as ``vector_score`` (hybrid keeps it: the abstention signal);
 * keyword: BM25 (computed in PostgreSQL) over the Japanese-aware tokens of app.keywords;
-* hybrid: the RRF score, with ``vector_rank`` / ``keyword_rank`` (1-based, None if absent). A third
-  ranking joins the fusion: the table rows (CSV, Excel) among the candidates with a cell the question
-  names as a whole word (``日本の3文字の国コードは？`` names the row whose ``name_ja`` is ``日本``), the
-  longest named cell first (``cell_rank``).
+* hybrid: the RRF score, with ``vector_rank`` / ``keyword_rank`` (1-based, None if absent).
 
 A source (a PDF page, a CSV row, a Markdown section) appears once in a result list, by its best
 chunk: each search fetches COLLAPSE_DEPTH times ``k`` chunks and keeps the first chunk of each
@@ -18,7 +15,6 @@ three chunks the LLM gets are never two overlapping pieces of one page.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,11 +36,6 @@ __all__ = [
 
 SCORE_KEY = "relevance_score"
 COLLAPSE_DEPTH = 3
-# A table row's source: ``file.csv:r12``, ``book.xlsx:Sheet1!r3``.
-ROW_SOURCE = re.compile(r"[:!]r[0-9]+$")
-MIN_CELL_CHARS = 2  # shorter cells (``3``, ``有``) name nothing
-MAX_ROWS_PER_CELL = 2  # a value more candidate rows hold (``東京``, ``有効``) picks no row
-CELL_WEIGHT = 1.0  # the named-cell ranking's weight in the fusion (the other two: HYBRID_WEIGHTS)
 
 
 def source_key(doc: Document) -> str:
@@ -64,65 +55,6 @@ def best_per_source(docs: Sequence[Document], k: int) -> list[Document]:
             if len(kept) == k:
                 break
     return kept
-
-
-def row_cells(doc: Document) -> list[str]:
-    """The cell values of a table-row chunk (its ``column:value`` lines), normalized as the keyword index
-    normalizes text; ``[]`` for any other chunk."""
-    from app.keywords import normalize_text
-
-    if not ROW_SOURCE.search(str(doc.metadata.get("source") or "")):
-        return []
-    values = (line.split(":", 1)[1] for line in doc.page_content.splitlines() if ":" in line)
-    return [v for v in (normalize_text(value).strip() for value in values) if len(v) >= MIN_CELL_CHARS]
-
-
-def _word_class(char: str) -> str:
-    """The script a character belongs to, for telling where a word ends: ``latin`` (letters, digits),
-    ``kanji``, ``katakana``, ``hiragana`` or ``other``."""
-    from app.keywords import KANJI, KATAKANA
-
-    if char.isascii():
-        return "latin" if char.isalnum() else "other"
-    for name, chars in (("kanji", KANJI), ("katakana", KATAKANA), ("hiragana", "\u3040-\u309f")):
-        if re.match(f"[{chars}]", char):
-            return name
-    return "other"
-
-
-def names_cell(query: str, cell: str) -> bool:
-    """Whether the normalized ``query`` holds ``cell`` as a whole word: not inside a longer run of the
-    same script (``日本`` in ``日本の国コード``, not in ``日本語``; ``jp`` not in ``jpn``)."""
-    start = query.find(cell)
-    while start >= 0:
-        end = start + len(cell)
-        before = start == 0 or _word_class(query[start - 1]) != _word_class(cell[0])
-        after = end == len(query) or _word_class(query[end]) != _word_class(cell[-1])
-        if before and after:
-            return True
-        start = query.find(cell, start + 1)
-    return False
-
-
-def named_rows(query: str, docs: Sequence[Document]) -> list[str]:
-    """The :func:`source_key` of the table rows among ``docs`` with a cell ``query`` names (see
-    :func:`names_cell`), the longest named cell first, then in ``docs`` order; a value named by more than
-    MAX_ROWS_PER_CELL of them picks none."""
-    from app.keywords import normalize_text
-
-    text = normalize_text(query)
-    named = {source_key(d): [c for c in row_cells(d) if names_cell(text, c)] for d in docs}
-    holders: dict[str, int] = {}
-    for cells in named.values():
-        for cell in set(cells):
-            holders[cell] = holders.get(cell, 0) + 1
-    longest = {
-        key: max(len(c) for c in kept)
-        for key, cells in named.items()
-        if (kept := [c for c in cells if holders[c] <= MAX_ROWS_PER_CELL])
-    }
-    order = list(dict.fromkeys(source_key(d) for d in docs))
-    return sorted(longest, key=lambda key: (-longest[key], order.index(key)))
 
 
 def reciprocal_rank_fusion(
@@ -190,8 +122,7 @@ def hybrid_search(
     rrf_k: int = DEFAULT_RRF_K,
     weights: Sequence[float] = DEFAULT_HYBRID_WEIGHTS,
 ) -> list[Document]:
-    """``k`` candidates from each search, fused with RRF by source with the rows whose cell the question
-    names (:func:`named_rows`, weight CELL_WEIGHT); the best ``k`` are returned.
+    """``k`` candidates from each search, fused with RRF by source; the best ``k`` are returned.
 
     A source found by both searches (even through different chunks) sums both ranks and is
     shown by the vector search's chunk (it carries the ``vector_score``).
@@ -199,8 +130,7 @@ def hybrid_search(
     by_vector, by_keyword = vector(query, k), keyword(query, k)
     docs = {source_key(d): d for d in [*by_keyword, *by_vector]}
     vector_keys, keyword_keys = [source_key(d) for d in by_vector], [source_key(d) for d in by_keyword]
-    cell_keys = named_rows(query, list(docs.values()))
-    fused = reciprocal_rank_fusion([vector_keys, keyword_keys, cell_keys], k=rrf_k, weights=[*weights, CELL_WEIGHT])
+    fused = reciprocal_rank_fusion([vector_keys, keyword_keys], k=rrf_k, weights=weights)
     return [
         _copy(
             docs[name],
@@ -208,7 +138,6 @@ def hybrid_search(
                 SCORE_KEY: round(score, 6),
                 "vector_rank": vector_keys.index(name) + 1 if name in vector_keys else None,
                 "keyword_rank": keyword_keys.index(name) + 1 if name in keyword_keys else None,
-                "cell_rank": cell_keys.index(name) + 1 if name in cell_keys else None,
             },
         )
         for name, score in fused[:k]

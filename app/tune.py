@@ -48,11 +48,10 @@ def fetch_candidates(store: Any, questions: Sequence[dict], k: int) -> list[Cand
     ]
 
 
-def fuse(candidates: Candidates, k: int, rrf_k: int, weights: Sequence[float], query: str = "") -> list[Document]:
-    """The hybrid ranking of one question's cached lists (the same function ``hybrid`` search uses, with
-    the rows whose cell ``query`` names)."""
+def fuse(candidates: Candidates, k: int, rrf_k: int, weights: Sequence[float]) -> list[Document]:
+    """The hybrid ranking of one question's cached lists (the same function ``hybrid`` search uses)."""
     by_vector, by_keyword = candidates
-    return hybrid_search(lambda _q, _k: by_vector, lambda _q, _k: by_keyword, query, k, rrf_k=rrf_k, weights=weights)
+    return hybrid_search(lambda _q, _k: by_vector, lambda _q, _k: by_keyword, "-", k, rrf_k=rrf_k, weights=weights)
 
 
 def source_rank(ranking: Sequence[Document], expected_source: str) -> int | None:
@@ -108,7 +107,7 @@ def diagnose(
     rows = []
     for (by_vector, by_keyword), q in zip(candidates, questions):
         source = q["expected_source"]
-        fused = fuse(truncate((by_vector, by_keyword), search_k), search_k, rrf_k, weights, q["query"])
+        fused = fuse(truncate((by_vector, by_keyword), search_k), search_k, rrf_k, weights)
         ranks = (source_rank(by_vector, source), source_rank(by_keyword, source), source_rank(fused, source))
         rows.append(
             {
@@ -179,7 +178,7 @@ def grid(
     ]
     for rrf_k in rrf_ks:
         for weight in keyword_weights:
-            fused = [fuse(c, search_k, rrf_k, (1.0, weight), q["query"]) for c, q in zip(candidates, questions)]
+            fused = [fuse(c, search_k, rrf_k, (1.0, weight)) for c in candidates]
             rows.append(
                 {
                     "mode": "hybrid",
@@ -247,9 +246,7 @@ def rerank_scores(
 
     out = []
     for c, q in zip(candidates, questions):
-        fused = fuse(
-            c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights, q["query"]
-        )
+        fused = fuse(c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights)
         ranked = rerank_documents(q["query"], fused, reranker, 1)
         out.append(float(ranked[0].metadata[SCORE_KEY]) if ranked else 0.0)
     return out
@@ -268,11 +265,7 @@ def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], setti
             [
                 with_context_line(d)
                 for d in fuse(
-                    c,
-                    settings.retrieval.search_k,
-                    settings.retrieval.rrf_k,
-                    settings.retrieval.hybrid_weights,
-                    q["query"],
+                    c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights
                 )[: settings.retrieval.rerank_top_k]
             ],
         )

@@ -10,10 +10,7 @@ from app.retrieval import (
     best_per_source,
     hybrid_search,
     keyword_search,
-    named_rows,
-    names_cell,
     reciprocal_rank_fusion,
-    row_cells,
     vector_search,
 )
 
@@ -192,57 +189,3 @@ def test_search_retriever_takes_k_from_invoke_or_the_constructor():
     assert len(retriever.invoke("q")) == 4
     assert len(retriever.invoke("q", k=2)) == 2
     assert calls == [("q", 4), ("q", 2)]
-
-
-def row(id_: str, source: str, text: str) -> Document:
-    return Document(id=id_, page_content=text, metadata={"source": source})
-
-
-JAPAN = row("jp", "countries.csv:r116", "alpha_2:JP\nalpha_3:JPN\nnumeric:392\nname:Japan\nname_ja:日本")
-KOREA = row("kr", "countries.csv:r123", "alpha_2:KR\nalpha_3:KOR\nname:Korea, Republic of\nname_ja:韓国")
-
-
-def test_row_cells_are_the_values_of_a_rows_lines_normalized():
-    assert row_cells(JAPAN) == ["jp", "jpn", "392", "japan", "日本"]
-    assert row_cells(row("x", "book.xlsx:Sheet1!r3", "氏名:山田 太郎\n内線:Ｔ1\n部署:")) == ["山田 太郎", "t1"]
-    assert row_cells(row("p", "guide.pdf:p3", "name:Japan")) == []  # not a table row
-
-
-@pytest.mark.parametrize(
-    ("query", "cell", "named"),
-    [
-        ("日本の3文字の国コードは?", "日本", True),
-        ("日本語の翻訳はどこ?", "日本", False),  # inside a longer kanji run
-        ("jpnのコードは?", "jp", False),  # inside a longer Latin word
-        ("コード jp の国は?", "jp", True),
-        ("韓国(大韓民国)は?", "韓国", True),
-        ("大韓国", "韓国", False),
-        ("392は?", "392", True),
-        ("3920は?", "392", False),
-    ],
-)
-def test_names_cell_wants_a_whole_word(query, cell, named):
-    assert names_cell(query, cell) is named
-
-
-def test_named_rows_longest_cell_first_and_shared_values_pick_nothing():
-    page = Document(id="p", page_content="日本語の文書", metadata={"source": "faq.pdf:p1"})
-    assert named_rows("日本の3文字の国コードは？", [page, KOREA, JAPAN]) == ["countries.csv:r116"]
-    assert named_rows("日本と韓国", [JAPAN, KOREA]) == ["countries.csv:r116", "countries.csv:r123"]
-    assert named_rows("大阪の支店", [row(str(i), f"s.csv:r{i}", "都市:大阪") for i in range(3)]) == []
-    long = row("l", "s.csv:r9", "都市:大阪\n支店:大阪北")
-    assert named_rows("大阪北の支店", [row("1", "s.csv:r1", "都市:大阪"), long]) == ["s.csv:r9"]  # 大阪 is inside
-    assert named_rows("東京と大阪北の支店", [row("1", "s.csv:r1", "都市:東京"), long]) == ["s.csv:r9", "s.csv:r1"]
-
-
-def test_hybrid_search_lifts_the_row_the_question_names():
-    """The Japan row is only 3rd by keyword; naming its cell adds 1/61: 1/63 + 1/61 beats the page's 1/61."""
-    page = Document(id="p", page_content="日本語", metadata={"source": "faq.pdf:p21"})
-    vector = lambda q, k: [KOREA]  # noqa: E731
-    keyword = lambda q, k: [page, KOREA, JAPAN]  # noqa: E731
-    out = hybrid_search(vector, keyword, "日本の3文字の国コードは？", 3)
-    assert [d.id for d in out] == ["kr", "jp", "p"]
-    assert [d.id for d in hybrid_search(vector, keyword, "国コードは？", 3)] == ["kr", "p", "jp"]
-    top = {d.id: d.metadata for d in out}
-    assert top["jp"]["cell_rank"] == 1 and top["kr"]["cell_rank"] is None
-    assert top["jp"]["relevance_score"] == round(1 / 63 + 1 / 61, 6)
