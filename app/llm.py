@@ -15,8 +15,6 @@ from app.models import resolve_llm_path
 if TYPE_CHECKING:
     from langchain_community.llms import LlamaCpp
 
-# Generation ends where the answer ends: a small model otherwise goes on to
-# invent the next "質問:" turn of the prompt format.
 # Prompt tokens evaluated per batch. LangChain's LlamaCpp defaults to 8, llama-cpp-python to 512.
 N_BATCH = 512
 
