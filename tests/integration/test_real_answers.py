@@ -152,3 +152,45 @@ def test_an_answer_stating_a_number_no_document_states_is_withdrawn(qwen_env):
     report = json.loads(result.stdout)
     assert report["abstained"] == "unsupported" and report["answer"] == "資料に記載がありません", report
     assert unsupported_numbers(report["model_answer"], []), report  # it does state a number
+
+
+def test_a_date_written_in_another_form_is_stated_and_scored(qwen_env, tmp_path):
+    """Dates on the real 0.5B: the document writes the contract's end as ``2027-06-30``, the expected keyword
+    is ``2027年6月30日``, the question names no date. The answer is not withdrawn by the number check, whichever form the model writes,
+    `evaluate` scores it with the dates read in one form, and the quote holds the document's own form."""
+    import json
+
+    from app.normalize import contains
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "contract.md").write_text(
+        "# 保守契約\n\n## 契約期間\n\n本契約の期間は2025-07-01から2027-06-30までとします。"
+        "期間満了の3か月前までに申し出がない場合は1年間自動更新します。\n\n"
+        "## 料金\n\n月額保守料金は12万円（税別）です。\n",
+        encoding="utf-8",
+    )
+    question = {
+        "query": "保守契約はいつ満了しますか？",
+        "expected_source": "contract.md#契約期間",
+        "expected_keywords": ["2027年6月30日"],
+    }
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([question], ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "out.json"
+    env = {**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "GRAPH_EXTRACTOR": "off"}
+    result = run_cli(
+        "app.evaluate",
+        "--no-progress",
+        "--data-dir",
+        str(tmp_path),
+        "--questions",
+        str(questions),
+        "--json",
+        str(out),
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    row = json.loads(out.read_text(encoding="utf-8"))["results"][0]
+    assert row["abstained"] is None and contains(row["answer"], "2027年6月30日"), row
+    assert row["faithfulness"] == 1.0 and row["retrieval_hit"], row  # (the 0.5B writes 2027-06-30 today)
+    assert row["quote"] and "2027-06-30" in row["quote"], row
