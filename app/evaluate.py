@@ -50,8 +50,11 @@ def load_questions(path: str | Path = "data/eval_questions.json") -> list[dict]:
         ]
         if missing:
             raise DataSourceError(f"{path}: question {i + 1} lacks {', '.join(missing)}")
-        if not isinstance(item["expected_keywords"], list):
-            raise DataSourceError(f"{path}: question {i + 1}: expected_keywords must be a list")
+        if not isinstance(item["query"], str) or not item["query"].strip():
+            raise DataSourceError(f"{path}: question {i + 1}: query must be a non-empty string")
+        keywords = item["expected_keywords"]
+        if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
+            raise DataSourceError(f"{path}: question {i + 1}: expected_keywords must be a list of strings")
         if "expected_sources" in item:
             if not isinstance(item["expected_sources"], list) or not all(
                 isinstance(f, str) for f in item["expected_sources"]

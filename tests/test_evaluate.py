@@ -54,6 +54,9 @@ def test_load_questions_sample_set_has_36_answerable_and_8_unanswerable_question
         ('[{"query": "q"}]', "question 1 lacks expected_source, expected_keywords"),
         ('[{"query": "q", "expected_source": "a", "expected_keywords": "x"}]', "expected_keywords must be a list"),
         ('["just a string"]', "question 1 lacks query, expected_source, expected_keywords"),
+        ('[{"query": 1, "expected_source": "a", "expected_keywords": []}]', "query must be a non-empty string"),
+        ('[{"query": " ", "expected_source": "a", "expected_keywords": []}]', "query must be a non-empty string"),
+        ('[{"query": "q", "expected_source": "a", "expected_keywords": [1]}]', "expected_keywords must be a list of"),
     ],
 )
 def test_load_questions_rejects_bad_files(tmp_path, content, message):
