@@ -300,7 +300,7 @@ def sync(
     managed = [d for d in stored if d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
     if remove_missing and not files and not failures and managed and not allow_empty:
         raise DataSourceError(
-            f"no PDF or CSV under {data_dir}, but {len(managed)} documents are stored; refusing to remove them "
+            f"no supported file under {data_dir}, but {len(managed)} documents are stored; refusing to remove them "
             "all (check the folder, or run `python -m app.ingest --allow-empty` to empty the store)"
         )
     plan = plan_sync(files, stored, key, remove_missing, keep=[doc_id for doc_id, _ in failures if doc_id])

@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0
         if not (report.added or report.updated or report.unchanged or report.removed or report.failed):
-            print(f"Nothing to ingest: no PDF or CSV under {data_dir}/pdf or {data_dir}/csv")
+            print(f"Nothing to ingest: no supported file in {data_dir}/pdf, {data_dir}/csv or under {data_dir}/docs")
             return 0
         print(f"Ingest: {report.summary()}")
         if report.graph is not None:
