@@ -95,6 +95,16 @@ def sentences(text: str) -> list[str]:
     return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets in ``text`` of its :func:`sentences`, in order."""
+    spans, at = [], 0
+    for sentence in sentences(text):
+        start = text.index(sentence, at)  # each is a stripped piece of ``text``, found after the one before
+        spans.append((start, start + len(sentence)))
+        at = start + len(sentence)
+    return spans
+
+
 def _bigrams(run: str) -> list[str]:
     """Overlapping character bigrams of a Japanese run (the run itself if one character)."""
     if len(run) == 1:

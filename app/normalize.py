@@ -279,6 +279,12 @@ def _format(value: Decimal) -> str:
     return format(value.normalize(), "f") if value != value.to_integral_value() else str(int(value))
 
 
+def short_decimals(text: str) -> str:
+    """``text`` with each decimal number in its shortest form, as the number check reads it
+    (``0.250`` → ``0.25``, ``3.0`` → ``3``)."""
+    return re.sub(r"[0-9]+\.[0-9]+", lambda m: _format(Decimal(m.group())), text)
+
+
 def _plain_key(digits: str) -> str:
     """A plain number's key: no leading zeros, no trailing decimal zeros; ``1.2.3`` as it is."""
     return _format(Decimal(digits)) if digits.count(".") <= 1 else digits

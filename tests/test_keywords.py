@@ -104,3 +104,13 @@ def test_to_tsquery_terms():
 )
 def test_sentences_split_after_end_marks_and_line_breaks(text, expected):
     assert sentences(text) == expected
+
+
+def test_sentence_spans_are_the_offsets_of_the_sentences():
+    from app.keywords import sentence_spans, sentences
+
+    text = "  受付は平日です。\n\n土日は休み！ 詳細は窓口へ  "
+    spans = sentence_spans(text)
+    assert spans == [(2, 10), (12, 18), (19, 25)]
+    assert [text[a:b] for a, b in spans] == sentences(text)
+    assert sentence_spans("") == []

@@ -213,3 +213,9 @@ def test_an_answer_number_is_supported_by_its_key_or_its_parts_among_the_context
 )
 def test_contains(haystack, needle, expected):
     assert contains(haystack, needle) is expected
+
+
+def test_short_decimals_writes_each_decimal_in_its_shortest_form():
+    from app.normalize import short_decimals
+
+    assert short_decimals("手数料0.250%、3.0倍、1.2.3版、10件") == "手数料0.25%、3倍、1.2.3版、10件"

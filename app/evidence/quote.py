@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.answers import question_coverage, unsupported_numbers, without_citations
-from app.keywords import KANJI, KATAKANA, query_tokens, sentences, tokenize
+from app.keywords import KANJI, KATAKANA, query_tokens, sentence_spans, tokenize
 from app.normalize import canonical
 
 MIN_SHARE = 0.5  # the quote holds at least this share of the answer's distinct terms
@@ -72,17 +72,14 @@ def _spans(context: str) -> list[tuple[str, set[str], int]]:
     """The sentences of ``context`` and each two neighbouring ones that fit MAX_QUOTE_CHARS, verbatim up
     to whitespace (what stands between them in ``context``, a line break or spaces, as one space), each
     with its terms and its number of sentences."""
-    parts, end = [], 0
-    for text in sentences(context):
-        start = context.find(text, end)
-        end = start + len(text) if start >= 0 else end
-        parts.append((text, _terms(text), start))
+    parts = [(context[start:end], start, end) for start, end in sentence_spans(context)]
+    terms = [_terms(text) for text, _, _ in parts]
     pairs = [
-        (a + (" " if context[sa + len(a) : sb].strip() == "" and sb > sa + len(a) else "") + b, ta | tb, 2)
-        for (a, ta, sa), (b, tb, sb) in zip(parts, parts[1:])
-        if len(a) + len(b) < MAX_QUOTE_CHARS and sa >= 0 and sb >= 0
+        (a + (" " if b_start > a_end else "") + b, ta | tb, 2)  # only whitespace lies between two sentences
+        for (a, _, a_end), (b, b_start, _), ta, tb in zip(parts, parts[1:], terms, terms[1:])
+        if len(a) + len(b) < MAX_QUOTE_CHARS
     ]
-    return [(p, t, 1) for p, t, _ in parts] + pairs
+    return [(text, t, 1) for (text, _, _), t in zip(parts, terms)] + pairs
 
 
 def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Sequence[int] = ()) -> Quote | None:

@@ -14,28 +14,21 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from decimal import Decimal
 
 from app.answers import without_citations
 from app.keywords import KANJI, KATAKANA, tokenize
-from app.normalize import canonical
+from app.normalize import canonical, short_decimals
 
 _CONTENT = re.compile(rf"^[a-z0-9]+$|^[{KATAKANA}{KANJI}]{{2}}$")
 # The words shown when an answer is withdrawn: runs of katakana, of kanji, of Latin letters and digits.
 _LATIN = "A-Za-z0-9\u00c0-\u024f"
 _WORDS = re.compile(rf"[{_LATIN}](?:[{_LATIN}._+-]*[{_LATIN}+])?|[{KATAKANA}]{{2,}}|[{KANJI}]{{2,}}")
-# A decimal number in its shortest form (0.250 and 0.25 are one number, as the number check reads them).
-_DECIMAL = re.compile(r"[0-9]+\.[0-9]+")
-
-
-def _short_decimal(match: re.Match[str]) -> str:
-    return format(Decimal(match.group()).normalize(), "f")
 
 
 def content_terms(text: str | None) -> set[str]:
     """The content terms of ``text`` (citations aside, numbers and dates in one form): katakana/kanji
     bigrams and Latin words or numbers, lower-cased."""
-    plain = _DECIMAL.sub(_short_decimal, canonical(without_citations(text or "")))
+    plain = short_decimals(canonical(without_citations(text or "")))  # 0.250 and 0.25 are one number
     return {t for t in tokenize(plain) if _CONTENT.match(t)}
 
 

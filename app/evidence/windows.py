@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from langchain_core.documents import Document
 
-from app.keywords import query_tokens, sentences, tokenize
+from app.keywords import query_tokens, sentence_spans, tokenize
 
 WHOLE_CHUNK_CHARS = 320  # a chunk this short is one window (a table row keeps its header lines)
 NEIGHBOURS = 1  # sentences on each side of the one a window is centred on
@@ -56,14 +56,7 @@ def unit_spans(text: str) -> list[tuple[int, int]]:
     if len(stripped) <= WHOLE_CHUNK_CHARS:
         start = text.index(stripped)
         return [(start, start + len(stripped))]
-    spans, at = [], 0
-    for sentence in sentences(text):
-        start = text.find(sentence, at)
-        if start < 0:  # cannot happen (sentences are stripped pieces of text); keep going safely
-            continue
-        spans.append((start, start + len(sentence)))
-        at = start + len(sentence)
-    return spans
+    return sentence_spans(text)
 
 
 def candidate_windows(documents: Sequence[Document]) -> list[Window]:

@@ -156,8 +156,9 @@ def test_an_answer_stating_a_number_no_document_states_is_withdrawn(qwen_env):
 
 def test_a_date_written_in_another_form_is_stated_and_scored(qwen_env, tmp_path):
     """Dates on the real 0.5B: the document writes the contract's end as ``2027-06-30``, the expected keyword
-    is ``2027年6月30日``, the question names no date. The answer is not withdrawn by the number check, whichever form the model writes,
-    `evaluate` scores it with the dates read in one form, and the quote holds the document's own form."""
+    is ``2027年6月30日``, the question names no date. The answer is not withdrawn by the number check,
+    whichever form the model writes, `evaluate` scores it with the dates read in one form, and the quote
+    holds the document's own form."""
     import json
 
     from app.normalize import contains
