@@ -3,15 +3,12 @@ prints the answer and its sources."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from app.config import Settings, get_settings, validate_mode
-from app.errors import RagError
 from app.reranker import SCORE_KEY, load_reranker, rerank_documents
-from app.retrieval import vector_search
+from app.retrieval.search import vector_search
 
 
 def search(
@@ -61,153 +58,17 @@ def search(
 
 def shared_store(settings: Settings):
     """One RagStore per settings for this process (opened on first use), so repeated searches reuse it."""
-    from app.resources import cached
+    from app.models.resources import cached
     from app.store import RagStore
 
     return cached("store", settings, lambda: RagStore(settings))
 
 
-def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, abstained: bool = False) -> str:
-    """The Sources section: a header and one ``- source`` line per source.
+def main(argv=None, context=None, out=None) -> int:
+    """The spec's entry point (§4.8): the command line of :mod:`app.cli.ask`."""
+    from app.cli.ask import main as run_cli
 
-    With ``cited`` (the sources the answer cites), those come first and the
-    others are marked ``(not cited)``; after an abstention they are the closest
-    sources found, and the header says so.
-    """
-    header = "=== Sources (closest; they do not answer the question) ===" if abstained else "=== Sources ==="
-    if cited is None or abstained:
-        lines = [f"- {source}" for source in sources]
-    else:
-        lines = [f"- {source}" for source in cited]
-        lines += [f"- {source} (not cited)" for source in sources if source not in cited]
-    return "\n".join([header] + (lines or ["(none)"]))
-
-
-def format_output(
-    answer: str,
-    sources: Sequence[str],
-    cited: Sequence[str] | None = None,
-    abstained: bool = False,
-    quote: str | None = None,
-) -> str:
-    """The §4.8 output: an Answer section (the answer, then the ``根拠: 「…」[n]`` line quoting the context
-    it was taken from, when found), then one ``- source`` line per source."""
-    body = answer.strip() + (f"\n{quote}" if quote else "")
-    return f"=== Answer ===\n{body}\n\n{format_sources(sources, cited, abstained)}"
-
-
-def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsupported") -> str:
-    """After a streamed answer that states numbers (``unsupported``) or words (``unstated``) no document
-    holds: the withdrawal, naming them, and the real answer."""
-    if kind == "unstated":
-        named = "、".join(f"「{w}」" for w in unstated)
-        return f"（取り消し: 上の回答の{named or '内容'}はどの資料にも書かれていません）\n{answer}"
-    return f"（取り消し: 上の回答の数値 {'、'.join(unstated)} はどの資料にも書かれていません）\n{answer}"
-
-
-def ensure_ingested(settings: Settings) -> None:
-    """RagError if nothing is stored yet (the user has not run ingest); a read: creates nothing."""
-    from app.db import check_schema, count_chunks, get_engine
-
-    engine = get_engine(settings)
-    check_schema(engine, settings.retrieval.collection_name)
-    if count_chunks(engine, settings.retrieval.collection_name) == 0:
-        raise RagError(f"the collection '{settings.retrieval.collection_name}' is empty; run `make ingest` first")
-
-
-class TokenPrinter:
-    """Writes streamed pieces to a stream: leading whitespace dropped, trailing whitespace held
-    back until more text follows (so the output matches the non-streamed answer)."""
-
-    def __init__(self, out):
-        self.out, self.started, self.pending = out, False, ""
-
-    def __call__(self, piece: str) -> None:
-        if not self.started:
-            piece = piece.lstrip()
-            if not piece:
-                return
-            self.started = True
-        text = self.pending + piece
-        body = text.rstrip()
-        self.pending = text[len(body) :]
-        if body:
-            self.out.write(body)
-            self.out.flush()
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process in MB.
-
-    Reads VmHWM (reset by exec) rather than ru_maxrss, which on Linux carries the
-    parent's peak into a child started with fork + exec.
-    """
-    import resource
-    from pathlib import Path
-
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def timing_report(state: dict, first_token_at: float | None) -> str:
-    """One JSON line for ``--timings``: the mode that answered, per-node seconds, peak RSS, process
-    start to first token."""
-    import json
-
-    peak_mb = peak_rss_mb()
-    return json.dumps(
-        {
-            "mode": state.get("mode"),
-            "route_reason": state.get("route_reason"),
-            "timings": state.get("timings", {}),
-            "peak_rss_mb": round(peak_mb, 1),
-            "process_start_to_first_token_s": first_token_at,
-        },
-        ensure_ascii=False,
-    )
-
-
-JSON_KEYS = (
-    "answer",
-    "quote",
-    "sources",
-    "cited_sources",
-    "warnings",
-    "mode",
-    "route_reason",
-    "abstained",
-    "evidence_shown",
-    "model_answer",
-    "confidence",
-    "graph",
-    "traceability",
-    "map_results",
-    "timings",
-)
-
-
-def json_report(state: dict, seconds: float | None = None) -> str:
-    """``--json``: the question's answer, sources, the mode chosen (and why), the graph's IDs
-    (local), the traceability and map results (global), the timings and peak RSS."""
-    import json
-
-    payload = {key: state[key] for key in JSON_KEYS if key in state}
-    payload["query"] = state.get("query")
-    payload["peak_rss_mb"] = round(peak_rss_mb(), 1)
-    if seconds is not None:
-        payload["process_seconds"] = round(seconds, 3)
-    return json.dumps(payload, ensure_ascii=False, default=str)
-
-
-def _process_age() -> float:
-    """Seconds since this process started (for the cold-start figure)."""
-    import psutil
-
-    return time.time() - psutil.Process().create_time()
+    return run_cli(argv, context, out)
 
 
 if __name__ == "__main__":  # `python -m app.ask` runs the command line (app.cli), by name

@@ -112,3 +112,15 @@ def split_by_structure(text: str | None, chunk_size: int | None = None, overlap:
         else:
             chunks.extend(split_text(paragraph, chunk_size, overlap))
     return chunks
+
+
+def csv_splitter(chunk_size: int, chunk_overlap: int):
+    """LangChain's RecursiveCharacterTextSplitter with Japanese sentence and clause separators."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        chunk_size=chunk_size,
+        chunk_overlap=min(chunk_overlap, chunk_size // 2),
+        separators=["\n\n", "\n", "。", "、", " ", ""],
+        keep_separator="end",
+    )

@@ -20,112 +20,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app import storage
 from app.config import Settings, get_settings
-from app.storage.chunks import (
-    SQL_CREATE_HNSW,
-    SQL_UPSERT_DOCUMENT,
-    SQL_UPSERT_EMBEDDING,
-    delete_document,
-    delete_legacy_chunks,
-    list_documents,
-    replace_document,
-    source_chunks,
-    vectors_by_hash,
-)
-from app.storage.collection import collection_id, count_chunks
-from app.storage.engine import (
-    CONNECT_TIMEOUT_S,
-    SQL_NO_TIMEOUT,
-    check_server,
-    database_error,
-    describe_target,
-    get_engine,
-    resolve_connection_string,
-)
-from app.storage.keywords import (
-    CANDIDATE_CAP,
-    SQL_CREATE_KEYWORD_GIN,
-    SQL_KEYWORD_SEARCH,
-    analyze_keyword_stats,
-    keyword_row,
-    keyword_search,
-    keyword_search_params,
-    upsert_keywords,
-)
-from app.storage.lock import writer_lock
-from app.storage.schema import SCHEMA_VERSION, check_schema, create_schema, make_vectorstore, open_store, schema_version
-from app.storage.staging import claim_staged, clean_staging, stage_chunks, staged_progress, switch_document
-from app.storage.tables import (
-    COLLECTION_STATS_TABLE,
-    COLLECTION_TABLE,
-    DOCUMENT_TABLE,
-    EMBEDDING_TABLE,
-    HNSW_INDEX,
-    KEYWORD_TABLE,
-    META_TABLE,
-    STAGING_TABLE,
-    TERM_STATS_TABLE,
-)
-from app.storage.vectors import SQL_COLUMN_TYPE, fit_size, nearest_chunks
 
 if TYPE_CHECKING:
     from langchain_postgres import PGVector
     from sqlalchemy.engine import Engine
 
-__all__ = [
-    "CANDIDATE_CAP",
-    "COLLECTION_STATS_TABLE",
-    "COLLECTION_TABLE",
-    "CONNECT_TIMEOUT_S",
-    "DOCUMENT_TABLE",
-    "EMBEDDING_TABLE",
-    "HNSW_INDEX",
-    "KEYWORD_TABLE",
-    "META_TABLE",
-    "SCHEMA_VERSION",
-    "SQL_CREATE_HNSW",
-    "SQL_CREATE_KEYWORD_GIN",
-    "SQL_COLUMN_TYPE",
-    "SQL_KEYWORD_SEARCH",
-    "SQL_NO_TIMEOUT",
-    "SQL_UPSERT_DOCUMENT",
-    "SQL_UPSERT_EMBEDDING",
-    "STAGING_TABLE",
-    "TERM_STATS_TABLE",
-    "analyze_keyword_stats",
-    "check_schema",
-    "check_server",
-    "claim_staged",
-    "clean_staging",
-    "collection_id",
-    "count_chunks",
-    "create_schema",
-    "database_error",
-    "delete_document",
-    "delete_legacy_chunks",
-    "describe_target",
-    "get_engine",
-    "get_vectorstore",
-    "fit_size",
-    "init_db",
-    "keyword_row",
-    "keyword_search",
-    "keyword_search_params",
-    "list_documents",
-    "source_chunks",
-    "make_vectorstore",
-    "nearest_chunks",
-    "open_store",
-    "replace_document",
-    "resolve_connection_string",
-    "schema_version",
-    "stage_chunks",
-    "staged_progress",
-    "switch_document",
-    "upsert_keywords",
-    "vectors_by_hash",
-    "writer_lock",
-]
+__all__ = ["get_vectorstore", "init_db"]
 
 
 def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: Engine | None = None) -> PGVector:
@@ -139,9 +41,9 @@ def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: E
         from app.embeddings import LazyEmbeddings
 
         embeddings = LazyEmbeddings(s)
-    engine = engine or get_engine(s)
-    check_schema(engine, s.retrieval.collection_name)
-    return make_vectorstore(engine, embeddings, s.retrieval.collection_name, create=False)
+    engine = engine or storage.get_engine(s)
+    storage.check_schema(engine, s.retrieval.collection_name)
+    return storage.make_vectorstore(engine, embeddings, s.retrieval.collection_name, create=False)
 
 
 def init_db(
@@ -149,7 +51,7 @@ def init_db(
 ) -> PGVector:
     """Create or upgrade the schema under the writer lock (``python -m app.db init``) and return the store."""
     s = settings or get_settings()
-    engine = engine or get_engine(s)
+    engine = engine or storage.get_engine(s)
     if embeddings is None:
         from app.embeddings import LazyEmbeddings
 
@@ -157,8 +59,8 @@ def init_db(
     from app.embeddings import embedding_size
 
     size = embedding_size(s, embeddings)
-    with writer_lock(engine, wait=wait):
-        return create_schema(engine, embeddings, s.retrieval.collection_name, size)
+    with storage.writer_lock(engine, wait=wait):
+        return storage.create_schema(engine, embeddings, s.retrieval.collection_name, size)
 
 
 # --- command line -----------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.datadir import escape
+from app.formats.limits import escape
 
 
 def format_documents(docs: Sequence[dict]) -> str:

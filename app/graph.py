@@ -6,8 +6,8 @@
 
 ``route`` takes the mode asked for, or with ``auto`` picks one (app.graphrag.router). Nodes take
 their dependencies (search function, reranker, LLM, graph search) from the run's context
-(:class:`RAGContext`, app.rag_state), never load them; the generate node and its checks are in
-app.generate; ``default_context`` builds the real ones lazily, tests
+(:class:`RAGContext`, app.workflow.state), never load them; the generate node and its checks are in
+app.workflow.generate; ``default_context`` builds the real ones lazily, tests
 pass fakes. Each node returns only the keys it sets, plus its wall time under ``timings``.
 """
 
@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.answers import ABSTAIN_ANSWER, SPEC_TEMPLATE, build_prompt, system_prompt
 from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
 from app.errors import QuestionTooLongError
-from app.generate import generate_node
-from app.rag_state import RAGContext, RAGState
 from app.reranker import load_reranker, rerank_documents
+from app.workflow.generate import generate_node
+from app.workflow.prompts import ABSTAIN_ANSWER, SPEC_TEMPLATE, build_prompt, system_prompt
+from app.workflow.state import RAGContext, RAGState
 
 PROMPT_TEMPLATE = SPEC_TEMPLATE  # the spec's prompt (§4.9), PROMPT_STYLE=spec
 NO_CONTEXT_ANSWER = ABSTAIN_ANSWER
@@ -181,7 +181,7 @@ def build_rag_graph():
 
 def get_graph():
     """Return the compiled graph, built once per process."""
-    from app.resources import cached
+    from app.models.resources import cached
 
     return cached("graph", None, build_rag_graph)
 

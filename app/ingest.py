@@ -3,8 +3,10 @@
 PDFs are read page by page (source ``file.pdf:p1``) and split by paragraph;
 CSV rows become ``column:value`` lines (source ``file.csv:r1``, 1-based data
 rows) split with LangChain's RecursiveCharacterTextSplitter. ``make ingest`` is
-a sync (app.sync): unchanged files are skipped, changed ones replaced in one
+a sync (app.ingestion.sync): unchanged files are skipped, changed ones replaced in one
 transaction, deleted ones purged. A bad file is skipped with a warning; the rest go in.
+
+The sync's parts are the package :mod:`app.ingestion`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from pathlib import Path
 
 from app.config import get_settings
 from app.errors import DataSourceError
-from app.reading import read_units
-from app.sync import size_refusal
+from app.ingestion.reading import read_units
+from app.ingestion.sync import size_refusal
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +31,7 @@ def _files(directory: Path, suffix: str) -> list[Path]:
 
 def _load(directory: Path, suffix: str) -> list[tuple[str, str, str]]:
     """The units ``(text, source, context)`` of every file in ``directory``, read as the sync reads them
-    (app.reading.read_units: the size limits, parse limits and OCR of the settings); a file that is too
+    (app.ingestion.reading.read_units: the size limits, parse limits and OCR of the settings); a file that is too
     large or unreadable is skipped with a warning."""
     settings = get_settings()
     out: list[tuple[str, str, str]] = []
@@ -65,6 +67,13 @@ def load_csvs(csv_dir: str | Path) -> list[tuple[str, str]]:
     the folder does not exist.
     """
     return [(text, source) for text, source, _ in _load(Path(csv_dir), ".csv")]
+
+
+def main(argv=None) -> int:
+    """The spec's entry point (§4.7): the command line of :mod:`app.cli.ingest` (a sync of the data dir)."""
+    from app.cli.ingest import main as run_cli
+
+    return run_cli(argv)
 
 
 if __name__ == "__main__":  # `python -m app.ingest` runs the command line (app.cli), by name

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from app.config import Settings, get_settings
 from app.errors import LLMUnavailableError
-from app.models import resolve_llm_path
+from app.models.locate import resolve_llm_path
 
 if TYPE_CHECKING:
     from langchain_community.llms import LlamaCpp
@@ -26,7 +26,7 @@ STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n
 def get_llm(settings: Settings | None = None):
     """Return the LLM for these settings: LlamaCpp, loading the GGUF file on first use, or, with
     LLM_BASE_URL, a ChatOpenAI client of that server."""
-    from app.resources import cached
+    from app.models.resources import cached
 
     s = settings or get_settings()
     if s.llm.base_url:
@@ -70,7 +70,7 @@ def _server_llm(s: Settings):
     client's own. Nothing is contacted until the first question."""
     from langchain_openai import ChatOpenAI
 
-    from app.servers import basic_auth_headers
+    from app.models.servers import basic_auth_headers
 
     return ChatOpenAI(
         default_headers=basic_auth_headers(s.llm.url_auth) or None,  # a user:password from LLM_BASE_URL
@@ -120,8 +120,8 @@ def model_name(llm: object) -> str:
 
 
 def server_error(exc: BaseException, llm: object, streaming: bool = False) -> LLMUnavailableError | None:
-    """The one-line error for a failure of the LLM server, or None for anything else (app.servers)."""
-    from app.servers import server_error as _server_error
+    """The one-line error for a failure of the LLM server, or None for anything else (app.models.servers)."""
+    from app.models.servers import server_error as _server_error
 
     url = getattr(llm, "openai_api_base", None) or "LLM_BASE_URL"
     return _server_error(exc, "LLM", url, "LLM_BASE_URL", LLMUnavailableError, streaming)  # type: ignore[return-value]

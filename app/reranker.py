@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError
-from app.models import resolve_model_dir
+from app.models.locate import resolve_model_dir
 
 if TYPE_CHECKING:
     from langchain_classic.retrievers import ContextualCompressionRetriever
@@ -57,7 +57,7 @@ def rerank_documents(query: str, documents: Sequence[Document], reranker: Any, t
 
 def get_reranker(settings: Settings | None = None) -> CrossEncoderReranker:
     """Return the cross-encoder reranker (top_n = RERANK_TOP_K) for these settings, loading it on first use."""
-    from app.resources import cached
+    from app.models.resources import cached
 
     s = settings or get_settings()
     return cached(

@@ -16,17 +16,24 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from app.config import Settings, get_settings
-from app.errors import DataSourceError, StoreNotReadyError, one_line
+from app import storage
+from app.config import Settings, get_settings, validate_mode
+from app.embeddings import LazyEmbeddings, embedding_size
+from app.errors import DataSourceError, StoreNotReadyError, WriterBusyError, one_line
+from app.graphrag.search import GraphSearch, graph_documents
+from app.ingestion.documents import write_api_document
+from app.ingestion.sync import resolve_file, scan, sync, update_graph
+from app.retrieval.search import SearchRetriever, hybrid_search, keyword_search, vector_search
 
 log = logging.getLogger(__name__)
 _POOL_LOCK = threading.Lock()
@@ -52,26 +59,23 @@ class RagStore:
     def warm_up(self) -> RagStore:
         """Connect and open the store for reading (the schema must exist: StoreNotReadyError
         otherwise); safe to call twice. The embedding model loads when first needed."""
-        from app import db
-
         if self._vectorstore is None:
-            self._vectorstore = db.get_vectorstore(self.settings, self.embeddings, self.engine)
+            storage.check_schema(self.engine, self.settings.retrieval.collection_name)
+            self._vectorstore = storage.make_vectorstore(
+                self.engine, self.embeddings, self.settings.retrieval.collection_name, create=False
+            )
         return self
 
     @property
     def engine(self):
         """The database engine (connects on first use; creates nothing)."""
-        from app import db
-
         if self._engine is None:
-            self._engine = db.get_engine(self.settings)
+            self._engine = storage.get_engine(self.settings)
         return self._engine
 
     @property
     def embeddings(self):
         """The embedding model (a lazy wrapper: loads when something must be embedded)."""
-        from app.embeddings import LazyEmbeddings
-
         if self._embeddings is None:
             self._embeddings = LazyEmbeddings(self.settings)
         return self._embeddings
@@ -87,10 +91,6 @@ class RagStore:
         Re-entrant for the thread holding it; another thread or process makes this one wait
         (one warning line) or, with ``wait=False``, raise WriterBusyError.
         """
-        from app import db
-        from app.embeddings import embedding_size
-        from app.errors import WriterBusyError
-
         me = threading.get_ident()
         if self._writing and self._writer == me:
             self._writing += 1
@@ -102,11 +102,11 @@ class RagStore:
         if not self._thread_lock.acquire(blocking=wait):  # another thread of this process is writing
             raise WriterBusyError("another writer is running (in this process); try again when it is done")
         try:
-            with db.writer_lock(self.engine, wait=wait):
+            with storage.writer_lock(self.engine, wait=wait):
                 self._writing, self._writer = 1, me
                 try:
                     if not self._schema_ready:
-                        self._vectorstore = db.create_schema(
+                        self._vectorstore = storage.create_schema(
                             self.engine,
                             self.embeddings,
                             self.settings.retrieval.collection_name,
@@ -139,8 +139,6 @@ class RagStore:
         (default INGEST_WORKERS) processes read, chunk and embed files in parallel. With ``graph``, the
         graph is rebuilt at the end when anything changed (GRAPH_EXTRACTOR not ``off``).
         """
-        from app.sync import sync
-
         data_dir = Path(data_dir or self.settings.ingest.data_dir)
         if dry_run:  # a plan only: no lock, no schema, no writes
             return sync(
@@ -167,8 +165,6 @@ class RagStore:
     def update_graph(self, wait: bool = True):
         """Rebuild the graph if chunks changed since it was built (under the writer lock); the
         BuildReport, or None when it was current or GRAPH_EXTRACTOR is off."""
-        from app.sync import update_graph
-
         if self.settings.graph.extractor == "off":
             return None
         with self.writing(wait):
@@ -190,9 +186,7 @@ class RagStore:
         ):
             docs = [path_or_doc] if isinstance(path_or_doc, Document) else list(path_or_doc)
             with self.writing():
-                return [self._add_langchain_document(d) for d in docs]
-        from app.sync import resolve_file, scan, sync
-
+                return [write_api_document(d, self.embeddings, self.engine, self.settings) for d in docs]
         data_dir = Path(data_dir or self.settings.ingest.data_dir)
         path = Path(path_or_doc)
         if path.is_dir():
@@ -205,56 +199,11 @@ class RagStore:
             raise DataSourceError("; ".join(report.failures))
         return [f.doc_id for f in files]
 
-    def _add_langchain_document(self, doc: Document) -> str:
-        """Store one Document (chunked like a PDF page) as its own parent document (origin 'api')."""
-        from app import db
-        from app.chunking import split_by_structure
-        from app.chunks import build_chunks, text_hash
-        from app.loaders import strip_nul
-        from app.staging import embed_with_reuse, extract_graphs, graph_extractor
-        from app.sync import ORIGIN_API
-
-        parent = doc.id or str(uuid.uuid4())
-        source = str(doc.metadata.get("source") or parent)
-        text = strip_nul(doc.page_content)
-        s = self.settings
-        chunks = list(
-            build_chunks(
-                [(text, source, str(doc.metadata.get("context", "")))],
-                lambda body: split_by_structure(body, s.ingest.chunk_size, s.ingest.chunk_overlap),
-                collection=s.retrieval.collection_name,
-                doc_id=parent,
-                file=source,
-                embed_model=s.models.embed_model,
-                metadata=doc.metadata,
-            )
-        )
-        lookup = lambda hashes: db.vectors_by_hash(self.engine, hashes, self.settings.models.embed_model)  # noqa: E731
-        vectors, _ = embed_with_reuse(chunks, self.embeddings, lookup)
-        db.replace_document(
-            self.engine,
-            self.settings.retrieval.collection_name,
-            {
-                "doc_id": parent,
-                "source_file": source,
-                "content_hash": text_hash(text),
-                "settings_hash": "document",
-                "origin": ORIGIN_API,
-            },
-            chunks,
-            vectors,
-            extract_graphs(chunks, self.settings),
-            graph_extractor(self.settings),
-        )
-        return parent
-
     def remove_document(self, doc_id_or_path: str | Path, wait: bool = True) -> int:
         """Remove a document (by ID, file path or file name) from every index; return chunks removed.
 
         DataSourceError if no stored document matches.
         """
-        from app import db
-
         wanted = str(doc_id_or_path)
         with self.writing(wait):
             docs = self.list_documents()
@@ -269,21 +218,19 @@ class RagStore:
                 raise DataSourceError(f"no stored document {wanted!r} (see `make docs`)")
             if len(match) > 1:
                 raise DataSourceError(f"{wanted!r} is ambiguous: {', '.join(d['doc_id'] for d in match)}")
-            return db.delete_document(
+            return storage.delete_document(
                 self.engine, self.settings.retrieval.collection_name, match[0]["doc_id"], match[0]["source_file"]
             )
 
     def list_documents(self) -> list[dict]:
         """Stored documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at, origin
         (``[]`` when nothing was ingested yet)."""
-        from app import db
-
         if not self._schema_ready:  # not created by this store yet: read only what is complete
             try:
-                db.check_schema(self.engine, self.settings.retrieval.collection_name)
+                storage.check_schema(self.engine, self.settings.retrieval.collection_name)
             except StoreNotReadyError:
                 return []
-        return db.list_documents(self.engine, self.settings.retrieval.collection_name)
+        return storage.list_documents(self.engine, self.settings.retrieval.collection_name)
 
     # --- search -----------------------------------------------------------------
 
@@ -304,11 +251,6 @@ class RagStore:
         ``k_vector`` / ``k_keyword`` set each search's candidates (default ``top_k``);
         ``vector_filter`` is a PGVector metadata filter applied to the vector search.
         """
-        from functools import partial
-
-        from app.config import validate_mode
-        from app.retrieval import hybrid_search, keyword_search, vector_search
-
         mode = validate_mode(search_mode, self.settings.retrieval.search_mode)
         top_k = top_k or self.settings.retrieval.search_k
         if not query or not query.strip():
@@ -335,9 +277,8 @@ class RagStore:
         by_keyword = keyword(query, k_keyword or top_k)
         vector_hits = by_vector.result()
         fused = hybrid_search(
-            lambda q, _k: vector_hits,
-            lambda q, _k: by_keyword,
-            query,
+            vector_hits,
+            by_keyword,
             max(top_k, k_vector or 0, k_keyword or 0),
             rrf_k=self.settings.retrieval.rrf_k,
             weights=self.settings.retrieval.hybrid_weights,
@@ -346,22 +287,16 @@ class RagStore:
 
     def graph_search(self, llm: Any = None, count_tokens: Any = None):
         """Local and global search over this store's graph (app.graphrag.search.GraphSearch)."""
-        from app.graphrag.search import GraphSearch
-
         return GraphSearch(self.settings, self.engine, embeddings=self.embeddings, llm=llm, count_tokens=count_tokens)
 
     def _graph_search(self, query: str, mode: str, top_k: int) -> list[Document]:
         """:meth:`search` for ``local``, ``global`` and ``auto`` (which may answer with a chunk search)."""
-        from app.graphrag.search import graph_documents
-
         return graph_documents(
             self.graph_search(), query, mode, top_k, lambda q, m, k: self.search(q, search_mode=m, top_k=k)
         )
 
     def _pool(self):
         """A small thread pool for the vector half of hybrid searches (made on first use)."""
-        from concurrent.futures import ThreadPoolExecutor
-
         with _POOL_LOCK:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vector-search")
@@ -400,8 +335,6 @@ class RagStore:
         The number of results is ``k`` (LangChain's name; ``top_k`` is accepted too), and
         ``retriever.invoke(query, k=3)`` overrides it for one call.
         """
-        from app.retrieval import SearchRetriever
-
         k = search_kwargs.pop("k", None)
         top_k = search_kwargs.pop("top_k", None) or k or self.settings.retrieval.search_k
         return SearchRetriever(search=lambda query, n: self.search(query, top_k=n, **search_kwargs), k=top_k)

@@ -129,8 +129,8 @@ def ingest(data: Path, settings, embeddings, graph: bool) -> tuple[dict, object]
 
 def chunk_texts(source, settings, limit: int) -> list[str]:
     """The ingest's own chunk texts as embedded (context line included): the first ``limit`` (0: all)."""
-    from app.chunks import embedding_text
-    from app.reading import iter_chunks
+    from app.ingestion.reading import iter_chunks
+    from app.text.chunks import embedding_text
 
     texts = []
     for chunk in iter_chunks(source, settings):
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
 
     from app.config import get_settings
     from app.embeddings import get_embeddings
-    from app.sync import resolve_file
+    from app.ingestion.sync import resolve_file
 
     settings = get_settings().changed(retrieval={"collection_name": f"bench_big_{uuid.uuid4().hex[:8]}"})
     embeddings = get_embeddings(settings)

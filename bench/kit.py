@@ -65,7 +65,7 @@ def stats_ms(times: Sequence[float]) -> dict:
 def vocabulary() -> list[str]:
     """Japanese words (2–4 character pieces) drawn from the sample corpus."""
     from app.ingest import load_csvs, load_pdfs
-    from app.keywords import tokenize
+    from app.text.keywords import tokenize
 
     text = "".join(t for t, _ in load_pdfs(ROOT / "data" / "pdf") + load_csvs(ROOT / "data" / "csv"))
     words = {text[i : i + n] for n in (2, 3, 4) for i in range(0, len(text) - n, 3)}

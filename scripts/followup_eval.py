@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from app.config import get_settings
-from app.evaluate import collection_for
+from app.evaluation.run import collection_for
 from app.llm import generate, get_llm, with_options
-from app.models import resolve_llm_path
+from app.models.locate import resolve_llm_path
 from app.store import RagStore
 from app.web.followup import standalone
 from app.web.rewrite import llm_standalone

@@ -203,9 +203,9 @@ def norm(text: str) -> str:
 
 def units(folder: Path, names: tuple[str, ...]) -> dict[str, str]:
     """{source ID: text} of the files ``names`` (globs) under a data dir, read as a sync reads them
-    (app.reading.read_units; only text PDFs here: the scans share the text PDF's page IDs)."""
+    (app.ingestion.reading.read_units; only text PDFs here: the scans share the text PDF's page IDs)."""
     from app.config import Settings
-    from app.reading import read_units
+    from app.ingestion.reading import read_units
 
     texts: dict[str, str] = {}
     for pattern in names:

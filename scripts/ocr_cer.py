@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from app.config import Settings
     from app.formats.ocr import Ocr
-    from app.pdf import read_pdf_pages
+    from app.formats.pdf import read_pdf_pages
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", type=Path, default=ROOT / ".cache" / "real-corpus-office")

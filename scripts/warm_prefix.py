@@ -1,5 +1,5 @@
 """Time to the first token in a warm process with and without llama.cpp's kept prefix (issue 29,
-item 7): the MCP server's and the web page's service (app.mcp.service.RagService: models loaded once)
+item 7): the MCP server's and the web page's service (app.serving.service.RagService: models loaded once)
 answers each question twice, once as it runs (llama-cpp-python evaluates only what follows the tokens
 it already holds: the system text, and the chat template's head), once after ``Llama.reset()`` (the
 whole prompt evaluated, as in a fresh process). One run, the same store and model.
@@ -29,10 +29,10 @@ QUESTIONS = (
 
 def main() -> int:
     """Print the medians (and each question's pair) as JSON."""
-    from app.answers import CITED_SYSTEM
     from app.config import get_settings
-    from app.evaluate import collection_for
-    from app.mcp.service import RagService
+    from app.evaluation.run import collection_for
+    from app.serving.service import RagService
+    from app.workflow.prompts import CITED_SYSTEM
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=Path("data"))

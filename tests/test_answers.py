@@ -1,21 +1,18 @@
-"""Prompts, citations and abstention (app.answers): exact values."""
+"""Prompts, citations and abstention (app.workflow.answers): exact values."""
 
 import pytest
 
-from app.answers import (
-    ABSTAIN_ANSWER,
+from app.workflow.checks.citations import (
     CitationFilter,
-    best_matching_context,
-    build_prompt,
     cited_numbers,
     clean_citations,
-    focus_context,
     ordered_sources,
     says_not_in_documents,
     strip_echo,
-    system_prompt,
-    unsupported_numbers,
 )
+from app.workflow.checks.coverage import best_matching_context
+from app.workflow.checks.numbers import unsupported_numbers
+from app.workflow.prompts import ABSTAIN_ANSWER, build_prompt, focus_context, system_prompt
 
 
 def test_cited_prompt_numbers_contexts_with_their_sources():
@@ -190,8 +187,8 @@ def test_best_matching_context_finds_the_copied_context():
 
 
 def test_question_coverage_is_the_share_of_question_tokens_in_the_contexts():
-    from app.answers import question_coverage
-    from app.keywords import query_tokens
+    from app.text.keywords import query_tokens
+    from app.workflow.checks.coverage import question_coverage
 
     query = "退職金はいくらですか"
     assert 0 < question_coverage(query, ["退職の手続き"]) < 1
@@ -224,6 +221,6 @@ def test_citation_filter_holds_trailing_whitespace_until_more_text():
     ],
 )
 def test_absent_values(query, texts, absent):
-    from app.answers import absent_values
+    from app.workflow.checks.numbers import absent_values
 
     assert absent_values(query, texts) == absent

@@ -6,6 +6,7 @@ from langchain_core.language_models.fake import FakeListLLM
 
 from app import ask
 from app.cli import ask as ask_cli
+from app.cli import output
 from app.errors import DatabaseUnavailableError
 from app.graph import RAGContext
 
@@ -30,7 +31,7 @@ def test_search_returns_content_source_dicts_reranked(mock_vectorstore, fake_rer
 
 
 def test_search_over_a_vectorstore_runs_the_workflows_vector_search(mock_vectorstore, fake_reranker):
-    from app.retrieval import COLLAPSE_DEPTH
+    from app.retrieval.search import COLLAPSE_DEPTH
 
     ask.search("受付", k=2, vectorstore=mock_vectorstore, reranker=fake_reranker)
     assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 2 * COLLAPSE_DEPTH}
@@ -102,13 +103,13 @@ def test_search_blank_query_returns_empty(query, mock_documents):
 
 
 def test_format_output_matches_spec():
-    assert ask.format_output(" 回答です。\n", ["faq.csv:r1", "a.pdf:p2"]) == (
+    assert output.format_output(" 回答です。\n", ["faq.csv:r1", "a.pdf:p2"]) == (
         "=== Answer ===\n回答です。\n\n=== Sources ===\n- faq.csv:r1\n- a.pdf:p2"
     )
 
 
 def test_format_output_without_sources():
-    assert ask.format_output("なし", []).endswith("=== Sources ===\n(none)")
+    assert output.format_output("なし", []).endswith("=== Sources ===\n(none)")
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_main_after_abstaining_says_the_sources_are_only_the_closest(context, ca
 
 
 def test_format_sources_with_citations():
-    assert ask.format_sources(["a:r1", "b:r2"], cited=["b:r2"]) == "=== Sources ===\n- b:r2\n- a:r1 (not cited)"
+    assert output.format_sources(["a:r1", "b:r2"], cited=["b:r2"]) == "=== Sources ===\n- b:r2\n- a:r1 (not cited)"
 
 
 def test_main_joins_unquoted_words(context, capsys):
@@ -178,7 +179,7 @@ def test_main_without_question_prints_usage_and_exits_2(argv, capsys):
 
 def test_main_maps_library_errors_to_one_line(mocker, capsys, clean_env):
     mocker.patch(
-        "app.ask.ensure_ingested",
+        "app.output.ensure_ingested",
         side_effect=DatabaseUnavailableError("cannot connect to PostgreSQL at db:5432: refused"),
     )
     assert ask_cli.main(["質問"]) == 1
@@ -193,12 +194,12 @@ def test_main_bad_env_value_is_one_line_error(capsys, clean_env):
 
 
 def test_ensure_ingested_empty_collection_says_run_ingest(no_db, clean_env):
-    no_db.patch("app.db.count_chunks", return_value=0)
+    no_db.patch("app.storage.count_chunks", return_value=0)
     from app.config import get_settings
     from app.errors import RagError
 
     with pytest.raises(RagError, match="run `make ingest` first"):
-        ask.ensure_ingested(get_settings())
+        output.ensure_ingested(get_settings())
 
 
 @pytest.fixture
@@ -244,7 +245,7 @@ def test_token_printer_drops_leading_and_holds_trailing_whitespace():
     import io
 
     out = io.StringIO()
-    printer = ask.TokenPrinter(out)
+    printer = output.TokenPrinter(out)
     for piece in [" ", "\n", "平日", " 9時", "です。", "\n", " "]:
         printer(piece)
     assert out.getvalue() == "平日 9時です。"

@@ -2,7 +2,7 @@
 
 from langchain_core.documents import Document
 
-from app.chunks import build_chunks, chunk_id, embedding_text, text_hash
+from app.text.chunks import build_chunks, chunk_id, embedding_text, text_hash
 
 
 def lines(text: str) -> list[str]:

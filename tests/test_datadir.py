@@ -1,4 +1,4 @@
-"""app.datadir: the link policy on real files, links, loops and FIFOs (issue 24, case 2 and 3)."""
+"""app.ingestion.datadir: the link policy on real files, links, loops and FIFOs (issue 24, case 2 and 3)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app import sync
 from app.config import Settings
-from app.datadir import escape, is_system_path, link_refusal, walk_data_dir
+from app.ingestion import sync
+from app.ingestion.datadir import escape, is_system_path, link_refusal, walk_data_dir
 
 FOLDERS = {"pdf": (".pdf",), "csv": (".csv",), "docs": (".md", ".txt")}
 

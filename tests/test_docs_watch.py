@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.docs import format_documents
-from app.watch import relevant
+from app.ingestion.watch import relevant
 
 
 def test_format_documents_table():

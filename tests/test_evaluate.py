@@ -5,10 +5,11 @@ import json
 import pytest
 from langchain_core.language_models.fake import FakeListLLM
 
-from app import evaluate, evaluate_report
 from app.cli import evaluate as evaluate_cli
 from app.config import Settings
 from app.errors import DataSourceError
+from app.evaluation import report as evaluate_report
+from app.evaluation import run as evaluate
 from app.graph import RAGContext
 
 QUESTIONS = [
@@ -252,7 +253,7 @@ def test_citation_rate_counts_the_model_s_own_citations_among_answers_given():
 
 
 def test_overview_questions_are_scored_by_coverage_and_source_recall(tmp_path, monkeypatch):
-    from app.evaluate import summarize
+    from app.evaluation.run import summarize
 
     path = tmp_path / "q.json"
     path.write_text(
@@ -296,7 +297,7 @@ def test_load_questions_rejects_bad_expected_sources(tmp_path):
 
 
 def test_answer_outcomes_separate_refusals_and_invented_answers():
-    from app.evaluate import answer_outcomes
+    from app.evaluation.run import answer_outcomes
 
     results = [
         {"answerable": True, "abstained": None},
@@ -316,7 +317,7 @@ def test_evaluate_single_scores_the_keywords_in_the_context_given_to_the_llm():
     from langchain_core.documents import Document
     from langchain_core.language_models.fake import FakeListLLM
 
-    from app.evaluate import evaluate_single
+    from app.evaluation.run import evaluate_single
     from app.graph import RAGContext
 
     docs = [Document(page_content="締め切りは2027-06-30です。", metadata={"source": "a.md"})]
@@ -328,7 +329,7 @@ def test_evaluate_single_scores_the_keywords_in_the_context_given_to_the_llm():
 
 
 def test_evidence_hits_count_quotes_holding_every_keyword_among_found_sources():
-    from app.evaluate import evidence_hits
+    from app.evaluation.run import evidence_hits
 
     rows = [
         {"retrieval_hit_search_k": True, "quote": "締め切りは毎月25日です。", "evidence_keywords": 1.0},

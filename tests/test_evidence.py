@@ -1,10 +1,10 @@
-"""app.evidence: the verbatim sentence an answer was taken from (exact values)."""
+"""app.workflow.evidence: the verbatim sentence an answer was taken from (exact values)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.evidence.quote import MAX_QUOTE_CHARS, Quote, find_quote
+from app.workflow.checks.quote import MAX_QUOTE_CHARS, Quote, find_quote
 
 CONTEXTS = [
     "出張の申請は出発の3営業日前までに上長の承認を得てください。旅費は翌月精算です。",
@@ -62,7 +62,7 @@ def test_quote_line_and_a_long_sentence_cut_around_the_answer():
 
 
 def test_two_sentences_across_a_line_break_are_joined_by_a_space_and_a_particle_is_no_unit():
-    from app.evidence.quote import _spans, _terms
+    from app.workflow.checks.quote import _spans, _terms
 
     spans = [text for text, _, size in _spans("受付は平日です。\n土日は休みです。") if size == 2]
     assert spans == ["受付は平日です。 土日は休みです。"]

@@ -1,8 +1,8 @@
-"""app.evidence.answer: the grammar of ``answer[n]`` / the refusal (exact values), compiled by llama.cpp."""
+"""app.workflow.evidence.answer: the grammar of ``answer[n]`` / the refusal (exact values), compiled by llama.cpp."""
 
 from __future__ import annotations
 
-from app.evidence.answer import grammar_text, with_grammar
+from app.workflow.evidence.answer import grammar_text, with_grammar
 
 
 def test_grammar_ends_the_answer_with_one_existing_passage_or_refuses():
@@ -32,7 +32,7 @@ def test_with_grammar_gives_a_server_client_the_grammar_and_leaves_other_models_
 
 
 def test_a_cited_refusal_is_a_refusal():
-    from app.evidence.answer import refusal_cited
+    from app.workflow.evidence.answer import refusal_cited
 
     assert refusal_cited("資料に記載がありません。[1]") == "資料に記載がありません。"
     assert refusal_cited("データに記載がありません[2]") == "データに記載がありません"

@@ -1,4 +1,4 @@
-"""app.evidence.windows: sentence windows from every candidate, scored and cut to a budget (exact values)."""
+"""app.workflow.evidence.windows: sentence windows from every candidate, scored and cut to a budget (exact values)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,16 @@ import math
 import pytest
 from langchain_core.documents import Document
 
-from app.evidence import windows
-from app.evidence.windows import Window, candidate_windows, merge, rank_prior, select_evidence, term_scores, unit_spans
+from app.workflow.evidence import windows
+from app.workflow.evidence.windows import (
+    Window,
+    candidate_windows,
+    merge,
+    rank_prior,
+    select_evidence,
+    term_scores,
+    unit_spans,
+)
 
 LONG = (
     "第1章は概要です。" * 20  # 180 characters of filler

@@ -12,8 +12,8 @@ from pptx import Presentation
 
 from app.errors import DataSourceError
 from app.formats import excel, slides, word
+from app.formats.limits import Limits
 from app.formats.zipguard import check_office_zip
-from app.loaders import Limits
 
 READERS = {".docx": word.docx_document, ".xlsx": excel.xlsx_document, ".pptx": slides.pptx_document}
 
@@ -119,7 +119,7 @@ def test_check_office_zip_passes_a_good_file(tmp_path):
 def test_size_limit_per_format(tmp_path, name, variable):
 
     from app.config import Settings
-    from app.sync import size_refusal
+    from app.ingestion.sync import size_refusal
 
     path = tmp_path / name
     path.write_bytes(b"\0" * (2 * 1024 * 1024))

@@ -9,11 +9,11 @@ import pytest
 from openpyxl import Workbook
 
 from app.config import Settings
-from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats.excel import fill_merged, find_header, format_value, xlsx_document
-from app.loaders import Limits
-from app.reading import chunk_file
+from app.formats.limits import Limits
+from app.ingestion.datadir import SourceFile
+from app.ingestion.reading import chunk_file
 
 
 def cache_formula_values(path, values: dict[str, str]) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings
-from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats.html import html_document
-from app.reading import chunk_file
+from app.ingestion.datadir import SourceFile
+from app.ingestion.reading import chunk_file
 
 PAGE = """<!DOCTYPE html><html lang="ja"><head><meta charset="{charset}"><title>経費精算の手引き | 社内ポータル</title></head>
 <body><nav><ul><li><a href="/">ホーム</a></li><li><a href="/hr">人事</a></li><li><a href="/it">情報システム</a></li></ul></nav>

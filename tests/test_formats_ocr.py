@@ -10,13 +10,13 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from app.config import Settings
-from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats import pdf_ocr
 from app.formats.ocr import INSTALL_HINT, Ocr, clean_ocr_text, image_document
-from app.pdf import pdf_document
-from app.reading import iter_chunks
-from app.workers import Progress
+from app.formats.pdf import pdf_document
+from app.ingestion.datadir import SourceFile
+from app.ingestion.reading import iter_chunks
+from app.ingestion.workers import Progress
 
 LINES = ["就業規則 第3条 勤務時間", "社員の勤務時間は午前9時から午後6時までとする。", "休憩時間は正午から1時間とする。"]
 MISSING = Ocr(command="/nonexistent/tesseract")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.datadir import SourceFile
 from app.formats import read_document
-from app.reading import chunk_file
+from app.ingestion.datadir import SourceFile
+from app.ingestion.reading import chunk_file
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "office"
 COUNTRIES_CONTEXT = (

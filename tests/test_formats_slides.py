@@ -7,10 +7,10 @@ from pptx import Presentation
 from pptx.util import Inches
 
 from app.config import Settings
-from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats.slides import pptx_document
-from app.reading import chunk_file
+from app.ingestion.datadir import SourceFile
+from app.ingestion.reading import chunk_file
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from docx import Document
 from docx.shared import Pt
 
 from app.config import Settings
-from app.datadir import SourceFile
 from app.errors import DataSourceError
 from app.formats.word import docx_document
-from app.reading import chunk_file
+from app.ingestion.datadir import SourceFile
+from app.ingestion.reading import chunk_file
 
 
 @pytest.fixture

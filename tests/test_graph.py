@@ -1,13 +1,13 @@
-"""app.graph and app.generate: prompt, context fitting, each node with fakes, the compiled graph end to end."""
+"""app.graph and app.workflow.generate: prompt, context fitting, each node with fakes, the compiled graph end to end."""
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app import graph
-from app.answers import ABSTAIN_ANSWER, CITED_SYSTEM
-from app.generate import fit_contexts, generate_node, unique_sources
 from app.graph import NO_CONTEXT_ANSWER, RAGContext, build_prompt, rerank_node, retrieve, run_rag
+from app.workflow.generate import fit_contexts, generate_node, unique_sources
+from app.workflow.prompts import ABSTAIN_ANSWER, CITED_SYSTEM
 from tests.conftest import runtime
 
 
@@ -333,7 +333,7 @@ def test_generate_refuses_a_question_about_a_value_no_candidate_holds(fake_reran
 
 
 def test_coverage_counts_a_rows_context_line():
-    from app.generate import pre_llm_abstention
+    from app.workflow.generate import pre_llm_abstention
 
     row = Document(
         page_content="version:22.04 LTS\ncodename:Jammy Jellyfish",
@@ -361,7 +361,7 @@ def test_generate_node_abstains_when_the_cross_encoder_scores_every_chunk_low(ct
 
 
 def test_best_rerank():
-    from app.generate import best_rerank
+    from app.workflow.generate import best_rerank
 
     docs = [Document(page_content="a", metadata={"rerank_score": s}) for s in (0.2, 0.7)]
     assert best_rerank(docs) == 0.7 and best_rerank([Document(page_content="a")]) is None

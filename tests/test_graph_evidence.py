@@ -8,9 +8,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
-from app.evidence.quote import SHOWN_PREFIX, evidence_instead
-from app.generate import generate_node
 from app.graph import RAGContext
+from app.workflow.checks.quote import SHOWN_PREFIX, evidence_instead
+from app.workflow.generate import generate_node
 from tests.conftest import runtime
 
 FILLER = "会社の沿革を説明します。" * 30

@@ -159,7 +159,7 @@ def test_default_context_rejects_an_unknown_mode(clean_env):
 
 
 def test_coverage_check_counts_the_graph_tables_too():
-    from app.generate import pre_llm_abstention
+    from app.workflow.generate import pre_llm_abstention
 
     ctx = RAGContext(search=None, llm=None, min_coverage=0.5)
     docs = [Document(page_content="VPNで接続します。")]

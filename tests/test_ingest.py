@@ -6,9 +6,11 @@ import logging
 
 import pytest
 
-from app import ingest, pdf, reading, staging, sync
+from app import ingest
 from app.cli import ingest as ingest_cli
 from app.config import Settings
+from app.formats import pdf
+from app.ingestion import reading, staging, sync
 
 FAQ = "質問,回答\nパスワードを忘れた,再設定してください。\n受付時間は？,平日9時から18時です。\n"
 
@@ -94,7 +96,7 @@ def test_load_pdfs_skips_a_file_over_max_pdf_mb_as_the_sync_does(data_dir, clean
 
 
 def test_load_pdfs_and_load_csvs_read_what_the_sync_chunks(data_dir):
-    """One route: the spec's loaders and the sync read a file with the same reader (app.reading.read_units)."""
+    """One route: the spec's loaders and the sync read a file with the same reader (app.ingestion.reading.read_units)."""
     settings = Settings()
     for folder, name, load in (("pdf", "guide.pdf", ingest.load_pdfs), ("csv", "faq.csv", ingest.load_csvs)):
         path = data_dir / folder / name
@@ -179,23 +181,23 @@ def test_count_truncated_uses_the_model_tokenizer():
 
 def test_main_missing_data_dir_is_one_line_error(tmp_path, capsys, no_db):
     mocker = no_db
-    mocker.patch("app.db.list_documents", return_value=[])
+    mocker.patch("app.storage.list_documents", return_value=[])
     assert ingest_cli.main(["--data-dir", str(tmp_path / "nope")]) == 1
     assert capsys.readouterr().err == f"Error: data directory not found: {tmp_path / 'nope'}\n"
 
 
 def test_main_empty_data_dir_says_nothing_to_ingest(tmp_path, capsys, no_db):
     mocker = no_db
-    mocker.patch("app.db.list_documents", return_value=[])
-    mocker.patch("app.db.delete_legacy_chunks", return_value=0)
+    mocker.patch("app.storage.list_documents", return_value=[])
+    mocker.patch("app.storage.delete_legacy_chunks", return_value=0)
     assert ingest_cli.main(["--data-dir", str(tmp_path)]) == 0
     assert "Nothing to ingest" in capsys.readouterr().out
 
 
 def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, no_db):
     mocker = no_db
-    mocker.patch("app.db.list_documents", return_value=[])
-    replace = mocker.patch("app.db.replace_document")
+    mocker.patch("app.storage.list_documents", return_value=[])
+    replace = mocker.patch("app.storage.replace_document")
     assert ingest_cli.main(["--data-dir", str(data_dir), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would add:    pdf/guide.pdf" in out and "would add:    csv/faq.csv" in out
@@ -206,13 +208,13 @@ def test_main_dry_run_prints_the_plan_and_changes_nothing(data_dir, capsys, no_d
 def test_main_refuses_to_empty_the_store_from_an_empty_dir(tmp_path, capsys, no_db):
     mocker = no_db
     mocker.patch(
-        "app.db.list_documents",
+        "app.storage.list_documents",
         return_value=[{"doc_id": "csv/faq.csv", "source_file": "faq.csv", "content_hash": "h", "settings_hash": "s"}],
     )
-    delete = mocker.patch("app.db.delete_document")
+    delete = mocker.patch("app.storage.delete_document")
     assert ingest_cli.main(["--data-dir", str(tmp_path)]) == 1
     assert "refusing to remove them all" in capsys.readouterr().err
     delete.assert_not_called()
-    mocker.patch("app.db.delete_legacy_chunks", return_value=0)
+    mocker.patch("app.storage.delete_legacy_chunks", return_value=0)
     assert ingest_cli.main(["--data-dir", str(tmp_path), "--allow-empty"]) == 0
     delete.assert_called_once()

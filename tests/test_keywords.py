@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.keywords import normalize_text, query_tokens, sentences, to_document, to_tsquery, tokenize
+from app.text.keywords import normalize_text, query_tokens, sentences, to_document, to_tsquery, tokenize
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_to_tsquery_is_an_or_query():
 def test_bm25_idf_exact_values():
     import math
 
-    from app.keywords import bm25_idf
+    from app.text.keywords import bm25_idf
 
     assert bm25_idf(3, 1) == math.log(1 + 2.5 / 1.5)
     assert bm25_idf(3, 3) == math.log(1 + 0.5 / 3.5)
@@ -56,7 +56,7 @@ def test_bm25_idf_exact_values():
 
 
 def test_bm25_term_score_exact_value_and_length_normalization():
-    from app.keywords import bm25_term_score
+    from app.text.keywords import bm25_term_score
 
     # idf 1, tf 2, a document of average length: 2 * 2.2 / (2 + 1.2) = 1.375
     assert bm25_term_score(2, 1.0, 10, 10) == 2 * 2.2 / (2 + 1.2)
@@ -64,7 +64,7 @@ def test_bm25_term_score_exact_value_and_length_normalization():
 
 
 def test_candidate_terms_drop_frequent_terms_but_keep_the_rarest_if_all_are_frequent():
-    from app.keywords import candidate_terms
+    from app.text.keywords import candidate_terms
 
     dfs = {"サー": 80, "ーバ": 70, "芝浦": 1, "信用": 3, "なし": 0}
     assert candidate_terms(["サー", "ーバ", "芝浦", "信用", "なし"], dfs, 100) == ["芝浦", "信用"]
@@ -73,7 +73,7 @@ def test_candidate_terms_drop_frequent_terms_but_keep_the_rarest_if_all_are_freq
 
 
 def test_candidate_terms_fit_a_postings_budget_rarest_first():
-    from app.keywords import candidate_terms
+    from app.text.keywords import candidate_terms
 
     dfs = {"a": 3000, "b": 500, "c": 1000, "d": 2000}
     # 500 + 1000 + 2000 = 3500 fit in 4000; "a" would make 6500. Query order is kept.
@@ -86,7 +86,7 @@ def test_candidate_terms_fit_a_postings_budget_rarest_first():
 
 
 def test_to_tsquery_terms():
-    from app.keywords import to_tsquery_terms
+    from app.text.keywords import to_tsquery_terms
 
     assert to_tsquery_terms(["e3010", "受付"]) == "'e3010' | '受付'"
 
@@ -107,7 +107,7 @@ def test_sentences_split_after_end_marks_and_line_breaks(text, expected):
 
 
 def test_sentence_spans_are_the_offsets_of_the_sentences():
-    from app.keywords import sentence_spans, sentences
+    from app.text.keywords import sentence_spans, sentences
 
     text = "  受付は平日です。\n\n土日は休み！ 詳細は窓口へ  "
     spans = sentence_spans(text)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from app.errors import DataSourceError
-from app.loaders import Deadline, Limits, csv_table, text_document
-from app.pdf import pdf_document
+from app.formats.csv_rows import csv_table
+from app.formats.limits import Deadline, Limits
+from app.formats.pdf import pdf_document
+from app.formats.text import text_document
 
 
 def test_csv_with_more_rows_than_max_rows_fails_in_one_line(tmp_path):

@@ -1,11 +1,11 @@
-"""loaders.py on real bytes: encodings by BOM, NULs, damaged PDFs, image-only PDFs (issue 15, case 3)."""
+"""app.formats (text, CSV, PDF readers) on real bytes: encodings by BOM, NULs, damaged PDFs, image-only PDFs (issue 15, case 3)."""
 
 import codecs
 
 import pytest
 
-from app import loaders, pdf
 from app.errors import DataSourceError
+from app.formats import csv_rows, pdf, text
 
 FAQ = "質問,回答\n受付時間は？,平日9時から18時です。\n"
 
@@ -23,14 +23,14 @@ FAQ = "質問,回答\n受付時間は？,平日9時から18時です。\n"
 def test_csv_with_a_byte_order_mark_is_decoded_by_it(tmp_path, bom, encoding):
     path = tmp_path / "faq.csv"
     path.write_bytes(bom + FAQ.encode(encoding))
-    assert loaders.csv_table(path)[1] == [("質問:受付時間は？\n回答:平日9時から18時です。", "faq.csv:r1")]
+    assert csv_rows.csv_table(path)[1] == [("質問:受付時間は？\n回答:平日9時から18時です。", "faq.csv:r1")]
 
 
 def test_utf16_without_bom_is_one_clear_failure_not_nul_text(tmp_path):
     path = tmp_path / "u16.csv"
     path.write_bytes(FAQ.encode("utf-16-le"))
     with pytest.raises(DataSourceError, match="u16.csv: looks like UTF-16/32 without a byte-order mark"):
-        loaders.csv_table(path)[1]
+        csv_rows.csv_table(path)[1]
 
 
 @pytest.mark.parametrize(
@@ -44,13 +44,13 @@ def test_utf16_without_bom_is_one_clear_failure_not_nul_text(tmp_path):
     ],
 )
 def test_looks_like_wide_text(raw, expected):
-    assert loaders.looks_like_wide_text(raw) is expected
+    assert text.looks_like_wide_text(raw) is expected
 
 
 def test_nul_bytes_are_stripped_from_csv_text(tmp_path):
     path = tmp_path / "nul.csv"
     path.write_bytes("名前,値\nA\x00B,1\x002\n".encode())
-    assert loaders.csv_table(path)[1] == [("名前:AB\n値:12", "nul.csv:r1")]
+    assert csv_rows.csv_table(path)[1] == [("名前:AB\n値:12", "nul.csv:r1")]
 
 
 def test_nul_is_stripped_from_pdf_text():
@@ -82,7 +82,7 @@ def test_image_only_pdf_is_a_failure_with_a_reason(tmp_path):
 
 def test_unreadable_csv_names_the_file(tmp_path):
     with pytest.raises(DataSourceError, match="gone.csv: cannot read"):
-        loaders.read_csv_rows(tmp_path / "gone.csv")
+        csv_rows.read_csv_rows(tmp_path / "gone.csv")
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_page_heading(text, heading):
 
 
 def test_markdown_sections_with_heading_paths_and_stable_slugs(tmp_path):
-    from app.loaders import text_document
+    from app.formats.text import text_document
 
     path = tmp_path / "guide.md"
     path.write_text(
@@ -122,7 +122,7 @@ def test_markdown_sections_with_heading_paths_and_stable_slugs(tmp_path):
 
 
 def test_text_file_is_one_unit_and_cp932_is_read(tmp_path):
-    from app.loaders import text_document
+    from app.formats.text import text_document
 
     path = tmp_path / "memo.txt"
     path.write_bytes("# 見出しではない\n\n本文です。".encode("cp932"))
@@ -131,7 +131,7 @@ def test_text_file_is_one_unit_and_cp932_is_read(tmp_path):
 
 @pytest.mark.parametrize("content", [b"", b"\n\n   \n", "# 見出しだけ\n".encode()])
 def test_empty_markdown_is_a_clear_error(tmp_path, content):
-    from app.loaders import text_document
+    from app.formats.text import text_document
 
     path = tmp_path / "empty.md"
     path.write_bytes(content)

@@ -1,4 +1,4 @@
-"""app.mcp.auth: the bearer token (from MCP_TOKEN, a file, or made into a 0600 file), loopback
+"""app.serving.access: the bearer token (from MCP_TOKEN, a file, or made into a 0600 file), loopback
 detection, the Host/Origin allow-lists, and the AccessGuard middleware on a tiny real Starlette app
 and on the real MCP server's app (exact values; nothing mocked). The real server process is in
 tests/integration/test_mcp_auth.py."""
@@ -19,7 +19,8 @@ from starlette.testclient import TestClient
 
 from app.config import Settings
 from app.errors import RagError
-from app.mcp.auth import (
+from app.mcp.server import build_server, http_app, start_lines
+from app.serving.access import (
     Token,
     TokenFileError,
     allowed_hosts,
@@ -35,7 +36,6 @@ from app.mcp.auth import (
     resolve_token,
     token_matches,
 )
-from app.mcp.server import build_server, http_app, start_lines
 
 TOKEN = "s3cret-token_for-tests"
 

@@ -12,9 +12,9 @@ from langchain_core.documents import Document
 
 from app.config import Settings
 from app.errors import StoreNotReadyError
-from app.mcp import service
 from app.mcp.server import parse_http
-from app.mcp.service import RagService, normalized_score, payload, snippet_span, validate_search
+from app.serving import service
+from app.serving.service import RagService, normalized_score, payload, snippet_span, validate_search
 
 
 @pytest.mark.parametrize(

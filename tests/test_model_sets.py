@@ -3,10 +3,10 @@ which models run once the Japanese-first set is in models/."""
 
 import pytest
 
-from app import models
 from app.cli import models as models_cli
 from app.config import Settings
-from app.model_sets import japanese_set
+from app.models import locate as models
+from app.models.sets import japanese_set
 
 
 class Hub:

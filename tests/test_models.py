@@ -1,4 +1,4 @@
-"""app.models: the split GGUF installer (located through package metadata, concatenated, hash-checked)."""
+"""app.models.locate: the split GGUF installer (located through package metadata, concatenated, hash-checked)."""
 
 import hashlib
 from dataclasses import replace
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app import models
 from app.errors import ModelNotFoundError
+from app.models import locate as models
 
 
 def fake_site(site: Path, package: str, parts: list[bytes], version: str = "1.0") -> None:

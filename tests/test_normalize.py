@@ -1,8 +1,8 @@
-"""One normalizer for Japanese forms (app.normalize): exact inputs and outputs."""
+"""One normalizer for Japanese forms (app.text.normalize): exact inputs and outputs."""
 
 import pytest
 
-from app.normalize import Mention, canonical, contains, is_stated, mentions, numbers
+from app.text.normalize import Mention, canonical, contains, is_stated, mentions, numbers
 
 SAME_DATE = [
     "2002-07-19",
@@ -216,6 +216,6 @@ def test_contains(haystack, needle, expected):
 
 
 def test_short_decimals_writes_each_decimal_in_its_shortest_form():
-    from app.normalize import short_decimals
+    from app.text.normalize import short_decimals
 
     assert short_decimals("手数料0.250%、3.0倍、1.2.3版、10件") == "手数料0.25%、3倍、1.2.3版、10件"

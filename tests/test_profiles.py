@@ -1,9 +1,9 @@
-"""app.profiles: each embedding family's prefixes, length, pooling and size, from the model id."""
+"""app.models.profiles: each embedding family's prefixes, length, pooling and size, from the model id."""
 
 import pytest
 
 from app.config import Settings
-from app.profiles import EmbeddingProfile, embedding_profile
+from app.models.profiles import EmbeddingProfile, embedding_profile
 
 
 @pytest.mark.parametrize(

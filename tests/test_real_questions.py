@@ -25,7 +25,7 @@ def norm(text):
 
 @pytest.mark.parametrize("name", SETS)
 def test_question_set_is_well_formed_and_a_third_paraphrased(name):
-    from app.evaluate import load_questions
+    from app.evaluation.run import load_questions
 
     questions = [q for q in load_questions(SETS[name]) if q["expected_source"]]
     assert len(questions) >= 20
@@ -46,8 +46,8 @@ def test_sets_are_disjoint_and_together_at_least_40():
 
 @pytest.mark.skipif(not (CORPUS / "pdf").is_dir(), reason="the real corpus is not fetched (make real-corpus)")
 def test_every_expected_keyword_is_in_its_source():
-    from app.loaders import csv_table
-    from app.pdf import pdf_document
+    from app.formats.loaders import csv_table
+    from app.formats.pdf import pdf_document
 
     texts = {}
     for path in (CORPUS / "pdf").glob("*.pdf"):

@@ -5,7 +5,8 @@ The SQL side runs against real PostgreSQL in tests/integration/test_hybrid.py.""
 import pytest
 from langchain_core.documents import Document
 
-from app.retrieval import (
+from app import storage
+from app.retrieval.search import (
     SearchRetriever,
     best_per_source,
     hybrid_search,
@@ -71,9 +72,9 @@ def doc(id_, source):
 
 
 def test_hybrid_search_fuses_and_annotates_ranks():
-    vector = lambda q, k: [doc("1", "a:p1"), doc("2", "a:p2"), doc("3", "a:p3")][:k]  # noqa: E731
-    keyword = lambda q, k: [doc("3", "a:p3"), doc("4", "b:r1")][:k]  # noqa: E731
-    out = hybrid_search(vector, keyword, "q", 3, rrf_k=60, weights=(1.0, 1.0))
+    vector = [doc("1", "a:p1"), doc("2", "a:p2"), doc("3", "a:p3")]
+    keyword = [doc("3", "a:p3"), doc("4", "b:r1")]
+    out = hybrid_search(vector, keyword, 3, rrf_k=60, weights=(1.0, 1.0))
     assert [d.id for d in out] == ["3", "1", "2"]  # "2" and "4" tie at 1/62: vector ranking seen first
     assert out[0].metadata["vector_rank"] == 3 and out[0].metadata["keyword_rank"] == 1
     assert out[0].metadata["relevance_score"] == pytest.approx(round(1 / 63 + 1 / 61, 6))
@@ -83,9 +84,9 @@ def test_hybrid_search_fuses_and_annotates_ranks():
 def test_hybrid_search_defaults_are_plain_rrf():
     """Defaults k=60, weights 1:1: 1: 1/61, 2: 1/62, 3: 1/63 + 1/61, 4: 1/62 — a chunk both
     searches found leads; then the two first ranks, vector first (seen first)."""
-    vector = lambda q, k: [doc("1", "a:p1"), doc("2", "a:p2"), doc("3", "a:p3")][:k]  # noqa: E731
-    keyword = lambda q, k: [doc("3", "a:p3"), doc("4", "b:r1")][:k]  # noqa: E731
-    out = hybrid_search(vector, keyword, "q", 3)
+    vector = [doc("1", "a:p1"), doc("2", "a:p2"), doc("3", "a:p3")]
+    keyword = [doc("3", "a:p3"), doc("4", "b:r1")]
+    out = hybrid_search(vector, keyword, 3)
     assert [d.id for d in out] == ["3", "1", "2"]
     assert [d.metadata["relevance_score"] for d in out] == [
         round(1 / 63 + 1 / 61, 6),
@@ -109,9 +110,9 @@ def test_best_per_source_keeps_the_first_chunk_of_each_source():
 
 def test_hybrid_search_fuses_by_source_and_shows_the_vector_chunk():
     """a:p1 is found through chunk 1 (vector) and chunk 2 (keyword): one result, both ranks."""
-    vector = lambda q, k: [doc("9", "c:p1"), doc("1", "a:p1")]  # noqa: E731
-    keyword = lambda q, k: [doc("2", "a:p1"), doc("4", "b:r1")]  # noqa: E731
-    out = hybrid_search(vector, keyword, "q", 3)
+    vector = [doc("9", "c:p1"), doc("1", "a:p1")]
+    keyword = [doc("2", "a:p1"), doc("4", "b:r1")]
+    out = hybrid_search(vector, keyword, 3)
     assert [(d.id, d.metadata["vector_rank"], d.metadata["keyword_rank"]) for d in out] == [
         ("1", 2, 1),
         ("9", 1, None),
@@ -121,7 +122,6 @@ def test_hybrid_search_fuses_by_source_and_shows_the_vector_chunk():
 
 
 def test_vector_and_keyword_search_return_one_chunk_per_source(mock_vectorstore, monkeypatch):
-    from app import db
 
     hits = [
         Document(page_content=f"t{i}", metadata={"source": s})
@@ -134,7 +134,7 @@ def test_vector_and_keyword_search_return_one_chunk_per_source(mock_vectorstore,
     assert [(d.page_content, d.metadata["relevance_score"]) for d in out] == [("t0", 1.0), ("t2", 0.8)]
     asked = []
     monkeypatch.setattr(
-        db,
+        storage,
         "keyword_search",
         lambda engine, name, terms, k: (
             asked.append(k)
@@ -150,14 +150,15 @@ def test_vector_and_keyword_search_return_one_chunk_per_source(mock_vectorstore,
 
 def test_hybrid_search_does_not_mutate_inputs():
     d = doc("1", "a:p1")
-    hybrid_search(lambda q, k: [d], lambda q, k: [], "q", 5)
+    hybrid_search([d], [], 5)
     assert d.metadata == {"source": "a:p1"}
 
 
-def test_hybrid_search_passes_k_to_both():
-    calls = []
-    hybrid_search(lambda q, k: calls.append(("v", k)) or [], lambda q, k: calls.append(("k", k)) or [], "q", 7)
-    assert calls == [("v", 7), ("k", 7)]
+def test_hybrid_search_returns_the_best_k_of_both_lists():
+    vector = [doc("1", "a:p1"), doc("2", "a:p2")]
+    keyword = [doc("3", "b:r1"), doc("4", "b:r2")]
+    assert [d.id for d in hybrid_search(vector, keyword, 3)] == ["1", "3", "2"]
+    assert hybrid_search([], [], 3) == []
 
 
 def test_vector_search_scores_are_one_minus_distance(mock_vectorstore):
@@ -177,7 +178,7 @@ def test_search_retriever_is_a_langchain_retriever():
 def test_search_retriever_takes_k_from_invoke_or_the_constructor():
     from langchain_core.documents import Document
 
-    from app.retrieval import SearchRetriever
+    from app.retrieval.search import SearchRetriever
 
     calls = []
 

@@ -14,7 +14,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 @pytest.fixture(scope="module")
 def texts():
-    from app.loaders import text_document
+    from app.formats.text import text_document
 
     units = {source: text for text, source in load_pdfs(DATA / "pdf") + load_csvs(DATA / "csv")}
     for path in sorted((DATA / "docs").rglob("*.md")):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings, mask_url, split_userinfo
-from app.servers import basic_auth_headers, mask_urls
+from app.models.servers import basic_auth_headers, mask_urls
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ def store(no_db, mock_vectorstore, mock_documents):
     s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
     keyword_docs = [mock_documents[3], mock_documents[0]]
     mocker.patch(
-        "app.retrieval.keyword_search",
+        "app.retrieval.search.keyword_search",
         side_effect=lambda engine, coll, q, k: [
             Document(page_content=d.page_content, id=d.metadata["source"], metadata=dict(d.metadata))
             for d in keyword_docs
@@ -103,16 +103,16 @@ DOCS = [
     "wanted,doc_id", [("csv/faq.csv", "csv/faq.csv"), ("a.pdf", "pdf/a.pdf"), ("pdf/a.pdf", "pdf/a.pdf")]
 )
 def test_remove_document_matches_id_or_file_name(store, mocker, wanted, doc_id):
-    mocker.patch("app.db.list_documents", return_value=DOCS)
-    delete = mocker.patch("app.db.delete_document", return_value=5)
+    mocker.patch("app.storage.list_documents", return_value=DOCS)
+    delete = mocker.patch("app.storage.delete_document", return_value=5)
     assert store.remove_document(wanted) == 5
     assert delete.call_args.args[2] == doc_id
 
 
 def test_remove_document_by_path_under_data_dir(store, mocker, tmp_path):
     store.settings = Settings().changed(ingest={"data_dir": tmp_path})
-    mocker.patch("app.db.list_documents", return_value=DOCS)
-    delete = mocker.patch("app.db.delete_document", return_value=1)
+    mocker.patch("app.storage.list_documents", return_value=DOCS)
+    delete = mocker.patch("app.storage.delete_document", return_value=1)
     store.remove_document(tmp_path / "pdf" / "a.pdf")
     assert delete.call_args.args[2] == "pdf/a.pdf"
 
@@ -122,7 +122,7 @@ def test_remove_document_by_path_under_data_dir(store, mocker, tmp_path):
     [("faq.csv", "is ambiguous: csv/faq.csv, old/faq.csv"), ("none.csv", "no stored document 'none.csv'")],
 )
 def test_remove_document_errors(store, mocker, wanted, message):
-    mocker.patch("app.db.list_documents", return_value=DOCS)
+    mocker.patch("app.storage.list_documents", return_value=DOCS)
     with pytest.raises(DataSourceError, match=message):
         store.remove_document(wanted)
 
@@ -151,8 +151,8 @@ class _BrokenVectorStore:
 def _store_with_broken_vectors(monkeypatch):
     from langchain_core.documents import Document
 
-    from app import retrieval
     from app.config import Settings
+    from app.retrieval import search as retrieval
     from app.store import RagStore
 
     store = RagStore(Settings(), embeddings=object(), engine=object())

@@ -1,11 +1,11 @@
-"""app.evidence.support: the words an answer adds to its question, and whether the documents state them
+"""app.workflow.checks.support: the words an answer adds to its question, and whether the documents state them
 (exact values; the generate node's use of it in tests/test_graph.py, the real model's in
 tests/integration/test_real_answers.py)."""
 
 import pytest
 
-from app.evidence.support import added_terms, content_terms, support, unstated_words
-from app.generate import answer_check
+from app.workflow.checks.support import added_terms, content_terms, support, unstated_words
+from app.workflow.generate import answer_check
 
 
 def test_content_terms_keep_katakana_kanji_bigrams_and_latin_words():

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from app import reading, staging, sync
-from app.chunks import chunk_id, text_hash
 from app.config import Settings
 from app.errors import DataSourceError
-from app.sync import SourceFile, SyncReport, plan_sync
+from app.ingestion import reading, staging, sync
+from app.ingestion.sync import SourceFile, SyncReport, plan_sync
+from app.text.chunks import chunk_id, text_hash
 from tests.test_ingest import FAQ, make_pdf
 
 

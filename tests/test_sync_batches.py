@@ -1,4 +1,4 @@
-"""Batched, resumable staging of one file (app.staging.stage_file) without a database: the staging
+"""Batched, resumable staging of one file (app.ingestion.staging.stage_file) without a database: the staging
 table is an in-memory double of app.db's staging functions; tests/integration/test_big_files.py
 runs the same on PostgreSQL."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from app import reading, sync
-from app.chunks import chunk_id
 from app.config import Settings
-from app.staging import generation, stage_file
+from app.ingestion import reading, sync
+from app.ingestion.staging import generation, stage_file
+from app.text.chunks import chunk_id
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,7 +135,7 @@ def test_a_batch_is_written_while_the_next_is_embedded_and_a_write_error_is_rais
         written.append(len(args[5]))
         return inner(*args, **kwargs)
 
-    monkeypatch.setattr("app.db.stage_chunks", stage_chunks)
+    monkeypatch.setattr("app.storage.stage_chunks", stage_chunks)
     with pytest.raises(RuntimeError, match="disk on fire"):
         stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1")
     assert written == [4]  # the first batch only
@@ -165,7 +165,7 @@ def test_a_killed_staging_resumes_without_embedding_the_staged_batches_again(big
 def test_staged_batches_of_other_bytes_or_settings_are_not_claimed(big_csv, staging, monkeypatch):
     total = len(reading.chunk_file(big_csv, SETTINGS))
     stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1")
-    monkeypatch.setattr("app.db.vectors_by_hash", lambda *a: {})  # only claims could spare embedding here
+    monkeypatch.setattr("app.storage.vectors_by_hash", lambda *a: {})  # only claims could spare embedding here
     other = CountingEmbeddings()
     staged = stage_file(big_csv, other, SETTINGS, None, "other-settings", "run-2")
     assert staged.embedded == total and other.embedded == total
@@ -182,15 +182,15 @@ def test_generation_follows_bytes_settings_and_extractor(big_csv):
 def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, monkeypatch, capsys):
     """sync(progress=True), as `python -m app.ingest` runs it: the bar counts chunks, not files."""
     switched = []
-    monkeypatch.setattr("app.db.list_documents", lambda *a: [])
-    monkeypatch.setattr("app.db.clean_staging", lambda *a, **k: 0)
+    monkeypatch.setattr("app.storage.list_documents", lambda *a: [])
+    monkeypatch.setattr("app.storage.clean_staging", lambda *a, **k: 0)
     monkeypatch.setattr(
-        "app.db.switch_document",
+        "app.storage.switch_document",
         lambda engine, name, doc, run, chunks, extractor: switched.append(
             (doc["doc_id"], chunks, len(staging.staged(run)))
         ),
     )
-    monkeypatch.setattr("app.db.delete_legacy_chunks", lambda *a: 0)
+    monkeypatch.setattr("app.storage.delete_legacy_chunks", lambda *a: 0)
     data_dir = big_csv.path.parents[1]
     _, report = sync.sync(data_dir, CountingEmbeddings(), None, SETTINGS, progress=True, graph=False)
     total = len(reading.chunk_file(big_csv, SETTINGS))

@@ -3,8 +3,8 @@
 import pytest
 from langchain_core.documents import Document
 
-from app import tune
 from app.cli import tune as tune_cli
+from app.evaluation import tune
 
 
 def doc(id_, source):
@@ -88,14 +88,14 @@ def test_cli_reports_a_missing_question_file(tmp_path, capsys):
 
 
 def test_calibrate_abstention_refuses_no_answerable_question():
-    from app.tune import calibrate_abstention
+    from app.evaluation.tune import calibrate_abstention
 
     result = calibrate_abstention([0.90, 0.85, 0.8298, 0.88], [0.70, 0.829, 0.83, 0.95])
     assert result == {"threshold": 0.82, "kept": 4, "abstained": 1, "answerable": 4, "unanswerable": 4}
 
 
 def test_calibrate_abstention_without_answerable_questions_is_off():
-    from app.tune import calibrate_abstention
+    from app.evaluation.tune import calibrate_abstention
 
     assert calibrate_abstention([], [0.9])["threshold"] == 0.0
 
@@ -103,7 +103,7 @@ def test_calibrate_abstention_without_answerable_questions_is_off():
 def test_best_similarity_reads_the_vector_candidates():
     from langchain_core.documents import Document
 
-    from app.tune import best_similarity
+    from app.evaluation.tune import best_similarity
 
     docs = [Document(page_content="", metadata={"vector_score": s}) for s in (0.7, 0.9)]
     assert best_similarity((docs, [])) == 0.9 and best_similarity(([], docs)) is None
@@ -113,7 +113,7 @@ def test_coverages_use_the_chunks_hybrid_gives_the_llm():
     from langchain_core.documents import Document
 
     from app.config import Settings
-    from app.tune import coverages
+    from app.evaluation.tune import coverages
 
     doc = lambda i, text: Document(page_content=text, id=str(i), metadata={"source": f"s{i}"})  # noqa: E731
     cands = [([doc(1, "受付時間は9時から"), doc(2, "無関係")], [doc(3, "別の話")])]
@@ -125,7 +125,7 @@ def test_coverages_read_a_row_with_its_header_as_the_answer_check_does():
     from langchain_core.documents import Document
 
     from app.config import Settings
-    from app.tune import coverages
+    from app.evaluation.tune import coverages
 
     row = Document(page_content="JPY,392,Yen", id="1", metadata={"source": "c.csv:r1", "context": "通貨コード表"})
     s = Settings().changed(retrieval={"rerank_top_k": 1})

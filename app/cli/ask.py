@@ -8,14 +8,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from app import ask
-from app.cli import run
+from app.cli import output, run
 from app.config import get_settings, validate_mode
 
 
 def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> int:
     """CLI entry point: the question is the first argument (``sys.argv[1]``)."""
-    parser = argparse.ArgumentParser(prog="python -m app.ask", description=ask.__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m app.ask",
+        description="Ask a question (§4.8): run the LangGraph workflow and print the answer and its sources.",
+    )
     parser.add_argument("query", nargs="*", help="the question (quote it)")
     parser.add_argument(
         "--mode",
@@ -50,19 +52,19 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         mode = validate_mode(args.mode, settings.retrieval.search_mode)
         ctx = context
         if ctx is None:
-            ask.ensure_ingested(settings)
+            output.ensure_ingested(settings)
             ctx = default_context(settings, mode=mode)
         first_token_at: list[float] = []
         if args.json:
             state = run_rag(query, ctx)
-            out.write(ask.json_report(state, ask._process_age()) + "\n")
+            out.write(output.json_report(state, output._process_age()) + "\n")
             return 0
         if not args.no_stream:
-            printer = ask.TokenPrinter(out)
+            printer = output.TokenPrinter(out)
 
             def on_token(piece: str) -> None:
                 if not first_token_at:
-                    first_token_at.append(ask._process_age())
+                    first_token_at.append(output._process_age())
                     out.write("=== Answer ===\n")
                 printer(piece)
 
@@ -72,19 +74,19 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         abstained = bool(state.get("abstained"))
         quote = (state.get("quote") or {}).get("line")
         if args.no_stream or not first_token_at:
-            out.write(ask.format_output(state["answer"], state["sources"], cited, abstained, quote) + "\n")
+            out.write(output.format_output(state["answer"], state["sources"], cited, abstained, quote) + "\n")
         else:
             if state.get("abstained") in ("unsupported", "unstated") or state.get("evidence_shown"):  # withdrawn
                 kind = state.get("evidence_shown") or state.get("abstained")
-                out.write("\n\n" + ask.unsupported_note(state.get("unsupported", []), state["answer"], kind))
+                out.write("\n\n" + output.unsupported_note(state.get("unsupported", []), state["answer"], kind))
             if quote:
                 out.write("\n" + quote)
-            out.write("\n\n" + ask.format_sources(state["sources"], cited, abstained) + "\n")
+            out.write("\n\n" + output.format_sources(state["sources"], cited, abstained) + "\n")
         for warning in state.get("warnings") or []:
             out.write(f"注意: {warning}\n")
         out.flush()
         if args.timings:
-            print(ask.timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)
+            print(output.timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)
         return 0
 
     return run(body, debug=args.debug)

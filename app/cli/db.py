@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from app import db
+from app import db, storage
 from app.cli import run
 from app.config import get_settings
 from app.errors import StoreNotReadyError
@@ -23,31 +23,31 @@ def main(argv: Iterable[str] | None = None) -> int:
         s = get_settings()
         if args.action == "stop":
             if not s.db.embedded:
-                print(f"the database is a server ({db.describe_target(s)}); nothing embedded to stop")
+                print(f"the database is a server ({storage.describe_target(s)}); nothing embedded to stop")
             else:
-                from app import embedded_pg  # the pgserver wheel: loaded only to stop the embedded server
+                from app.storage import embedded as embedded_pg
 
                 print(embedded_pg.stop(s.db.pgdata_dir).capitalize())
             return 0
-        engine = db.get_engine(s)
+        engine = storage.get_engine(s)
         if args.action == "check":
-            facts = db.check_server(engine)
+            facts = storage.check_server(engine)
             pgvector = facts["installed"] and f"{facts['installed']} installed" or f"{facts['available']} available"
             role = "read replica" if facts["replica"] else "primary"
             print(
-                f"{db.describe_target(s)}: PostgreSQL {facts['server']} ({role}), pgvector {pgvector}, "
+                f"{storage.describe_target(s)}: PostgreSQL {facts['server']} ({role}), pgvector {pgvector}, "
                 f"user {facts['db_user']}: OK"
             )
             return 0
         if args.action == "init":
             db.init_db(s, engine=engine, wait=not args.no_wait)
         try:
-            db.check_schema(engine, s.retrieval.collection_name)
-            chunks = db.count_chunks(engine, s.retrieval.collection_name)
+            storage.check_schema(engine, s.retrieval.collection_name)
+            chunks = storage.count_chunks(engine, s.retrieval.collection_name)
         except StoreNotReadyError as exc:
-            print(f"{db.describe_target(s)}: {exc}")
+            print(f"{storage.describe_target(s)}: {exc}")
             return 0
-        print(f"{db.describe_target(s)}: {chunks} chunks in collection '{s.retrieval.collection_name}'")
+        print(f"{storage.describe_target(s)}: {chunks} chunks in collection '{s.retrieval.collection_name}'")
         return 0
 
     return run(body, debug=args.debug)

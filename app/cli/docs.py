@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from app import docs
 from app.cli import run
 from app.config import get_settings
-from app.datadir import escape
+from app.formats.limits import escape
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app import evaluate, evaluate_report
 from app.cli import run
 from app.config import Settings, get_settings, validate_mode
+from app.evaluation import report as evaluate_report
+from app.evaluation import run as evaluate
 
 
 def add_question_options(parser: argparse.ArgumentParser, default_file: str, json_help: str) -> None:
@@ -49,6 +50,16 @@ def prepare_data_dir(settings: Settings, data_dir: Path | None) -> Settings:
     return own
 
 
+def print_report(
+    summary: dict, settings: Settings, models: dict, reranked: bool, results: list[dict] | None = None
+) -> None:
+    """The spec's report (§4.11): the settings and the summary's figures; with ``results``, a line per
+    question before it."""
+    if results is not None:
+        print(evaluate_report.format_table(results), end="\n\n")
+    print(evaluate_report.format_report(summary, settings, models, reranked))
+
+
 def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     """CLI: ``python -m app.evaluate [--questions F] [--data-dir D] [--json P] [--per-question]``."""
     parser = argparse.ArgumentParser(prog="python -m app.evaluate", description=evaluate.__doc__.split("\n")[0])
@@ -77,7 +88,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         ctx = context
         if ctx is None:
             # the workflow pulls in LangGraph and the model stack: `--help` stays instant
-            from app.ask import ensure_ingested
+            from app.cli.output import ensure_ingested
             from app.graph import default_context
 
             settings = prepare_data_dir(settings, args.data_dir)
@@ -87,9 +98,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         summary = evaluate.summarize(results)
         reranked = any(r.get("reranked") for r in results)
         models = {**evaluate_report.model_names(ctx, settings), "mode": mode}
-        if args.per_question:
-            print(evaluate_report.format_table(results), end="\n\n")
-        print(evaluate_report.format_report(summary, settings, models, reranked))
+        print_report(summary, settings, models, reranked, results if args.per_question else None)
         if args.json:
             evaluate.write_json(args.json, {"summary": summary, "models": models, "results": results})
         return 0

@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         # the store, the graph index and the LLM bring sqlalchemy and the model stack: `--help` stays instant
-        from app.ask import ensure_ingested
+        from app.cli.output import ensure_ingested
         from app.graphrag import index
         from app.store import RagStore
 

@@ -6,7 +6,6 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from app import ingest
 from app.cli import run
 from app.config import get_settings
 
@@ -24,7 +23,7 @@ def positive_int(raw: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m app.ingest [--data-dir DIR] [--dry-run]``; prints a one-line summary."""
-    parser = argparse.ArgumentParser(prog="python -m app.ingest", description=ingest.__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m app.ingest", description="Ingest (§4.7): sync the data dir into PostgreSQL + pgvector (PDF, CSV, Office, HTML, text, scans).")
     parser.add_argument(
         "--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)"
     )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from app import models
 from app.cli import run
 from app.config import get_settings
-from app.model_sets import JAPANESE_RERANKER
+from app.models import locate as models
+from app.models.sets import JAPANESE_RERANKER
 
 
 def main(argv: list[str] | None = None) -> int:

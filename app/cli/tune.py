@@ -7,11 +7,11 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from app import tune
 from app.cli import run
 from app.cli.evaluate import add_question_options, prepare_data_dir
 from app.config import get_settings
-from app.evaluate import load_questions, write_json
+from app.evaluation import tune
+from app.evaluation.run import load_questions, write_json
 
 
 def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         rag = store
         if rag is None:
             # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-            from app.ask import ensure_ingested
+            from app.cli.output import ensure_ingested
             from app.store import RagStore
 
             settings = prepare_data_dir(settings, args.data_dir)

@@ -7,9 +7,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from app import watch
 from app.cli import run
 from app.config import get_settings
+from app.ingestion import watch
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,8 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
+        from app.ingestion.sync import scan
         from app.store import RagStore
-        from app.sync import scan
 
         settings = get_settings()
         data_dir = args.data_dir or settings.ingest.data_dir

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from app.cli import add_serving_arguments, run
 from app.config import get_settings
 from app.errors import RagError
-from app.mcp.auth import host_port, is_loopback, server_hosts
+from app.serving.access import host_port, is_loopback, server_hosts
 
 DEFAULT_PORT = 8780
 

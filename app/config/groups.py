@@ -23,7 +23,7 @@ OCR_LANGS_DEFAULT = "jpn+jpn_vert+eng"
 SEARCH_MODES = ("hybrid", "vector", "keyword")
 GRAPH_EXTRACTORS = ("fast", "llm", "off")  # fast: a morphological analyzer, no LLM; llm: JSON from the LLM
 GRAPH_REPORT_KINDS = ("extractive", "llm")
-# app.answers / app.evidence: numbered contexts with citations, §4.9's template, or evidence windows
+# app.workflow.answers / app.workflow.evidence: numbered contexts with citations, §4.9's template, or evidence windows
 # from all SEARCH_K candidates answered as "answer[n]" under a grammar (docs/answers.md)
 PROMPT_STYLES = ("cited", "spec", "evidence")
 # Abstain (資料に記載がありません) without asking the LLM when the best cosine similarity between the
@@ -35,7 +35,9 @@ ABSTAIN_MIN_SIMILARITY_DEFAULT = 0.82
 # value that refuses no answerable question (sample tuning 0.28, real tuning 0.15: paraphrased questions
 # share few tokens), the lower of the two.
 ABSTAIN_MIN_COVERAGE_DEFAULT = 0.15
-ABSTAIN_MIN_SUPPORT_DEFAULT = 0.5  # app.evidence.support: withdraw an answer most of whose own words no document states
+ABSTAIN_MIN_SUPPORT_DEFAULT = (
+    0.5  # app.workflow.checks.support: withdraw an answer most of whose own words no document states
+)
 # Hybrid fusion defaults (docs/search.md): plain RRF, k=60, equal weights. `make tune` chose them on
 # data/tuning_questions.json with multilingual-e5-small and BM25; on the real tuning set (data/real/)
 # they tie for the best Retrieval@3 and @10 (k=5 1:1 wins on MRR by one rank).

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DataSourceError
+from app.formats.limits import Deadline, Limits, display_name
 from app.formats.tables import cell_text, row_lines
-from app.loaders import Deadline, Limits, display_name
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 

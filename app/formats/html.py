@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.errors import DataSourceError
-from app.loaders import Deadline, Limits, display_name, markdown_sections, section_units, strip_nul
+from app.formats.limits import Deadline, Limits, display_name, strip_nul
+from app.formats.text import markdown_sections, section_units
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from app.config import OCR_LANGS_DEFAULT
 from app.errors import DataSourceError
-from app.loaders import Limits, display_name, strip_nul
-from app.pdf import clean_pdf_text
+from app.formats.limits import Limits, display_name, strip_nul
+from app.formats.pdf import clean_pdf_text
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 PageProgress = Callable[[int, int], None]  # on_page(pages done, pages to OCR in this file)
@@ -45,7 +45,7 @@ _CJK_SPACE = re.compile(rf"(?<={_CJK})[ \t]+(?={_CJK})")
 
 def clean_ocr_text(text: str) -> str:
     """Tesseract's output as text: spaces between Japanese characters removed, NULs removed, wrapped
-    lines joined as for a PDF page (:func:`app.pdf.clean_pdf_text`)."""
+    lines joined as for a PDF page (:func:`app.formats.pdf.clean_pdf_text`)."""
     return clean_pdf_text(_CJK_SPACE.sub("", strip_nul(text).replace("\f", "")))
 
 

@@ -1,7 +1,7 @@
 """Sections cut at headings, named the way Markdown sections are (``file#slug``).
 
 Word and HTML documents are read into ``(heading path, body)`` sections; this module turns them
-into text units with :func:`app.loaders.section_units`, as Markdown's are, so a section of a
+into text units with :func:`app.formats.text.section_units`, as Markdown's are, so a section of a
 ``.docx`` and of a ``.md`` with the same headings get the same kind of source ID.
 """
 

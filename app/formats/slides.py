@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.errors import DataSourceError
+from app.formats.limits import Deadline, Limits, display_name, strip_nul
 from app.formats.tables import cell_text, grid_text
-from app.loaders import Deadline, Limits, display_name, strip_nul
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 

@@ -1,8 +1,8 @@
-"""A table's rows as ``column:value`` lines, the way CSV rows are rendered (:func:`app.loaders.row_to_text`)."""
+"""A table's rows as ``column:value`` lines, the way CSV rows are rendered (:func:`app.formats.csv_rows.row_to_text`)."""
 
 from __future__ import annotations
 
-from app.loaders import strip_nul
+from app.formats.limits import strip_nul
 
 
 def cell_text(value: str) -> str:

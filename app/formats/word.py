@@ -13,9 +13,10 @@ import re
 from pathlib import Path
 
 from app.errors import DataSourceError
+from app.formats.limits import Deadline, Limits, display_name, strip_nul
 from app.formats.sections import cut_at_headings
 from app.formats.tables import cell_text, grid_text
-from app.loaders import Deadline, Limits, display_name, section_units, strip_nul
+from app.formats.text import section_units
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 

@@ -2,7 +2,7 @@
 
 * :mod:`~app.graphrag.extract` — entities and same-sentence pairs of a chunk (SudachiPy noun
   phrases, or JSON from the LLM);
-* :mod:`~app.graphrag.store` — the graph's tables and SQL;
+* :mod:`~app.storage.graph_store` — the graph's tables and SQL;
 * :mod:`~app.graphrag.communities` — Louvain communities and extractive reports;
 * :mod:`~app.graphrag.index` — the build (``make graph``, and after a sync that changed anything);
 * :mod:`~app.graphrag.local_search` / :mod:`~app.graphrag.global_search` — the two searches;

@@ -31,7 +31,7 @@ from typing import Any
 
 from app.graphrag.models import ChunkGraph, Mention
 from app.graphrag.stopwords import BREAK_SUFFIXES, ENGLISH_STOP, STOP_LEAD, STOP_PHRASES, STOP_TRAIL, SURU
-from app.keywords import normalize_text, sentences
+from app.text.keywords import normalize_text, sentences
 
 EXTRACTOR_VERSION = "1"  # bump when extraction changes: stored links are extracted again
 SENTENCE_CHARS = 200  # a mention keeps at most this much of its first sentence
@@ -296,7 +296,7 @@ def fast_extract(text: str, metadata: dict, analyzer: SudachiAnalyzer | None = N
 
 def get_analyzer() -> SudachiAnalyzer:
     """The morphological analyzer, loaded once per process (its dictionary is memory-mapped)."""
-    from app.resources import cached
+    from app.models.resources import cached
 
     return cached("analyzer", "sudachi-core-C", SudachiAnalyzer)
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import Settings
-from app.graphrag import store as graph_store
 from app.graphrag.communities import (
     EntityFacts,
     build_graph,
@@ -36,7 +35,8 @@ from app.graphrag.communities import (
     extractive_report,
 )
 from app.graphrag.models import ChunkGraph, Community, CommunityReport
-from app.keywords import normalize_text as normalize
+from app.storage import graph_store
+from app.text.keywords import normalize_text as normalize
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class GraphInputs:
 
 
 def shape_inputs(facts: Sequence[dict], sentences: Sequence[dict], pairs: Sequence[dict]) -> GraphInputs:
-    """Group the rows read by :func:`app.graphrag.store.read_build_inputs`."""
+    """Group the rows read by :func:`app.storage.graph_store.read_build_inputs`."""
     by_key = {f["entity"]: f for f in facts}
     entity_facts = {entity_id(k): EntityFacts(entity_id(k), f["title"]) for k, f in by_key.items()}
     for row in sentences:
@@ -298,12 +298,12 @@ def build(
     """Rebuild the collection's graph from its stored links, in one transaction (the caller holds
     the writer lock). Re-extracts every chunk first when the links come from another extractor or
     ``force_extract``. ``llm`` writes the reports with GRAPH_REPORTS=llm."""
-    from app import db
+    from app import storage
     from app.graphrag.extract import chunk_extractor
     from app.storage.engine import lift_statement_timeout
 
     report = BuildReport()
-    collection = db.collection_id(engine, settings.retrieval.collection_name)
+    collection = storage.collection_id(engine, settings.retrieval.collection_name)
     if collection is None:
         return report
     name = extractor_name(settings)
@@ -377,9 +377,9 @@ def build(
 
 def needs_build(engine: Any, settings: Settings) -> bool:
     """True when the graph is missing, out of date (chunks changed) or made by another extractor."""
-    from app import db
+    from app import storage
 
-    collection = db.collection_id(engine, settings.retrieval.collection_name)
+    collection = storage.collection_id(engine, settings.retrieval.collection_name)
     if collection is None:
         return False
     with engine.connect() as conn:

@@ -17,7 +17,6 @@ from langchain_core.documents import Document
 
 from app.config import Settings
 from app.errors import GraphNotReadyError
-from app.graphrag import store as graph_store
 from app.graphrag.global_search import (
     MAP_MAX_TOKENS,
     REDUCE_MAX_TOKENS,
@@ -30,7 +29,8 @@ from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
 from app.graphrag.models import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
 from app.graphrag.router import route
-from app.retrieval import SCORE_KEY
+from app.retrieval.search import SCORE_KEY
+from app.storage import graph_store
 
 PROMPT_RESERVE = 200  # tokens kept for the instructions and the question around a graph context
 RELATIONSHIP_ROWS = 500  # relationships read per local search (heaviest first)
@@ -146,9 +146,9 @@ class GraphSearch:
 
     def collection(self):
         """The collection's UUID; GraphNotReadyError when its graph was never built."""
-        from app import db
+        from app import storage
 
-        collection = db.collection_id(self.engine, self.settings.retrieval.collection_name)
+        collection = storage.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
             raise GraphNotReadyError(
                 "Local/global search not initialized: nothing has been ingested yet; run `make ingest`"
@@ -300,9 +300,9 @@ class GraphSearch:
 
     def counts(self) -> dict[str, Any]:
         """Stored graph counts and state (zeros before the first build)."""
-        from app import db
+        from app import storage
 
-        collection = db.collection_id(self.engine, self.settings.retrieval.collection_name)
+        collection = storage.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
             return {}
         with self.engine.connect() as conn:

@@ -6,7 +6,7 @@ official MCP Python SDK's ``MCPServer``.
     python -m app.mcp --watch               # and keep data/ in sync while serving (make serve)
 
 Over HTTP every request needs ``Authorization: Bearer <token>`` (MCP_TOKEN, or the token file
-MCP_TOKEN_FILE, made on first start) and a Host/Origin of this server (``app.mcp.auth``); stdio
+MCP_TOKEN_FILE, made on first start) and a Host/Origin of this server (``app.serving.access``); stdio
 needs nothing, as the client starts the process as its own user.
 
 The lifespan loads the models and opens the database pool once per process; every tool call
@@ -16,11 +16,8 @@ uses them. Blocking work runs in worker threads, so a long ``ask`` does not stal
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -29,8 +26,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from app.config import Settings
 from app.errors import RagError
-from app.mcp.auth import Token, guard, host_port, is_loopback, server_hosts
-from app.mcp.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
+from app.serving.access import Token, guard, host_port, is_loopback, server_hosts
+from app.serving.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +40,7 @@ INSTRUCTIONS = (
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking service call in a worker thread; a user-fixable error becomes a tool error."""
-    from app.db import database_error
+    from app.storage import database_error
 
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args))
@@ -110,47 +107,8 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def start_watcher(service: RagService, data_dir: Path, debounce_ms: int) -> threading.Event:
-    """Keep ``data_dir`` in sync in a background thread while the server runs; returns its stop event."""
-    from app.watch import watch_and_sync
-
-    stop = threading.Event()
-
-    def report(reason: str, rep) -> None:
-        log.warning("sync (%s): %s", reason, rep.summary())
-
-    def run() -> None:
-        try:
-            watch_and_sync(data_dir, service, debounce_ms=debounce_ms, stop=stop, on_sync=report)
-        except Exception as exc:
-            log.warning("the file watcher stopped (%s); changes are no longer synced", exc)
-
-    threading.Thread(target=run, name="watch", daemon=True).start()
-    return stop
-
-
-def make_service_factory(
-    settings: Settings, data_dir: Path, watch: bool, debounce_ms: int, preload_llm: bool
-) -> Callable[[], RagService]:
-    """What the lifespan calls: the warm service, then the watcher; logs the time to ready."""
-
-    def factory() -> RagService:
-        begin = time.perf_counter()
-        service = RagService.create(settings, data_dir=data_dir, preload_llm=preload_llm)
-        if watch:
-            start_watcher(service, data_dir, debounce_ms)
-        log.warning(
-            "ready in %.2f s (models loaded once; collection %r)",
-            time.perf_counter() - begin,
-            settings.retrieval.collection_name,
-        )
-        return service
-
-    return factory
-
-
 def http_app(server: MCPServer, settings: Settings, host: str, port: int, token: Token):
-    """The SDK's streamable-HTTP Starlette app behind ``app.mcp.auth``'s Host/Origin/token guard.
+    """The SDK's streamable-HTTP Starlette app behind ``app.serving.access``'s Host/Origin/token guard.
 
     The SDK's own Host/Origin check is turned off: on loopback it would accept any
     ``http://localhost:<port>`` origin and refuse ALLOWED_HOSTS names; the guard checks both,

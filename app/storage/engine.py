@@ -1,6 +1,6 @@
 """The SQLAlchemy engine: one per database target, made on first use and checked with one query.
 
-Two targets: the **embedded** server (no ``DB_HOST``: app.embedded_pg starts it, app.storage.provision
+Two targets: the **embedded** server (no ``DB_HOST``: app.storage.embedded starts it, app.storage.provision
 sets up its role and database) or a **server** (``DB_HOST`` … or ``DATABASE_URL``). Every connection
 gets the per-session settings below; a failure of the database itself becomes one
 ``DatabaseUnavailableError`` line (:func:`database_error`), never showing bound values.
@@ -49,7 +49,7 @@ def resolve_connection_string(settings: Settings) -> str:
     """Return the SQLAlchemy URL: the embedded server's (starting it if needed) or DB_HOST's."""
     if not settings.db.embedded:
         return get_connection_string(settings)
-    from app import embedded_pg
+    from app.storage import embedded as embedded_pg
 
     embedded_pg.ensure_running(settings.db.pgdata_dir)
     pgdata = settings.db.pgdata_dir
@@ -136,7 +136,7 @@ def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
 def get_engine(settings: Settings | None = None) -> Engine:
     """Return the SQLAlchemy engine for these settings (one per database target, created on first use);
     DatabaseUnavailableError if unreachable."""
-    from app.resources import cached
+    from app.models.resources import cached
 
     s = settings or get_settings()
     key = (

@@ -1,7 +1,7 @@
 """The keyword index and BM25 in SQL: one tsvector row per chunk, exact per-collection statistics, the query.
 
 Rows are deleted with their chunk (``ON DELETE CASCADE``), so the keyword and vector indexes cannot
-drift apart. Tokens come from app.keywords (NFKC, bigrams); context tokens (document title, heading,
+drift apart. Tokens come from app.text.keywords (NFKC, bigrams); context tokens (document title, heading,
 CSV file and header) carry weight A, body tokens D; ``dl`` is the number of tokens (BM25's document
 length). Document frequencies and lengths per collection are kept exact by statement-level triggers
 (set-based, with transition tables): every writer, a cascade delete included, updates them in its own
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from app import keywords as tokens
 from app.storage.collection import collection_id
 from app.storage.tables import sql
+from app.text import keywords as tokens
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -198,7 +198,7 @@ def keyword_search(
     """Rows ``(id, document, cmetadata, score)`` for the query ``terms``, best BM25 score first.
 
     Terms found in more than a tenth of the chunks, or beyond the postings budget, score but do
-    not select candidates (app.keywords.candidate_terms), which keeps long Japanese queries fast.
+    not select candidates (app.text.keywords.candidate_terms), which keeps long Japanese queries fast.
     """
     from sqlalchemy import text
 
@@ -215,7 +215,7 @@ def keyword_search(
 
 def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget: int | None = None) -> dict | None:
     """Bound values for SQL_KEYWORD_SEARCH: idf per term from the statistics, candidate terms
-    (within ``budget`` postings, default app.keywords.CANDIDATE_POSTINGS), average length;
+    (within ``budget`` postings, default app.text.keywords.CANDIDATE_POSTINGS), average length;
     None when no term occurs in the collection."""
     from sqlalchemy import text
 

@@ -1,6 +1,6 @@
 """The embedded server's accounts and database, set up as its superuser (DB_HOST servers are the
 administrator's): the app's login role, its database with the vector extension, and what an older
-version made as the superuser handed over to that role. Also the two statements app.embedded_pg runs
+version made as the superuser handed over to that role. Also the two statements app.storage.embedded runs
 when it secures a cluster made by an older version.
 
 DDL cannot take bound parameters: names and the password are composed with psycopg's
@@ -31,7 +31,7 @@ SQL_NOT_OWNED = (
     "p.pronamespace WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> %(role)s "
     "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')"
 )
-# app.embedded_pg: a cluster made with trust logins gets a superuser password, then its new pg_hba.conf.
+# app.storage.embedded: a cluster made with trust logins gets a superuser password, then its new pg_hba.conf.
 SQL_SET_PASSWORD = "ALTER ROLE {} PASSWORD {}"
 SQL_RELOAD_CONF = "SELECT pg_reload_conf()"
 

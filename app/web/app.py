@@ -13,7 +13,7 @@ Routes:
 * ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources);
 * ``GET /files/<doc_id>`` — a stored PDF, for the browser's own viewer (``#page=N``).
 
-The service (:class:`app.mcp.service.RagService`: models and pool loaded once) is handed in, so tests
+The service (:class:`app.serving.service.RagService`: models and pool loaded once) is handed in, so tests
 pass a fake; questions take turns on the one in-process model (:class:`app.web.turns.Turns`).
 """
 
@@ -33,7 +33,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 
 from app.errors import RagError
-from app.mcp.auth import is_loopback
+from app.serving.access import is_loopback
 from app.web.followup import standalone
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
 from app.web.turns import Turns

@@ -1,4 +1,4 @@
-"""Who may use the web page: the checks of :mod:`app.mcp.auth`, fitted to a browser.
+"""Who may use the web page: the checks of :mod:`app.serving.access`, fitted to a browser.
 
 On every request (:class:`WebGuard`, a pure ASGI middleware):
 
@@ -22,7 +22,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.mcp.auth import allowed_hosts, allowed_origins, bearer_token, host_allowed, origin_allowed, token_matches
+from app.serving.access import allowed_hosts, allowed_origins, bearer_token, host_allowed, origin_allowed, token_matches
 
 COOKIE = "rag_web_token"
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
+from app.serving.warm import make_service_factory
 from app.web.app import create_app
 from app.web.followup import standalone
 from app.web.guard import web_guard
@@ -48,8 +49,6 @@ def serve(
 ) -> None:
     """Load the service, then serve the page on ``host:port`` until Ctrl-C."""
     import uvicorn
-
-    from app.mcp.server import make_service_factory
 
     service = make_service_factory(settings, data_dir, watch, debounce_ms, preload_llm)()
     app = guarded_app(service, settings, host, port, data_dir)

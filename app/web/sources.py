@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from app import db
+from app import storage
 from app.web.markdown import markdown_blocks
 
 _KINDS = (
@@ -49,7 +49,7 @@ def row_cells(text: str) -> list[tuple[str, str]]:
 def source_view(engine: Any, collection_name: str, source: str) -> dict[str, Any] | None:
     """The view of one stored source: kind, number, document ID, context line, its text (chunks
     joined) and, for a row, its cells; None when the store has no such source."""
-    chunks = db.source_chunks(engine, collection_name, source)
+    chunks = storage.source_chunks(engine, collection_name, source)
     if not chunks:
         return None
     kind, number = source_kind(source)

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from app import db, embedded_pg, pg_process
+from app import storage
 from app.config import Settings, variables
+from app.storage import embedded as embedded_pg
+from app.storage import pg_process
 from bench.tiny_models import build_tiny_cross_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +72,7 @@ def real_embeddings(settings):
 
 @pytest.fixture(scope="session")
 def engine(settings):
-    return db.get_engine(settings)
+    return storage.get_engine(settings)
 
 
 @pytest.fixture(scope="session")
@@ -131,10 +133,10 @@ CLI_MAINS = {
     "app.ask": "app.cli.ask",
     "app.db": "app.cli.db",
     "app.docs": "app.cli.docs",
-    "app.evaluate": "app.cli.evaluate",
+    "app.evaluation.run": "app.cli.evaluate",
     "app.graphrag": "app.cli.graph",
     "app.ingest": "app.cli.ingest",
-    "app.tune": "app.cli.tune",
+    "app.evaluation.tune": "app.cli.tune",
     "bench": "bench.suite",
 }
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from app import db
+from app import storage
 from app.errors import StoreNotReadyError
 from app.store import RagStore
 from bench.kit import bench_bulk_load
@@ -63,7 +63,7 @@ def plan(store: RagStore, size: int, force: bool = True) -> str:
     and sorts off, so a small collection shows which index serves the query)."""
     from app.storage.vectors import nearest_query
 
-    collection = db.collection_id(store.engine, store.settings.retrieval.collection_name)
+    collection = storage.collection_id(store.engine, store.settings.retrieval.collection_name)
     with store.engine.begin() as conn:
         for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort") if force else ():
             conn.execute(text(f"SET LOCAL {setting} = off"))
@@ -76,7 +76,7 @@ def plan(store: RagStore, size: int, force: bool = True) -> str:
 
 def column_type(store: RagStore) -> str:
     with store.engine.connect() as conn:
-        return conn.execute(text(db.SQL_COLUMN_TYPE), {"table": db.EMBEDDING_TABLE}).scalar()
+        return conn.execute(text(storage.SQL_COLUMN_TYPE), {"table": storage.EMBEDDING_TABLE}).scalar()
 
 
 def test_collections_of_three_sizes_share_one_database_each_searched_through_its_index(settings, tiny_models, folders):
@@ -102,7 +102,7 @@ def test_collections_of_three_sizes_share_one_database_each_searched_through_its
     vectors = rng.normal(size=(5000, 256)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     ids = [str(uuid.uuid4()) for _ in range(5000)]
-    collection = db.collection_id(big.engine, "big256")
+    collection = storage.collection_id(big.engine, "big256")
     bench_bulk_load(big.engine, collection, ids, vectors, [f"filler {i}" for i in range(5000)], ["filler"] * 5000)
     with big.engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
@@ -146,7 +146,7 @@ def test_the_cross_encoder_score_drives_abstention_and_tune_calibrates_it(settin
     assert answer["abstained"] == "low_rerank" and answer["answer"] == "資料に記載がありません", answer
     assert answer["sources"] and answer["sources"][0].startswith("it_helpdesk.md")  # the closest, still shown
 
-    tuned = run_cli("app.tune", "--data-dir", str(ROOT / "data"), env=env)
+    tuned = run_cli("app.evaluation.tune", "--data-dir", str(ROOT / "data"), env=env)
     assert tuned.returncode == 0, tuned.stderr
     line = next(x for x in tuned.stdout.splitlines() if x.startswith("Abstention: ABSTAIN_MIN_RERANK="))
     assert "the cross-encoder's best score" in line

@@ -13,8 +13,8 @@ import time
 import pytest
 from sqlalchemy import text
 
-from app import db
-from app.retrieval import keyword_search
+from app import storage
+from app.retrieval.search import keyword_search
 from tests.integration.conftest import ROOT, HashEmbeddings
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def write_csv(path, tag: str, rows: int = ROWS) -> None:
 
 def state(engine, collection: str, doc_id: str = "csv/big.csv") -> dict:
     """The document's stored chunks (all, with 旧版, with 新版), keyword rows, links and staged rows."""
-    cid = db.collection_id(engine, collection)
+    cid = storage.collection_id(engine, collection)
     with engine.connect() as conn:
         row = conn.execute(
             text(
@@ -197,7 +197,7 @@ def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25
         db={"statement_timeout_ms": 10000},
         graph={"extractor": "off"},
     )
-    store = RagStore(s, embeddings=HashEmbeddings(), engine=db.get_engine(s))
+    store = RagStore(s, embeddings=HashEmbeddings(), engine=storage.get_engine(s))
     data = tmp_path / "data"
     (data / "csv").mkdir(parents=True)
     codes = [hashlib.sha256(str(i).encode()).hexdigest()[:10] for i in range(6000)]  # 12,000 distinct terms
@@ -214,7 +214,7 @@ def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25
         start = time.time()
         _, report = store.sync(data)
         assert report.removed == 1 and time.time() - start < 60
-        cid = db.collection_id(store.engine, s.retrieval.collection_name)
+        cid = storage.collection_id(store.engine, s.retrieval.collection_name)
         with store.engine.connect() as conn:
             stored = dict(
                 conn.execute(text("SELECT term, df FROM rag_term_stats WHERE collection_id = :c"), {"c": cid}).all()

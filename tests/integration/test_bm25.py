@@ -6,8 +6,8 @@ import pytest
 from langchain_core.documents import Document
 from sqlalchemy import text
 
-from app import db
-from app.keywords import bm25_idf, bm25_term_score, tokenize
+from app import storage
+from app.text.keywords import bm25_idf, bm25_term_score, tokenize
 
 pytestmark = pytest.mark.integration
 
@@ -18,13 +18,15 @@ def store(hash_store):
 
 
 def stats(store):
-    cid = db.collection_id(store.engine, store.settings.retrieval.collection_name)
+    cid = storage.collection_id(store.engine, store.settings.retrieval.collection_name)
     with store.engine.connect() as conn:
         n = conn.execute(
-            text(f"SELECT n, total_len FROM {db.COLLECTION_STATS_TABLE} WHERE collection_id = :c"), {"c": cid}
+            text(f"SELECT n, total_len FROM {storage.COLLECTION_STATS_TABLE} WHERE collection_id = :c"), {"c": cid}
         ).one()
         dfs = dict(
-            conn.execute(text(f"SELECT term, df FROM {db.TERM_STATS_TABLE} WHERE collection_id = :c"), {"c": cid}).all()
+            conn.execute(
+                text(f"SELECT term, df FROM {storage.TERM_STATS_TABLE} WHERE collection_id = :c"), {"c": cid}
+            ).all()
         )
     return (int(n[0]), int(n[1])), dfs
 
@@ -53,7 +55,7 @@ def test_statistics_stay_exact_after_add_update_delete_and_cascade(store):
     assert stats(store) == expected_stats([DOCS["a"], "ネットワーク機器", DOCS["c"]])
     store.remove_document("a")
     assert stats(store) == expected_stats(["ネットワーク機器", DOCS["c"]])
-    cid = db.collection_id(store.engine, store.settings.retrieval.collection_name)
+    cid = storage.collection_id(store.engine, store.settings.retrieval.collection_name)
     with store.engine.begin() as conn:  # a cascade from the vector rows
         conn.execute(
             text("DELETE FROM langchain_pg_embedding WHERE collection_id = :c AND cmetadata->>'doc_id' = 'c'"),
@@ -67,7 +69,7 @@ def test_scores_are_exactly_bm25(store):
         add(store, key, body)
     (n, total), dfs = stats(store)
     avgdl = total / n
-    hits = db.keyword_search(store.engine, store.settings.retrieval.collection_name, ["信用", "サー"], 10)
+    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, ["信用", "サー"], 10)
     got = {row[2]["doc_id"]: row[3] for row in hits}
     for key, body in DOCS.items():
         tokens = tokenize(body)
@@ -91,25 +93,25 @@ def test_short_page_with_the_rare_term_outranks_a_long_page_of_common_bigrams(st
 def test_context_tokens_count_double(store):
     store.add_document(Document(page_content="バージョン一覧", id="x", metadata={"context": "ubuntu.csv"}))
     store.add_document(Document(page_content="ubuntu のバージョン一覧", id="y"))
-    hits = db.keyword_search(store.engine, store.settings.retrieval.collection_name, ["ubuntu"], 10)
+    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, ["ubuntu"], 10)
     scores = {row[2]["doc_id"]: row[3] for row in hits}
     assert scores["x"] > scores["y"] > 0
 
 
 def test_frequent_terms_beyond_the_postings_budget_score_but_do_not_select(store, monkeypatch):
-    from app import keywords
+    from app.text import keywords
 
     add(store, "rare", "芝浦の案内")
     for i in range(5):
         add(store, f"common{i}", f"サーバー{i}番の案内")
-    cid = db.collection_id(store.engine, store.settings.retrieval.collection_name)
+    cid = storage.collection_id(store.engine, store.settings.retrieval.collection_name)
     terms = ["芝浦", "サー"]  # df 1 and 5
     with store.engine.connect() as conn:
-        assert db.keyword_search_params(conn, cid, terms, 10)["tsquery"] == "'芝浦' | 'サー'"
+        assert storage.keyword_search_params(conn, cid, terms, 10)["tsquery"] == "'芝浦' | 'サー'"
         monkeypatch.setattr(keywords, "CANDIDATE_POSTINGS", 3)
-        params = db.keyword_search_params(conn, cid, terms, 10)
+        params = storage.keyword_search_params(conn, cid, terms, 10)
     assert params["tsquery"] == "'芝浦'" and params["terms"] == terms  # サー still scores
-    hits = db.keyword_search(store.engine, store.settings.retrieval.collection_name, terms, 10)
+    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, terms, 10)
     assert [row[2]["doc_id"] for row in hits] == ["rare"]
 
 

@@ -6,9 +6,9 @@ import shutil
 import psycopg
 import pytest
 
-from app import pg_process
 from app.config import Settings
 from app.errors import DatabaseUnavailableError
+from app.storage import pg_process
 from tests.integration.conftest import free_port, private_base, run_cli, start_postgres
 
 pytestmark = pytest.mark.integration
@@ -106,15 +106,15 @@ def test_check_says_when_the_user_may_not_create_the_extension(url_env, tcp_serv
 def test_statement_timeout_stops_a_long_statement(url_env):
     from sqlalchemy import text
 
-    from app import db
+    from app import storage
 
     settings = Settings.from_env(url_env).changed(db={"statement_timeout_ms": 100})
-    engine = db.get_engine(settings)
+    engine = storage.get_engine(settings)
     with engine.connect() as conn:
         assert conn.execute(text("SHOW statement_timeout")).scalar() == "100ms"
     with pytest.raises(Exception) as caught, engine.connect() as conn:
         conn.execute(text("SELECT pg_sleep(2)"))
-    mapped = db.database_error(caught.value)
+    mapped = storage.database_error(caught.value)
     assert isinstance(mapped, DatabaseUnavailableError)
     assert str(mapped) == "the database failed: canceling statement due to statement timeout"
     assert engine.pool.size() == settings.db.pool_size == 5

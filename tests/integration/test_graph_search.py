@@ -14,10 +14,10 @@ import time
 import pytest
 from sqlalchemy import text
 
-from app import db
-from app.graphrag import store as graph_store
+from app import storage
 from app.graphrag.extract import fast_extract
 from app.graphrag.search import GraphSearch
+from app.storage import graph_store
 from tests.integration.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration
@@ -34,14 +34,14 @@ def qwen_env(ingested):
 
 def graph_rows(engine, collection_name: str) -> dict:
     """What the graph tables hold for a collection: links (source, entity key), entity keys, pairs."""
-    collection = db.collection_id(engine, collection_name)
+    collection = storage.collection_id(engine, collection_name)
     with engine.connect() as conn:
         links = {
             (r.source, r.entity)
             for r in conn.execute(
                 text(
                     f"SELECT e.cmetadata->>'source' AS source, m.entity FROM {graph_store.MENTION} m "
-                    f"JOIN {db.EMBEDDING_TABLE} e ON e.id = m.chunk_id WHERE m.collection_id = :c"
+                    f"JOIN {storage.EMBEDDING_TABLE} e ON e.id = m.chunk_id WHERE m.collection_id = :c"
                 ),
                 {"c": collection},
             )
@@ -77,7 +77,7 @@ def test_ingest_builds_the_graph_of_the_sample_corpus(ingested, settings, engine
     assert counts["entities"] > 100 and counts["relationships"] > 100 and counts["reports"] > 3
     assert counts["links"] >= counts["entities"]
     with engine.connect() as conn:
-        collection = db.collection_id(engine, settings.retrieval.collection_name)
+        collection = storage.collection_id(engine, settings.retrieval.collection_name)
         vpn = graph_store.entities_in_text(conn, collection, "ミナトvpnに接続する", 5)
         units = graph_store.text_units_of(conn, collection, [vpn[0]["key"]])
     assert vpn[0]["title"] == "ミナトVPN"
@@ -198,7 +198,7 @@ def test_ask_global_json_has_traceability_and_map_results(qwen_env, ingested, se
     out = json.loads(result.stdout)
     assert out["mode"] == "global" and out["answer"]
     trace = out["traceability"]
-    stored = {d["doc_id"] for d in db.list_documents(engine, settings.retrieval.collection_name)}
+    stored = {d["doc_id"] for d in storage.list_documents(engine, settings.retrieval.collection_name)}
     assert trace["report_ids"] and set(trace["document_ids"]) <= stored and trace["chunk_ids"]
     assert all(m["attempts"] >= 1 for m in out["map_results"]) and out["graph"]["reports_considered"] >= 1
     assert {"global_context", "global_map", "global_reduce"} <= set(out["timings"])
@@ -227,7 +227,7 @@ def test_unknown_mode_is_one_line_listing_the_valid_ones(integration_env):
 
 
 def test_evaluate_overview_questions_in_local_mode_without_the_llm(ingested, integration_env):
-    result = run_cli("app.evaluate", "--mode", "local", "--no-generate", "--no-progress")
+    result = run_cli("app.evaluation.run", "--mode", "local", "--no-generate", "--no-progress")
     assert result.returncode == 0, result.stderr
     assert "Retrieval (graph context): " in result.stdout and "Search: local" in result.stdout
 
@@ -247,7 +247,7 @@ def test_llm_extractor_with_the_real_small_gguf(qwen_env, settings):
 
 
 def test_watch_rebuilds_the_graph_once_the_folder_is_quiet(hash_store, tmp_path, engine):
-    from app.watch import watch_and_sync
+    from app.ingestion.watch import watch_and_sync
 
     data = tmp_path / "data"
     (data / "docs").mkdir(parents=True)

@@ -19,7 +19,9 @@ import pytest
 from langchain_core.documents import Document
 from sqlalchemy import text
 
-from app import db, embedded_pg, pg_process
+from app import storage
+from app.storage import embedded as embedded_pg
+from app.storage import pg_process
 from tests.integration.conftest import ROOT, private_base, run_cli
 
 pytestmark = pytest.mark.integration
@@ -66,13 +68,13 @@ def test_tune_and_evaluate_with_data_dir_use_their_own_collection(ingested, rag_
         ),
         encoding="utf-8",
     )
-    tuned = run_cli("app.tune", "--data-dir", str(other), "--questions", str(questions), process=True)
+    tuned = run_cli("app.evaluation.tune", "--data-dir", str(other), "--questions", str(questions), process=True)
     assert tuned.returncode == 0, tuned.stderr
     assert (
         "Using collection 'eval_" in tuned.stderr and "the main collection 'documents' is not touched" in tuned.stderr
     )
     evaluated = run_cli(
-        "app.evaluate", "--data-dir", str(other), "--questions", str(questions), "--no-progress", process=True
+        "app.evaluation.run", "--data-dir", str(other), "--questions", str(questions), "--no-progress", process=True
     )
     assert evaluated.returncode == 0, evaluated.stderr
     assert "Retrieval@k: 100.0%" in evaluated.stdout
@@ -135,7 +137,7 @@ def test_an_unreadable_file_is_counted_failed_and_the_rest_go_on(tmp_path):
     (data / "csv" / "secret.csv").write_text("a\n2\n")
     (data / "csv" / "secret.csv").chmod(0)
     code = (
-        "import json,sys; from pathlib import Path; from app.sync import scan; "
+        "import json,sys; from pathlib import Path; from app.ingestion.sync import scan; "
         "f, bad = scan(Path(sys.argv[1])); print(json.dumps([[x.doc_id for x in f], bad]))"
     )
     cmd = [sys.executable, "-c", code, str(data)]
@@ -156,7 +158,7 @@ def test_an_unreadable_file_is_counted_failed_and_the_rest_go_on(tmp_path):
 def test_watch_keeps_going_after_a_sync_that_fails(hash_store, data):
     import threading
 
-    from app.watch import watch_and_sync
+    from app.ingestion.watch import watch_and_sync
 
     syncs, stop = [], threading.Event()
     shutil.rmtree(data / "pdf")
@@ -186,7 +188,7 @@ def test_watch_keeps_going_after_a_sync_that_fails(hash_store, data):
 def test_second_writer_fails_with_no_wait_or_waits_for_the_lock(ingested, engine, integration_env, tmp_path):
     (tmp_path / "csv").mkdir()
     (tmp_path / "csv" / "x.csv").write_text("a\n1\n")
-    with db.writer_lock(engine):
+    with storage.writer_lock(engine):
         busy = run_cli("app.ingest", "--no-wait", "--data-dir", str(ROOT / "data"), process=True)
         assert busy.returncode == 1 and busy.stderr.startswith("Error: another writer is running ("), busy.stderr
         waiting = subprocess.Popen(
@@ -231,14 +233,14 @@ def test_three_first_runs_at_once_all_succeed(integration_env):
 PAUSE_IN_REPLACE = """
 import sys, time, dataclasses, pathlib
 from sqlalchemy import event
-from app import db
+from app import storage
 from app.config import get_settings
 from app.storage.tables import EMBEDDING_TABLE, quote
 from app.store import RagStore
 from tests.integration.conftest import HashEmbeddings
 
 settings = get_settings().changed(retrieval={"collection_name": sys.argv[2]})
-engine = db.get_engine(settings)
+engine = storage.get_engine(settings)
 
 @event.listens_for(engine, "after_cursor_execute")
 def pause(conn, cursor, statement, *args):
@@ -398,7 +400,7 @@ def test_sql_errors_never_show_document_text(engine):
 
     with pytest.raises(DBAPIError) as err, engine.begin() as conn:
         conn.execute(
-            text(db.SQL_UPSERT_EMBEDDING),
+            text(storage.SQL_UPSERT_EMBEDDING),
             {"id": "x", "collection": None, "embedding": "[1,2,3]", "document": "極秘の本文", "cmetadata": "{}"},
         )
     assert "極秘" not in str(err.value) and "parameters hidden" in str(err.value)

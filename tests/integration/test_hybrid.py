@@ -7,10 +7,10 @@ import json
 import pytest
 from sqlalchemy import text
 
-from app import db
+from app import storage
 from app.cli import tune as tune_cli
 from app.metrics import retrieval_at_k
-from app.retrieval import keyword_search
+from app.retrieval.search import keyword_search
 from tests.integration.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -21,15 +21,15 @@ QUESTIONS = json.loads((ROOT / "data" / "eval_questions.json").read_text(encodin
 def test_keyword_index_is_in_step_with_vector_rows(ingested, engine):
     with engine.connect() as conn:
         vectors = conn.execute(text("SELECT count(*) FROM langchain_pg_embedding")).scalar()
-        keywords = conn.execute(text(f"SELECT count(*) FROM {db.KEYWORD_TABLE}")).scalar()
+        keywords = conn.execute(text(f"SELECT count(*) FROM {storage.KEYWORD_TABLE}")).scalar()
         orphans = conn.execute(
             text(
-                f"SELECT count(*) FROM langchain_pg_embedding e LEFT JOIN {db.KEYWORD_TABLE} k ON k.id = e.id "
+                f"SELECT count(*) FROM langchain_pg_embedding e LEFT JOIN {storage.KEYWORD_TABLE} k ON k.id = e.id "
                 "WHERE k.id IS NULL"
             )
         ).scalar()
         gin = conn.execute(
-            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": f"{db.KEYWORD_TABLE}_tsv_gin"}
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": f"{storage.KEYWORD_TABLE}_tsv_gin"}
         ).scalar()
     assert vectors == keywords and orphans == 0
     assert "USING gin (tsv)" in gin
@@ -68,7 +68,7 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
     from langchain_core.documents import Document
     from langchain_postgres import PGVector
 
-    from app.keywords import query_tokens
+    from app.text.keywords import query_tokens
 
     name = f"gin_{uuid.uuid4().hex[:8]}"
     big = PGVector(
@@ -91,7 +91,7 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
 
     vectors = np.random.default_rng(1).normal(size=(len(docs), 384))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    db.replace_document(
+    storage.replace_document(
         engine,
         name,
         {"doc_id": "f.csv", "source_file": "f.csv", "content_hash": "x", "settings_hash": "x"},
@@ -99,11 +99,11 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
         vectors.tolist(),
     )
     with engine.begin() as conn:
-        conn.execute(text(f"ANALYZE {db.KEYWORD_TABLE}"))
-        params = db.keyword_search_params(conn, db.collection_id(engine, name), query_tokens("受付時間"), 10)
-        plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN " + db.SQL_KEYWORD_SEARCH), params))
+        conn.execute(text(f"ANALYZE {storage.KEYWORD_TABLE}"))
+        params = storage.keyword_search_params(conn, storage.collection_id(engine, name), query_tokens("受付時間"), 10)
+        plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN " + storage.SQL_KEYWORD_SEARCH), params))
     big.delete_collection()
-    assert f"{db.KEYWORD_TABLE}_tsv_gin" in plan, plan
+    assert f"{storage.KEYWORD_TABLE}_tsv_gin" in plan, plan
 
 
 def retrieval_rates(search, n, depth=10):

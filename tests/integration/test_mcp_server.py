@@ -228,7 +228,7 @@ def test_ask_on_a_database_nothing_was_ingested_into_says_so(settings):
     """A fresh database (no tables yet): `ask` answers with the one-line StoreNotReadyError the
     servers turn into a message, not a ProgrammingError from the keyword search's SQL."""
     from app.errors import StoreNotReadyError
-    from app.mcp.service import RagService
+    from app.serving.service import RagService
 
     fresh = settings.changed(db={"name": f"fresh_{uuid.uuid4().hex[:8]}"})
     service = RagService.create(fresh, preload_llm=False)

@@ -11,7 +11,7 @@ from PIL import Image, ImageDraw, ImageFont
 from pptx import Presentation
 
 from app.formats.ocr import Ocr
-from app.retrieval import keyword_search
+from app.retrieval.search import keyword_search
 from tests.integration.test_sync import rows
 from tests.test_formats_ocr import FONT
 

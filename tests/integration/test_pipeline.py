@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from sqlalchemy import event, text
 
-from app import db
+from app import db, storage
 from app.graph import default_context, run_rag
-from app.retrieval import vector_search
+from app.retrieval.search import vector_search
 from bench import kit as benchkit
 from tests.integration.conftest import ROOT, run_cli
 
@@ -63,9 +63,9 @@ def test_ingest_stores_every_page_and_row_with_metadata(ingested, engine):
 
 def test_embedding_column_is_vector_384_with_hnsw_cosine_index(ingested, engine):
     with engine.connect() as conn:
-        column = conn.execute(text(db.SQL_COLUMN_TYPE), {"table": db.EMBEDDING_TABLE}).scalar()
+        column = conn.execute(text(storage.SQL_COLUMN_TYPE), {"table": storage.EMBEDDING_TABLE}).scalar()
         indexdef = conn.execute(
-            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": db.HNSW_INDEX}
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": storage.HNSW_INDEX}
         ).scalar()
         ext = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
     assert column == "vector(384)"
@@ -76,7 +76,9 @@ def test_embedding_column_is_vector_384_with_hnsw_cosine_index(ingested, engine)
 def test_init_db_twice_is_harmless(store, settings, engine, real_embeddings):
     db.init_db(settings, embeddings=real_embeddings, engine=engine)
     with engine.connect() as conn:
-        n = conn.execute(text("SELECT count(*) FROM pg_indexes WHERE indexname = :n"), {"n": db.HNSW_INDEX}).scalar()
+        n = conn.execute(
+            text("SELECT count(*) FROM pg_indexes WHERE indexname = :n"), {"n": storage.HNSW_INDEX}
+        ).scalar()
     assert n == 1
 
 
@@ -92,13 +94,13 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
     """Capture the SQL PGVector really runs and EXPLAIN it, on a collection large enough
     (10,000 random unit vectors) that a sequential scan would cost more than the index."""
     name = f"hnsw_{uuid.uuid4().hex[:8]}"
-    big = db.make_vectorstore(engine, real_embeddings, name, create=True)
+    big = storage.make_vectorstore(engine, real_embeddings, name, create=True)
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(10000, 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     benchkit.bench_bulk_load(
         engine,
-        db.collection_id(engine, name),
+        storage.collection_id(engine, name),
         [str(uuid.uuid4()) for _ in range(10000)],
         vectors,
         [f"filler {i}" for i in range(10000)],
@@ -123,7 +125,7 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
         raw = conn.connection.driver_connection
         plan = "\n".join(r[0] for r in raw.execute("EXPLAIN " + statement, parameters).fetchall())
     big.delete_collection()
-    assert f"Index Scan using {db.HNSW_INDEX}" in plan, plan
+    assert f"Index Scan using {storage.HNSW_INDEX}" in plan, plan
 
 
 def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings):

@@ -81,7 +81,7 @@ def test_a_symlink_loop_is_one_line_and_the_rest_is_ingested(integration_env, da
 
 
 def test_the_watcher_survives_a_loop_appearing_and_syncs_after_it(hash_store, data):
-    from app.watch import watch_and_sync
+    from app.ingestion.watch import watch_and_sync
 
     syncs, stop = [], threading.Event()
 
@@ -211,7 +211,8 @@ def test_a_database_made_by_an_older_version_is_handed_to_the_app_role(integrati
 
     import psycopg
 
-    from app import db, embedded_pg
+    from app import storage
+    from app.storage import embedded as embedded_pg
 
     pgdata = Path(integration_env["PGDATA_DIR"])
     admin = embedded_pg.connection_url(pgdata, "postgres", admin=True).replace("+psycopg", "")
@@ -222,7 +223,7 @@ def test_a_database_made_by_an_older_version_is_handed_to_the_app_role(integrati
     with psycopg.connect(old, autocommit=True) as conn:
         conn.execute("CREATE TABLE t (id serial PRIMARY KEY, body text)")
         conn.execute("CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'")
-    url = db.resolve_connection_string(settings.changed(db={"name": "rag_old"}))
+    url = storage.resolve_connection_string(settings.changed(db={"name": "rag_old"}))
     with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as conn:
         conn.execute("INSERT INTO t (body) VALUES ('x')")
         conn.execute("CREATE OR REPLACE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 2'")

@@ -62,7 +62,7 @@ def test_evaluate_reports_abstention_and_generation_speed(qwen_env, tmp_path):
         encoding="utf-8",
     )
     result = run_cli(
-        "app.evaluate",
+        "app.evaluation.run",
         "--questions",
         str(questions),
         "--per-question",
@@ -108,7 +108,7 @@ def test_an_answer_naming_what_no_document_says_is_withdrawn(qwen_env):
     given when the check is off (ABSTAIN_MIN_SUPPORT=0)."""
     import json
 
-    from app.evidence.support import support
+    from app.workflow.checks.support import support
 
     question = "ミナト勤怠のプログラミング言語は何ですか？"
     env = {**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "ABSTAIN_MIN_COVERAGE": "0"}
@@ -144,7 +144,7 @@ def test_an_answer_stating_a_number_no_document_states_is_withdrawn(qwen_env):
     model states one; the answer is withdrawn as unsupported, its text kept."""
     import json
 
-    from app.answers import unsupported_numbers
+    from app.workflow.checks.numbers import unsupported_numbers
 
     env = {**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "ABSTAIN_MIN_COVERAGE": "0"}
     result = run_cli("app.ask", "--json", "従業員の平均年齢は何歳ですか？", env=env)
@@ -161,7 +161,7 @@ def test_a_date_written_in_another_form_is_stated_and_scored(qwen_env, tmp_path)
     holds the document's own form."""
     import json
 
-    from app.normalize import contains
+    from app.text.normalize import contains
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "contract.md").write_text(
@@ -180,7 +180,7 @@ def test_a_date_written_in_another_form_is_stated_and_scored(qwen_env, tmp_path)
     out = tmp_path / "out.json"
     env = {**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "GRAPH_EXTRACTOR": "off"}
     result = run_cli(
-        "app.evaluate",
+        "app.evaluation.run",
         "--no-progress",
         "--data-dir",
         str(tmp_path),

@@ -15,8 +15,8 @@ import pytest
 from langchain_core.documents import Document
 from sqlalchemy import create_engine, text
 
-from app import db
-from app.retrieval import keyword_search
+from app import storage
+from app.retrieval.search import keyword_search
 from tests.integration.conftest import ROOT, CountingEmbeddings
 
 pytestmark = pytest.mark.integration
@@ -24,11 +24,11 @@ pytestmark = pytest.mark.integration
 
 def rows(engine, collection, table="langchain_pg_embedding"):
     """(source, doc_id) of every chunk row of a collection; keyword rows via join."""
-    cid = db.collection_id(engine, collection)
+    cid = storage.collection_id(engine, collection)
     with engine.connect() as conn:
         if table == "keyword":
             return conn.execute(
-                text(f"SELECT count(*) FROM {db.KEYWORD_TABLE} WHERE collection_id = :c"), {"c": cid}
+                text(f"SELECT count(*) FROM {storage.KEYWORD_TABLE} WHERE collection_id = :c"), {"c": cid}
             ).scalar()
         return sorted(
             conn.execute(
@@ -60,7 +60,7 @@ def test_second_sync_of_unchanged_data_adds_nothing_and_embeds_nothing(own_store
 
 def _row_versions(engine, collection: str, doc_id: str) -> dict:
     """id -> xmin (the transaction that last wrote the row) of a document's chunk rows."""
-    cid = db.collection_id(engine, collection)
+    cid = storage.collection_id(engine, collection)
     with engine.connect() as conn:
         return dict(
             conn.execute(
@@ -146,7 +146,7 @@ def test_python_api_add_search_context_retriever_remove(own_store, data):
 
 
 def test_watch_syncs_once_per_burst_of_saves(own_store, data):
-    from app.watch import watch_and_sync
+    from app.ingestion.watch import watch_and_sync
 
     syncs, stop = [], threading.Event()
     thread = threading.Thread(
@@ -193,11 +193,11 @@ def make_corpus(folder, files=30, rows_per_file=12):
 def consistent(engine) -> tuple[int, int]:
     """Check every stored document is complete; return (documents, chunks)."""
     with engine.connect() as conn:
-        docs = conn.execute(text(f"SELECT doc_id, chunks FROM {db.DOCUMENT_TABLE}")).all()
+        docs = conn.execute(text(f"SELECT doc_id, chunks FROM {storage.DOCUMENT_TABLE}")).all()
         counts = dict(
             conn.execute(text("SELECT cmetadata->>'doc_id', count(*) FROM langchain_pg_embedding GROUP BY 1")).all()
         )
-        keywords = conn.execute(text(f"SELECT count(*) FROM {db.KEYWORD_TABLE}")).scalar()
+        keywords = conn.execute(text(f"SELECT count(*) FROM {storage.KEYWORD_TABLE}")).scalar()
     assert set(counts) == {d for d, _ in docs}, "chunks without a document row (a partial document)"
     assert all(counts[d] == n for d, n in docs), "a document with missing chunks"
     assert keywords == sum(counts.values())
@@ -210,7 +210,7 @@ def test_killed_ingest_leaves_no_partial_document_and_next_run_completes(integra
     make_corpus(tmp_path / "data")
     env = {**os.environ, "DB_NAME": "rag_kill_test"}
     settings = Settings.from_env().changed(db={"name": "rag_kill_test"})
-    engine = create_engine(db.resolve_connection_string(settings))
+    engine = create_engine(storage.resolve_connection_string(settings))
     cmd = [sys.executable, "-m", "app.ingest", "--data-dir", str(tmp_path / "data")]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -218,7 +218,7 @@ def test_killed_ingest_leaves_no_partial_document_and_next_run_completes(integra
         while time.time() < deadline and proc.poll() is None:
             try:
                 with engine.connect() as conn:
-                    stored = conn.execute(text(f"SELECT count(*) FROM {db.DOCUMENT_TABLE}")).scalar()
+                    stored = conn.execute(text(f"SELECT count(*) FROM {storage.DOCUMENT_TABLE}")).scalar()
             except Exception:  # schema not created yet
                 stored = 0
             if stored >= 3:
@@ -286,7 +286,7 @@ def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(o
 
 
 def _vectors(engine, collection):
-    cid = db.collection_id(engine, collection)
+    cid = storage.collection_id(engine, collection)
     with engine.connect() as conn:
         return dict(
             conn.execute(
@@ -304,8 +304,8 @@ def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alon
 
     import numpy as np
 
-    from app.chunks import embedding_text
     from app.store import RagStore
+    from app.text.chunks import embedding_text
 
     token = uuid.uuid4().hex
     data = tmp_path / "data"
@@ -323,7 +323,7 @@ def test_parallel_workers_embed_in_their_own_processes_and_a_bad_file_fails_alon
         assert report.failures[0].startswith("pdf/broken.pdf: ")
         # every chunk was embedded in the worker processes; here, only the graph's entity descriptions
         assert here.texts == report.graph.entities_embedded
-        cid = db.collection_id(engine, store.settings.retrieval.collection_name)
+        cid = storage.collection_id(engine, store.settings.retrieval.collection_name)
         with engine.connect() as conn:
             stored = conn.execute(
                 text(
@@ -360,7 +360,7 @@ def test_a_new_embedding_model_rewrites_rows_whose_ids_stay_the_same(hash_store,
     after = _vectors(engine, name)
     assert set(after) == set(before)  # the same ids...
     assert all(json.loads(after[i]) != json.loads(before[i]) for i in after)  # ...with the new model's vectors
-    cid = db.collection_id(engine, name)
+    cid = storage.collection_id(engine, name)
     with engine.connect() as conn:
         models = set(
             conn.execute(
@@ -376,7 +376,7 @@ def test_a_large_sync_analyzes_the_bm25_statistics_tables(own_store, engine, tmp
     a sync below the threshold adds none, one at it adds one (threshold lowered to these files)."""
     import uuid
 
-    from app import sync as sync_module
+    from app.ingestion import sync as sync_module
 
     data = tmp_path / "big"
     (data / "csv").mkdir(parents=True)
@@ -387,7 +387,8 @@ def test_a_large_sync_analyzes_the_bm25_statistics_tables(own_store, engine, tmp
         with engine.connect() as conn:
             conn.execute(text("SELECT pg_stat_clear_snapshot()"))
             return conn.execute(
-                text("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = :t"), {"t": db.TERM_STATS_TABLE}
+                text("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = :t"),
+                {"t": storage.TERM_STATS_TABLE},
             ).scalar()
 
     before = analyzed()
@@ -419,7 +420,7 @@ def test_a_page_cut_at_headings_is_one_search_result_in_every_mode(own_store, en
         ],
     )
     own_store.sync(tmp_path)
-    cid = db.collection_id(engine, own_store.settings.retrieval.collection_name)
+    cid = storage.collection_id(engine, own_store.settings.retrieval.collection_name)
     with engine.connect() as conn:
         stored = conn.execute(
             text(

@@ -16,7 +16,7 @@ import psutil
 import pytest
 from sqlalchemy import create_engine, text
 
-from app import db
+from app import storage
 from tests.integration.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -42,11 +42,11 @@ def own_db(integration_env, request):
 
     name = f"rag_w{uuid.uuid4().hex[:8]}"
     settings = Settings.from_env().changed(db={"name": name})
-    engine = create_engine(db.resolve_connection_string(settings))
+    engine = create_engine(storage.resolve_connection_string(settings))
     yield {**os.environ, "DB_NAME": name, "INGEST_BATCH_CHUNKS": "8"}, engine
     engine.dispose()
     admin = create_engine(
-        db.resolve_connection_string(settings.changed(db={"name": "postgres"})), isolation_level="AUTOCOMMIT"
+        storage.resolve_connection_string(settings.changed(db={"name": "postgres"})), isolation_level="AUTOCOMMIT"
     )
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -1,0 +1,154 @@
+"""First-stage retrieval: vector, keyword and hybrid (Reciprocal Rank Fusion) search.
+
+Every function returns new ``Document`` objects (inputs and store rows are never
+mutated) with ``metadata['relevance_score']``:
+
+* vector: ``1 - cosine distance``, also as ``vector_score`` (hybrid keeps it: the abstention signal);
+* keyword: BM25 (computed in PostgreSQL) over the Japanese-aware tokens of app.text.keywords;
+* hybrid: the RRF score, with ``vector_rank`` / ``keyword_rank`` (1-based, None if absent).
+
+A source (a PDF page, a CSV row, a Markdown section) appears once in a result list, by its best
+chunk: each search fetches COLLAPSE_DEPTH times ``k`` chunks and keeps the first chunk of each
+source (:func:`best_per_source`), so ``k`` results are ``k`` different places to cite and the
+three chunks the LLM gets are never two overlapping pieces of one page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
+
+__all__ = [
+    "SEARCH_MODES",
+    "SCORE_KEY",
+    "reciprocal_rank_fusion",
+    "best_per_source",
+    "vector_search",
+    "keyword_search",
+    "hybrid_search",
+    "SearchRetriever",
+]
+
+SCORE_KEY = "relevance_score"
+COLLAPSE_DEPTH = 3
+
+
+def source_key(doc: Document) -> str:
+    """What a result stands for: its ``metadata['source']``, else (no source) the chunk itself."""
+    return doc.metadata.get("source") or f"id:{doc.id}"
+
+
+def best_per_source(docs: Sequence[Document], k: int) -> list[Document]:
+    """The first ``k`` documents whose :func:`source_key` was not seen before, in order."""
+    seen: set = set()
+    kept: list[Document] = []
+    for doc in docs:
+        source = source_key(doc)
+        if source not in seen:
+            seen.add(source)
+            kept.append(doc)
+            if len(kept) == k:
+                break
+    return kept
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Fuse ranked id lists: ``score(d) = Σ weight_i / (k + rank_i(d))`` (rank from 1).
+
+    Returns ``[(id, score), ...]`` best first; ties keep the order in which ids
+    were first seen (earlier rankings first).
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    order = {key: i for i, key in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def _copy(doc: Document, **extra: Any) -> Document:
+    return Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, **extra})
+
+
+def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = None) -> list[Document]:
+    """Top ``k`` chunks by cosine distance (through the HNSW index), one per source, best first."""
+    if not query or not query.strip():
+        return []
+    hits = vectorstore.similarity_search_with_score(
+        query, k=k * COLLAPSE_DEPTH, **({"filter": filter} if filter else {})
+    )
+    return best_per_source(
+        [
+            _copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
+            for doc, distance in hits
+        ],
+        k,
+    )
+
+
+def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
+    """Top ``k`` chunks by BM25 over Japanese-aware tokens (candidates from the GIN index), one per
+    source, best first."""
+    from app import storage
+    from app.text.keywords import query_tokens
+
+    rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH)
+    return best_per_source(
+        [
+            Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
+            for id_, document, metadata, rank in rows
+        ],
+        k,
+    )
+
+
+def hybrid_search(
+    by_vector: Sequence[Document],
+    by_keyword: Sequence[Document],
+    k: int,
+    rrf_k: int = DEFAULT_RRF_K,
+    weights: Sequence[float] = DEFAULT_HYBRID_WEIGHTS,
+) -> list[Document]:
+    """The two searches' result lists fused with RRF by source; the best ``k`` are returned (as
+    langchain-postgres' ``reciprocal_rank_fusion`` takes its result lists).
+
+    A source found by both searches (even through different chunks) sums both ranks and is
+    shown by the vector search's chunk (it carries the ``vector_score``).
+    """
+    docs = {source_key(d): d for d in [*by_keyword, *by_vector]}
+    vector_keys, keyword_keys = [source_key(d) for d in by_vector], [source_key(d) for d in by_keyword]
+    fused = reciprocal_rank_fusion([vector_keys, keyword_keys], k=rrf_k, weights=weights)
+    return [
+        _copy(
+            docs[name],
+            **{
+                SCORE_KEY: round(score, 6),
+                "vector_rank": vector_keys.index(name) + 1 if name in vector_keys else None,
+                "keyword_rank": keyword_keys.index(name) + 1 if name in keyword_keys else None,
+            },
+        )
+        for name, score in fused[:k]
+    ]
+
+
+class SearchRetriever(BaseRetriever):
+    """A LangChain retriever over a ``search(query, k)`` function (any mode)."""
+
+    search: Callable[[str, int], list[Document]]
+    k: int = 10
+
+    def _get_relevant_documents(self, query: str, *, run_manager=None, k: int | None = None) -> list[Document]:
+        """The best ``k`` (default: the retriever's ``k``) chunks for ``query``."""
+        return self.search(query, k or self.k)

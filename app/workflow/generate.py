@@ -1,0 +1,383 @@
+"""The generate node (app.graph): the abstention checks before the LLM, the prompt, the call (streamed),
+and the checks on what came back — citations, numbers no context states, the quote the answer came from —
+with the passage shown instead of an unsupported answer (PROMPT_STYLE=evidence)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+
+from app.reranker import SCORE_KEY as RERANK_SCORE
+from app.workflow.checks.citations import (
+    CitationFilter,
+    cited_numbers,
+    clean_citations,
+    ordered_sources,
+    says_not_in_documents,
+    strip_echo,
+    without_citations,
+)
+from app.workflow.checks.coverage import best_matching_context, question_coverage
+from app.workflow.checks.guard import answer_warnings
+from app.workflow.checks.numbers import absent_values, unsupported_numbers
+from app.workflow.checks.quote import evidence_instead, find_quote
+from app.workflow.checks.support import support, unstated_words
+from app.workflow.evidence.answer import refusal_cited, with_grammar
+from app.workflow.evidence.windows import select_evidence
+from app.workflow.prompts import ABSTAIN_ANSWER, build_prompt, focus_context, system_prompt
+from app.workflow.state import RAGContext, RAGState
+
+log = logging.getLogger(__name__)
+
+MIN_CONTEXT_CHARS = 40
+
+
+def fit_contexts(
+    query: str,
+    contexts: Sequence[str],
+    count_tokens: Callable[[str], int] | None,
+    budget: int | None,
+    make_prompt: Callable[[str, Sequence[str]], str] = lambda q, c: build_prompt(q, c, style="spec"),
+) -> list[str]:
+    """Trim the lowest-ranked contexts until the prompt fits ``budget`` tokens.
+
+    The last context is shortened by a quarter at a time, and dropped once
+    shorter than MIN_CONTEXT_CHARS. Without a counter or budget, nothing changes.
+    """
+    kept = list(contexts)
+    if count_tokens is None or budget is None:
+        return kept
+    while kept and count_tokens(make_prompt(query, kept)) > budget:
+        last = kept[-1]
+        if len(last) > MIN_CONTEXT_CHARS:
+            kept[-1] = last[: int(len(last) * 0.75)]
+        else:
+            kept.pop()
+    return kept
+
+
+def unique_sources(documents: Sequence[Document]) -> list[str]:
+    """Source IDs of ``documents`` in order, without repeats ("unknown" if missing)."""
+    seen: dict[str, None] = {}
+    for doc in documents:
+        seen.setdefault(str(doc.metadata.get("source", "unknown")), None)
+    return list(seen)
+
+
+def confidence(documents: Sequence[Document]) -> float | None:
+    """The best vector similarity (cosine) among the candidates; None when none has one (keyword search)."""
+    scores = [d.metadata["vector_score"] for d in documents if d.metadata.get("vector_score") is not None]
+    return max(scores) if scores else None
+
+
+def best_rerank(documents: Sequence[Document]) -> float | None:
+    """The cross-encoder's best score among the re-ranked chunks; None when none was re-ranked."""
+    scores = [d.metadata[RERANK_SCORE] for d in documents if d.metadata.get(RERANK_SCORE) is not None]
+    return max(float(s) for s in scores) if scores else None
+
+
+def abstain(docs: Sequence[Document], reason: str, conf: float | None, on_token, start: float) -> dict:
+    """The answer ``資料に記載がありません`` with the closest sources, without asking the LLM."""
+    if on_token:
+        on_token(ABSTAIN_ANSWER)
+    return {
+        "contexts": [],
+        "answer": ABSTAIN_ANSWER,
+        "sources": unique_sources(docs),
+        "cited_sources": [],
+        "abstained": reason,
+        "confidence": conf,
+        "timings": {"generate": time.perf_counter() - start},
+    }
+
+
+def with_context_line(doc: Document) -> str:
+    """A chunk's text after its context line (file, heading path, a table's header): what the
+    abstention checks read, so a row whose columns are named in English still covers a question."""
+    context = str(doc.metadata.get("context") or "")
+    return f"{context}\n{doc.page_content}" if context else doc.page_content
+
+
+def pre_llm_abstention(
+    ctx: RAGContext,
+    query: str,
+    docs: Sequence[Document],
+    conf: float | None,
+    preamble: str = "",
+    candidates: Sequence[Document] = (),
+) -> str | None:
+    """Why to abstain without calling the LLM (``no_context``, ``low_confidence``, ``low_rerank``,
+    ``absent_value``, ``low_coverage``), or None. The coverage counts the question's tokens in the chunks (with their
+    context lines) and in ``preamble`` (local search's graph tables, which the LLM reads too);
+    ``absent_value``: the question names a code, version or number that none of ``candidates`` (all
+    SEARCH_K of them; default ``docs``) holds."""
+    if not docs:
+        return "no_context"
+    if conf is not None and conf < ctx.min_confidence:
+        return "low_confidence"
+    rerank = best_rerank(docs)
+    if rerank is not None and rerank < ctx.min_rerank:
+        return "low_rerank"
+    extra = [preamble] if preamble else []
+    if absent_values(query, [with_context_line(d) for d in (candidates or docs)] + extra):
+        return "absent_value"
+    if question_coverage(query, [with_context_line(d) for d in docs] + extra) < ctx.min_coverage:
+        return "low_coverage"
+    return None
+
+
+def prepare_prompt(
+    ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str = ""
+) -> tuple[str | None, str, list[str]]:
+    """(system text, prompt, contexts): the contexts focused (CONTEXT_MAX_CHARS) and trimmed to the token
+    budget; ``preamble`` (local search's graph tables) goes before them."""
+    sources = unique_sources_per_doc(docs)
+    system = system_prompt(ctx.prompt_style)
+
+    def with_system(q: str, contexts: Sequence[str]) -> str:  # what the token budget must hold
+        prompt = build_prompt(q, contexts, sources, style=ctx.prompt_style, preamble=preamble)
+        return f"{system}\n{prompt}" if system else prompt
+
+    texts = [focus_context(d.page_content, query, ctx.context_max_chars) for d in docs]
+    contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, with_system)
+    return system, build_prompt(query, contexts, sources, style=ctx.prompt_style, preamble=preamble), contexts
+
+
+def call_llm(
+    ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float, llm: Any = None
+) -> tuple[str, list[float]]:
+    """The model's answer (a leading prompt echo dropped) and, in a list, the time of its first token.
+
+    Streamed pieces reach ``ctx.on_token`` through a CitationFilter, so invalid
+    citations and a prompt echo are never shown. ``llm``: the model to ask (default
+    ``ctx.llm``; the evidence style passes a copy under a grammar).
+    """
+    from app.llm import generate
+
+    shown, first = CitationFilter(n_contexts), []
+
+    def on_token(piece: str) -> None:
+        if not first:
+            first.append(time.perf_counter() - start)
+        if ctx.on_token and (text := shown.feed(piece)):
+            ctx.on_token(text)
+
+    raw = strip_echo(generate(prompt, llm=llm or ctx.llm, on_token=on_token, system=system))
+    if ctx.on_token and (rest := shown.flush()):
+        ctx.on_token(rest)
+    return raw, first
+
+
+@dataclass
+class Asked:
+    """What the model was given and what it answered: contexts with their sources, the prompt, the
+    answer (citations cleaned) with the contexts it cites, the first token's time."""
+
+    contexts: list[str]
+    sources: list[str]
+    prompt: str
+    answer: str
+    cited: list[int]
+    first: list[float]
+
+
+def ask_with_chunks(ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str, start: float) -> Asked | None:
+    """The ``cited``/``spec`` styles: the re-ranked chunks as numbered contexts, citations in the answer."""
+    system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble)
+    if not contexts:
+        return None
+    raw, first = call_llm(ctx, prompt, system, len(contexts), start)
+    sources = unique_sources_per_doc(docs)[: len(contexts)]
+    return Asked(
+        contexts, sources, prompt, clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts)), first
+    )
+
+
+def ask_with_evidence(
+    ctx: RAGContext, query: str, docs: Sequence[Document], candidates: Sequence[Document], start: float
+) -> Asked | None:
+    """The ``evidence`` style: sentence windows from all candidates (the re-ranked ones first) within
+    EVIDENCE_CHARS as the numbered contexts, the cited style's instructions, the reply ``answer[n]`` or the
+    refusal under a grammar (app.workflow.evidence)."""
+    ordered = list(docs) + [d for d in candidates if not any(d is k for k in docs)]
+    windows = select_evidence(query, ordered, ctx.evidence_chars, ctx.embeddings)
+    sources = [w.source for w in windows]
+    system = system_prompt("cited")
+
+    def with_system(q: str, contexts: Sequence[str]) -> str:
+        return f"{system}\n{build_prompt(q, contexts, sources)}"
+
+    contexts = fit_contexts(query, [w.text for w in windows], ctx.count_tokens, ctx.token_budget, with_system)
+    if not contexts:
+        return None
+    sources, prompt = sources[: len(contexts)], build_prompt(query, contexts, sources)
+    llm = with_grammar(ctx.llm, len(contexts))
+    raw, first = call_llm(ctx, prompt, system, len(contexts), start, llm=llm)
+    answer = refusal_cited(clean_citations(raw, len(contexts)))
+    return Asked(contexts, sources, prompt, answer, cited_numbers(answer, len(contexts)), first)
+
+
+def generate_node(state: RAGState, runtime) -> dict:
+    """Ask the LLM with the re-ranked chunks (or, PROMPT_STYLE=evidence, evidence windows from all the
+    candidates) as numbered contexts, or abstain.
+
+    Abstains (answer ``資料に記載がありません``, the closest sources) without an
+    LLM call when there is no chunk, the best vector similarity is below
+    ``min_confidence`` or too few question tokens occur in the chunks
+    (``min_coverage``); after the call when the model says the documents do not
+    hold the answer, states a number no chunk holds, or adds words most of which
+    no chunk holds (``min_support``). Citations naming no context are dropped.
+    """
+    ctx: RAGContext = runtime.context
+    start = time.perf_counter()
+    docs = state.get("reranked_documents") or []
+    query = state["query"]
+    conf = confidence(state.get("documents") or docs)
+    if ctx.llm is None:  # retrieval only (evaluate --no-generate)
+        return {
+            "contexts": [d.page_content for d in docs],
+            "answer": "",
+            "sources": unique_sources(docs),
+            "cited_sources": [],
+            "abstained": None,
+            "confidence": conf,
+            "timings": {"generate": 0.0},
+        }
+    preamble = state.get("graph_context") or ""
+    candidates = state.get("documents") or docs
+    reason = pre_llm_abstention(ctx, query, docs, conf, preamble, candidates)
+    asked = None
+    if reason is None:
+        evidence = ctx.prompt_style == "evidence" and not preamble
+        asked = (
+            ask_with_evidence(ctx, query, docs, candidates, start)
+            if evidence
+            else ask_with_chunks(ctx, query, docs, preamble, start)
+        )
+    if asked is None:
+        return abstain(docs, reason or "no_context", conf, ctx.on_token, start)
+    return answered(ctx, query, docs, asked, conf, start)
+
+
+def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked, conf, start: float) -> dict:
+    """The state for the model's answer after the checks: an abstention (the model said so, or stated a
+    number or words no context holds: its text kept as ``model_answer``), or the answer with its citations,
+    sources, warnings and quote."""
+    answer, cited, contexts = asked.answer, asked.cited, asked.contexts
+    abstained = answer_check(answer, cited, [asked.prompt], query, ctx.min_support)
+    withdrawn = abstained in ("unsupported", "unstated")
+    unsupported = (  # what is named when the answer is withdrawn
+        unsupported_numbers(answer, [asked.prompt], query)
+        if abstained == "unsupported"
+        else unstated_words(answer, [asked.prompt], query)
+        if withdrawn
+        else []
+    )
+    base = {
+        "contexts": contexts,
+        "numbered_sources": list(asked.sources),
+        "prompt": asked.prompt,
+        "abstained": abstained,
+        "confidence": conf,
+        "timings": timings_of(start, asked.first),
+    }
+    shown = (
+        evidence_instead(query, contexts, cited, ctx.evidence_min_coverage)
+        if withdrawn and ctx.prompt_style == "evidence"
+        else None
+    )
+    if shown:  # the passage instead of an answer with a number or words no passage states
+        number = int(shown.rsplit("[", 1)[1].rstrip("]"))
+        return {
+            **base,
+            "abstained": None,
+            "answer": shown,
+            "evidence_shown": abstained,
+            "model_answer": answer,
+            "unsupported": unsupported,
+            "cited_sources": [asked.sources[number - 1]],
+            "sources": [src for src, _ in ordered_sources(asked.sources, [number])],
+        }
+    if withdrawn or not without_citations(answer).strip(" 。.、"):
+        # the model's text (a number or words no passage states, or nothing but ``[1]``) is kept for the
+        # record, not given as the answer
+        return {
+            **base,
+            "answer": ABSTAIN_ANSWER,
+            "model_answer": answer,
+            "cited_sources": [],
+            "unsupported": unsupported,
+            "sources": list(dict.fromkeys(asked.sources)),
+        }
+    matched = None if cited or abstained else best_matching_context(answer, contexts)
+    if matched:  # the model cited nothing: the context its text was taken from is cited for it
+        answer += f"[{matched}]"
+        if ctx.on_token:
+            ctx.on_token(f"[{matched}]")
+    ordered = ordered_sources(asked.sources, cited or ([matched] if matched else []))
+    warnings = answer_warnings(answer, query, contexts, asked.sources)
+    return {
+        **base,
+        "answer": answer,
+        "model_cited": bool(cited),
+        "sources": [src for src, _ in ordered],
+        "cited_sources": [src for src, c in ordered if c],
+        "warnings": warnings,
+        "quote": quote_of(answer, contexts, asked.sources, query, cited or ([matched] if matched else [])),
+    }
+
+
+def quote_of(
+    answer: str, contexts: Sequence[str], sources: Sequence[str], query: str, cited: Sequence[int]
+) -> dict | None:
+    """The sentence of a context the answer was taken from (app.workflow.evidence), with its number and source;
+    None for an abstention or when no sentence holds most of the answer."""
+    if not answer or answer == ABSTAIN_ANSWER:
+        return None
+    quote = find_quote(answer, contexts, query, cited)
+    if quote is None:
+        return None
+    return {
+        "number": quote.number,
+        "text": quote.text,
+        "source": sources[quote.number - 1] if quote.number <= len(sources) else "unknown",
+        "line": quote.line(),
+    }
+
+
+def timings_of(start: float, first: list[float]) -> dict[str, float]:
+    """The generate node's timings: the whole node, and the first token when one came."""
+    timings = {"generate": time.perf_counter() - start}
+    if first:
+        timings["first_token"] = first[0]
+    return timings
+
+
+def answer_check(
+    answer: str, cited: Sequence[int], stated: Sequence[str], query: str, min_support: float = 0.0
+) -> str | None:
+    """Why the model's answer counts as an abstention, or None:
+
+    ``model``: it is empty (or only citations), or says the documents do not hold the answer and cites nothing;
+    ``unsupported``: it states a number found nowhere in ``stated`` (the prompt) nor in the question;
+    ``unstated``: less than ``min_support`` of the words it adds to the question are in ``stated``
+    (app.workflow.checks.support; 0 turns the check off).
+    """
+    if not without_citations(answer).strip(" 。.、") or (says_not_in_documents(answer) and not cited):
+        return "model"  # nothing but citations, or "資料に記載がありません"
+    if unsupported_numbers(answer, stated, query):
+        return "unsupported"
+    share = support(answer, stated, query) if min_support > 0 else None
+    if share is not None and share < min_support:
+        return "unstated"
+    return None
+
+
+def unique_sources_per_doc(documents: Sequence[Document]) -> list[str]:
+    """The source ID of each document, in order ("unknown" if missing), repeats kept (one per context)."""
+    return [str(doc.metadata.get("source", "unknown")) for doc in documents]
