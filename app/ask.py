@@ -7,8 +7,10 @@ from functools import partial
 from typing import Any
 
 from app.config import Settings, get_settings, validate_mode
+from app.models.resources import cached
 from app.reranker import SCORE_KEY, load_reranker, rerank_documents
 from app.retrieval.search import vector_search
+from app.store import RagStore
 
 
 def search(
@@ -58,8 +60,6 @@ def search(
 
 def shared_store(settings: Settings):
     """One RagStore per settings for this process (opened on first use), so repeated searches reuse it."""
-    from app.models.resources import cached
-    from app.store import RagStore
 
     return cached("store", settings, lambda: RagStore(settings))
 

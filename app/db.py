@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from app import storage
 from app.config import Settings, get_settings
+from app.embeddings import LazyEmbeddings, embedding_size
 
 if TYPE_CHECKING:
     from langchain_postgres import PGVector
@@ -38,8 +39,6 @@ def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: E
     """
     s = settings or get_settings()
     if embeddings is None:
-        from app.embeddings import LazyEmbeddings
-
         embeddings = LazyEmbeddings(s)
     engine = engine or storage.get_engine(s)
     storage.check_schema(engine, s.retrieval.collection_name)
@@ -53,10 +52,7 @@ def init_db(
     s = settings or get_settings()
     engine = engine or storage.get_engine(s)
     if embeddings is None:
-        from app.embeddings import LazyEmbeddings
-
         embeddings = LazyEmbeddings(s)
-    from app.embeddings import embedding_size
 
     size = embedding_size(s, embeddings)
     with storage.writer_lock(engine, wait=wait):

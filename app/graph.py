@@ -18,8 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
-from app.errors import QuestionTooLongError
+from app.errors import GraphNotReadyError, QuestionTooLongError
+from app.graphrag.global_search import NO_DATA_ANSWER
+from app.graphrag.local_search import NO_ENTITIES_ANSWER
+from app.graphrag.router import route
+from app.graphrag.search import GraphSearch
+from app.llm import get_llm
+from app.models.resources import cached
 from app.reranker import load_reranker, rerank_documents
+from app.store import RagStore
 from app.workflow.generate import generate_node
 from app.workflow.prompts import ABSTAIN_ANSWER, SPEC_TEMPLATE, build_prompt, system_prompt
 from app.workflow.state import RAGContext, RAGState
@@ -49,7 +56,6 @@ def rerank_node(state: RAGState, runtime) -> dict:
 
 def route_node(state: RAGState, runtime) -> dict:
     """Which mode answers: the one asked for, or with ``auto`` the router's choice (app.graphrag.router)."""
-    from app.graphrag.router import route
 
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
@@ -65,7 +71,6 @@ def after_route(state: RAGState) -> str:
 
 def require_graph(ctx: RAGContext, mode: str):
     """The context's GraphSearch; GraphNotReadyError when the run was not given one."""
-    from app.errors import GraphNotReadyError
 
     if ctx.graph is None:
         raise GraphNotReadyError(f"{mode} search needs the graph; build the context with mode={mode!r}")
@@ -76,7 +81,6 @@ def local_node(state: RAGState, runtime) -> dict:
     """Local graph search (seed 001): the question's entities, their relationships, reports and
     chunks within the token budget. The chunks become the citable contexts; the tables go before
     them. No entity: the answer says so, without an LLM call."""
-    from app.graphrag.local_search import NO_ENTITIES_ANSWER
 
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
@@ -129,8 +133,6 @@ def global_node(state: RAGState, runtime) -> dict:
     documents behind the reports the answer's key points came from."""
     from dataclasses import asdict
 
-    from app.graphrag.global_search import NO_DATA_ANSWER
-
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
     result = require_graph(ctx, "global").global_search(state["query"])
@@ -181,7 +183,6 @@ def build_rag_graph():
 
 def get_graph():
     """Return the compiled graph, built once per process."""
-    from app.models.resources import cached
 
     return cached("graph", None, build_rag_graph)
 
@@ -205,8 +206,6 @@ def default_context(
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
     (not loaded with ``generate=False``: retrieval and re-ranking only), and for ``local``, ``global`` and
     ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones)."""
-    from app.llm import get_llm
-    from app.store import RagStore
 
     s = settings or get_settings()
     mode = validate_mode(mode, s.retrieval.search_mode)
@@ -220,8 +219,6 @@ def default_context(
         llm = llm if llm is not None else get_llm(s)
     graph = None
     if mode in ("local", "global", "auto"):
-        from app.graphrag.search import GraphSearch
-
         graph = GraphSearch(s, store.engine, embeddings=store.embeddings, llm=llm, count_tokens=llm_token_counter(llm))
         if mode != "auto":
             graph.collection()  # GraphNotReadyError now, with what to run, rather than inside the workflow

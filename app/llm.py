@@ -8,9 +8,12 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from app.config import Settings, get_settings
+from app.config import Settings, get_settings, mask_url
 from app.errors import LLMUnavailableError
 from app.models.locate import resolve_llm_path
+from app.models.resources import cached
+from app.models.servers import basic_auth_headers
+from app.models.servers import server_error as _server_error
 
 if TYPE_CHECKING:
     from langchain_community.llms import LlamaCpp
@@ -26,7 +29,6 @@ STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n
 def get_llm(settings: Settings | None = None):
     """Return the LLM for these settings: LlamaCpp, loading the GGUF file on first use, or, with
     LLM_BASE_URL, a ChatOpenAI client of that server."""
-    from app.models.resources import cached
 
     s = settings or get_settings()
     if s.llm.base_url:
@@ -70,8 +72,6 @@ def _server_llm(s: Settings):
     client's own. Nothing is contacted until the first question."""
     from langchain_openai import ChatOpenAI
 
-    from app.models.servers import basic_auth_headers
-
     return ChatOpenAI(
         default_headers=basic_auth_headers(s.llm.url_auth) or None,  # a user:password from LLM_BASE_URL
         base_url=s.llm.base_url,
@@ -113,15 +113,12 @@ def model_name(llm: object) -> str:
     if path:
         return str(path).rsplit("/", 1)[-1]
     if is_chat_model(llm) and getattr(llm, "model_name", None):
-        from app.config import mask_url
-
         return f"{llm.model_name} at {mask_url(str(getattr(llm, 'openai_api_base', '?')))}"
     return type(llm).__name__
 
 
 def server_error(exc: BaseException, llm: object, streaming: bool = False) -> LLMUnavailableError | None:
     """The one-line error for a failure of the LLM server, or None for anything else (app.models.servers)."""
-    from app.models.servers import server_error as _server_error
 
     url = getattr(llm, "openai_api_base", None) or "LLM_BASE_URL"
     return _server_error(exc, "LLM", url, "LLM_BASE_URL", LLMUnavailableError, streaming)  # type: ignore[return-value]

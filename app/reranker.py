@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError
 from app.models.locate import resolve_model_dir
+from app.models.resources import cached
 
 if TYPE_CHECKING:
     from langchain_classic.retrievers import ContextualCompressionRetriever
@@ -57,7 +58,6 @@ def rerank_documents(query: str, documents: Sequence[Document], reranker: Any, t
 
 def get_reranker(settings: Settings | None = None) -> CrossEncoderReranker:
     """Return the cross-encoder reranker (top_n = RERANK_TOP_K) for these settings, loading it on first use."""
-    from app.models.resources import cached
 
     s = settings or get_settings()
     return cached(

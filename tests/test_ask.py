@@ -179,7 +179,7 @@ def test_main_without_question_prints_usage_and_exits_2(argv, capsys):
 
 def test_main_maps_library_errors_to_one_line(mocker, capsys, clean_env):
     mocker.patch(
-        "app.output.ensure_ingested",
+        "app.cli.output.ensure_ingested",
         side_effect=DatabaseUnavailableError("cannot connect to PostgreSQL at db:5432: refused"),
     )
     assert ask_cli.main(["質問"]) == 1

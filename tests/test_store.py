@@ -16,7 +16,7 @@ def store(no_db, mock_vectorstore, mock_documents):
     s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
     keyword_docs = [mock_documents[3], mock_documents[0]]
     mocker.patch(
-        "app.retrieval.search.keyword_search",
+        "app.store.keyword_search",
         side_effect=lambda engine, coll, q, k: [
             Document(page_content=d.page_content, id=d.metadata["source"], metadata=dict(d.metadata))
             for d in keyword_docs
@@ -152,13 +152,13 @@ def _store_with_broken_vectors(monkeypatch):
     from langchain_core.documents import Document
 
     from app.config import Settings
-    from app.retrieval import search as retrieval
+    from app import store as store_module
     from app.store import RagStore
 
     store = RagStore(Settings(), embeddings=object(), engine=object())
     store._vectorstore = _BrokenVectorStore()
     monkeypatch.setattr(
-        retrieval,
+        store_module,
         "keyword_search",
         lambda engine, name, query, k: [
             Document(page_content="受付時間", id="k1", metadata={"relevance_score": 3.0, "source": "faq.csv:r2"})

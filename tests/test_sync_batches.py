@@ -83,7 +83,7 @@ class StagingTable:
 def staging(monkeypatch):
     table = StagingTable()
     for name in ("claim_staged", "stage_chunks", "vectors_by_hash"):
-        monkeypatch.setattr(f"app.db.{name}", getattr(table, name))
+        monkeypatch.setattr(f"app.storage.{name}", getattr(table, name))
     return table
 
 
@@ -203,7 +203,7 @@ def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, mon
 def test_a_worker_asks_the_kernel_to_die_with_its_parent():
     """A real process: after _kill_with_parent, prctl(PR_GET_PDEATHSIG) reads SIGKILL."""
     code = (
-        "import ctypes, ctypes.util; from app import workers; workers._kill_with_parent(); "
+        "import ctypes, ctypes.util; from app.ingestion import workers; workers._kill_with_parent(); "
         "libc = ctypes.CDLL(ctypes.util.find_library('c')); sig = ctypes.c_int(); "
         "libc.prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)"
     )

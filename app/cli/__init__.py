@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.errors import RagError
+from app.storage.engine import database_error
 
 
 def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,7 +67,6 @@ def run(body: Callable[[], int], debug: bool = False, model_progress: bool = Fal
         return 1
     except Exception as exc:
         # sqlalchemy loads only when an error needs mapping: `--help` stays instant
-        from app.storage.engine import database_error
 
         mapped = database_error(exc)  # the database went away or filled up mid-command
         if mapped is None:

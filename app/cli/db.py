@@ -9,6 +9,7 @@ from app import db, storage
 from app.cli import run
 from app.config import get_settings
 from app.errors import StoreNotReadyError
+from app.storage import embedded as embedded_pg
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -25,8 +26,6 @@ def main(argv: Iterable[str] | None = None) -> int:
             if not s.db.embedded:
                 print(f"the database is a server ({storage.describe_target(s)}); nothing embedded to stop")
             else:
-                from app.storage import embedded as embedded_pg
-
                 print(embedded_pg.stop(s.db.pgdata_dir).capitalize())
             return 0
         engine = storage.get_engine(s)

@@ -9,6 +9,8 @@ from app import docs
 from app.cli import run
 from app.config import get_settings
 from app.formats.limits import escape
+from app.graphrag.search import GraphSearch  # the graph's tables: read only when documents exist
+from app.store import RagStore
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,15 +26,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-        from app.store import RagStore
 
         store = RagStore(get_settings())
         if args.action == "list":
             documents = store.list_documents()
             print(docs.format_documents(documents))
             if documents:
-                from app.graphrag.search import GraphSearch  # the graph's tables: read only when documents exist
-
                 print(docs.format_graph(GraphSearch(store.settings, store.engine).counts()))
         else:
             removed = store.remove_document(args.doc, wait=not args.no_wait)

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from app.cli import run
+from app.cli.output import ensure_ingested
 from app.config import Settings, get_settings, validate_mode
 from app.evaluation import report as evaluate_report
 from app.evaluation import run as evaluate
+from app.store import RagStore
 
 
 def add_question_options(parser: argparse.ArgumentParser, default_file: str, json_help: str) -> None:
@@ -38,7 +40,6 @@ def prepare_data_dir(settings: Settings, data_dir: Path | None) -> Settings:
     if data_dir is None:
         return settings
     # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-    from app.store import RagStore
 
     own = settings.changed(retrieval={"collection_name": evaluate.collection_for(data_dir)})
     print(
@@ -88,7 +89,6 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         ctx = context
         if ctx is None:
             # the workflow pulls in LangGraph and the model stack: `--help` stays instant
-            from app.cli.output import ensure_ingested
             from app.graph import default_context
 
             settings = prepare_data_dir(settings, args.data_dir)

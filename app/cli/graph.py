@@ -12,8 +12,12 @@ import argparse
 from collections.abc import Sequence
 
 from app.cli import run
+from app.cli.output import ensure_ingested
 from app.config import get_settings
 from app.errors import RagError
+from app.graphrag import index
+from app.llm import get_llm  # llama-cpp: loaded only when the graph is built by the LLM
+from app.store import RagStore
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,9 +30,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         # the store, the graph index and the LLM bring sqlalchemy and the model stack: `--help` stays instant
-        from app.cli.output import ensure_ingested
-        from app.graphrag import index
-        from app.store import RagStore
 
         settings = get_settings()
         if settings.graph.extractor == "off":
@@ -37,8 +38,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = RagStore(settings)
         llm = None
         if "llm" in (settings.graph.extractor, settings.graph.reports):
-            from app.llm import get_llm  # llama-cpp: loaded only when the graph is built by the LLM
-
             llm = get_llm(settings)
         with store.writing(wait=not args.no_wait):
             report = index.build(store.engine, settings, store.embeddings, llm=llm, force_extract=args.extract)

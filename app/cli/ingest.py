@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.cli import run
 from app.config import get_settings
+from app.store import RagStore
 
 
 def positive_int(raw: str) -> int:
@@ -23,7 +24,10 @@ def positive_int(raw: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m app.ingest [--data-dir DIR] [--dry-run]``; prints a one-line summary."""
-    parser = argparse.ArgumentParser(prog="python -m app.ingest", description="Ingest (§4.7): sync the data dir into PostgreSQL + pgvector (PDF, CSV, Office, HTML, text, scans).")
+    parser = argparse.ArgumentParser(
+        prog="python -m app.ingest",
+        description="Ingest (§4.7): sync the data dir into PostgreSQL + pgvector (PDF, CSV, Office, HTML, text, scans).",
+    )
     parser.add_argument(
         "--data-dir", type=Path, default=None, help="folder with pdf/ and csv/ (default: DATA_DIR or ./data)"
     )
@@ -46,8 +50,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
         from tqdm.contrib.logging import logging_redirect_tqdm
-
-        from app.store import RagStore
 
         settings = get_settings()
         data_dir = args.data_dir or settings.ingest.data_dir

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from app.cli import add_serving_arguments, run
 from app.config import get_settings
+from app.ingestion.sync import scan  # the readers of every format: only when watching
 from app.mcp import server
 from app.serving.access import resolve_token
 from app.serving.warm import make_service_factory
@@ -32,8 +33,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         http = server.parse_http(args.http) if args.http else None
         token = resolve_token(settings.servers.mcp_token, settings.servers.mcp_token_file) if http else None
         if args.watch:
-            from app.ingestion.sync import scan  # the readers of every format: only when watching
-
             scan(data_dir)  # a missing data dir is an error before anything loads
         mcp_server = server.build_server(
             make_service_factory(settings, data_dir, args.watch, args.debounce_ms, preload_llm=not args.no_preload)

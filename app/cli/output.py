@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from app.config import Settings
 from app.errors import RagError
+from app.storage import check_schema, count_chunks, get_engine
 
 
 def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, abstained: bool = False) -> str:
@@ -50,7 +51,6 @@ def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsuppor
 
 def ensure_ingested(settings: Settings) -> None:
     """RagError if nothing is stored yet (the user has not run ingest); a read: creates nothing."""
-    from app.storage import check_schema, count_chunks, get_engine
 
     engine = get_engine(settings)
     check_schema(engine, settings.retrieval.collection_name)

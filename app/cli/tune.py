@@ -9,9 +9,13 @@ from typing import Any
 
 from app.cli import run
 from app.cli.evaluate import add_question_options, prepare_data_dir
+from app.cli.output import ensure_ingested
 from app.config import get_settings
+from app.errors import ModelNotFoundError
 from app.evaluation import tune
 from app.evaluation.run import load_questions, write_json
+from app.reranker import get_reranker
+from app.store import RagStore
 
 
 def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
@@ -35,8 +39,6 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         rag = store
         if rag is None:
             # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-            from app.cli.output import ensure_ingested
-            from app.store import RagStore
 
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
@@ -102,8 +104,6 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
 
 def rerank_calibration(settings: Any, candidates: Sequence[Any], questions: Sequence[dict]) -> dict | None:
     """ABSTAIN_MIN_RERANK's calibration when a cross-encoder is installed (RERANKER_MODEL); None without one."""
-    from app.errors import ModelNotFoundError
-    from app.reranker import get_reranker
 
     try:
         reranker = get_reranker(settings)

@@ -10,6 +10,8 @@ from pathlib import Path
 from app.cli import run
 from app.config import get_settings
 from app.ingestion import watch
+from app.ingestion.sync import scan
+from app.store import RagStore
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,8 +30,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-        from app.ingestion.sync import scan
-        from app.store import RagStore
 
         settings = get_settings()
         data_dir = args.data_dir or settings.ingest.data_dir

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.config import Settings
+from app.llm import model_name
 
 
 def format_report(summary: dict, settings: Settings, models: dict, reranked: bool) -> str:
@@ -146,7 +147,6 @@ def format_table(results: Sequence[dict]) -> str:
 
 def model_names(context: Any, settings: Settings) -> dict:
     """Which models the run used, for the report."""
-    from app.llm import model_name
 
     reranker = "none (retrieval order)" if context.reranker is None else settings.models.reranker_model
     llm = "none (--no-generate)" if context.llm is None else model_name(context.llm)

@@ -28,7 +28,10 @@ from typing import Any
 from langchain_core.documents import Document
 
 from app.metrics import mean, retrieval_at_k
+from app.reranker import SCORE_KEY, rerank_documents
 from app.retrieval.search import hybrid_search
+from app.workflow.checks.coverage import question_coverage
+from app.workflow.generate import with_context_line
 
 RRF_KS = (60, 30, 10, 5, 1)
 DIAGNOSIS_DEPTH = 50
@@ -242,7 +245,6 @@ def rerank_scores(
 ) -> list[float]:
     """Each question's best cross-encoder score over the SEARCH_K hybrid candidates the re-ranker
     reads (the signal ABSTAIN_MIN_RERANK is compared with)."""
-    from app.reranker import SCORE_KEY, rerank_documents
 
     out = []
     for c, q in zip(candidates, questions):
@@ -256,8 +258,6 @@ def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], setti
     """Each question's token coverage of the RERANK_TOP_K chunks that hybrid search (current settings)
     gives the LLM without a cross-encoder, each chunk read with its context line as the generate node
     reads it (app.workflow.generate.with_context_line)."""
-    from app.workflow.checks.coverage import question_coverage
-    from app.workflow.generate import with_context_line
 
     return [
         question_coverage(

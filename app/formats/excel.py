@@ -28,6 +28,7 @@ from typing import Any
 from app.errors import DataSourceError
 from app.formats.limits import Deadline, Limits, display_name
 from app.formats.tables import cell_text, row_lines
+from app.formats.zipguard import check_office_zip
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
@@ -283,8 +284,6 @@ def xlsx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str
     """An ``.xlsx``/``.xlsm`` workbook as row units (:func:`workbook_units`). The container is checked
     first (:mod:`app.formats.zipguard`: encrypted, corrupt, zip bomb). DataSourceError on any failure."""
     from openpyxl import load_workbook
-
-    from app.formats.zipguard import check_office_zip
 
     name = display_name(path)
     check_office_zip(path, name, limits.max_zip_mb, limits.max_zip_entries)

@@ -14,6 +14,7 @@ from pathlib import Path
 from app.errors import DataSourceError
 from app.formats.limits import Deadline, Limits, display_name, strip_nul
 from app.formats.tables import cell_text, grid_text
+from app.formats.zipguard import check_office_zip
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
@@ -75,8 +76,6 @@ def pptx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str
     The container is checked first (:mod:`app.formats.zipguard`). DataSourceError if the deck is
     encrypted, corrupt, too large inflated, unreadable, or has no text (an empty deck)."""
     from pptx import Presentation
-
-    from app.formats.zipguard import check_office_zip
 
     name = display_name(path)
     check_office_zip(path, name, limits.max_zip_mb, limits.max_zip_entries)

@@ -17,6 +17,7 @@ from app.formats.limits import Deadline, Limits, display_name, strip_nul
 from app.formats.sections import cut_at_headings
 from app.formats.tables import cell_text, grid_text
 from app.formats.text import section_units
+from app.formats.zipguard import check_office_zip
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
@@ -117,8 +118,6 @@ def docx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str
     Markdown is. The container is checked first (:mod:`app.formats.zipguard`). DataSourceError if it
     is encrypted, corrupt, too large inflated, unreadable, or has no text."""
     from docx import Document as open_docx
-
-    from app.formats.zipguard import check_office_zip
 
     name = display_name(path)
     check_office_zip(path, name, limits.max_zip_mb, limits.max_zip_entries)

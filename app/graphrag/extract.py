@@ -29,8 +29,11 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import combinations
 from typing import Any
 
+from app.graphrag.global_search import MapParseError, parse_json_object
 from app.graphrag.models import ChunkGraph, Mention
 from app.graphrag.stopwords import BREAK_SUFFIXES, ENGLISH_STOP, STOP_LEAD, STOP_PHRASES, STOP_TRAIL, SURU
+from app.llm import generate, get_llm, with_options
+from app.models.resources import cached
 from app.text.keywords import normalize_text, sentences
 
 EXTRACTOR_VERSION = "1"  # bump when extraction changes: stored links are extracted again
@@ -296,7 +299,6 @@ def fast_extract(text: str, metadata: dict, analyzer: SudachiAnalyzer | None = N
 
 def get_analyzer() -> SudachiAnalyzer:
     """The morphological analyzer, loaded once per process (its dictionary is memory-mapped)."""
-    from app.models.resources import cached
 
     return cached("analyzer", "sudachi-core-C", SudachiAnalyzer)
 
@@ -345,9 +347,6 @@ def llm_extract(text: str, metadata: dict, llm: Any) -> ChunkGraph:
     """The LLM extractor on one chunk: an unreadable answer gives an empty graph (one warning)."""
     import logging
 
-    from app.graphrag.global_search import MapParseError, parse_json_object
-    from app.llm import generate, with_options
-
     model = with_options(llm, ["<|im_end|>", "<|endoftext|>", "</s>"], LLM_EXTRACT_MAX_TOKENS)
     try:
         value = parse_json_object(generate(f"文章:\n{text}", llm=model, system=LLM_EXTRACT_SYSTEM))
@@ -365,8 +364,6 @@ def chunk_extractor(settings: Any, llm: Any = None) -> Callable[[str, dict], Chu
         return lambda text, metadata: ChunkGraph()
     if settings.graph.extractor == "llm":
         if llm is None:
-            from app.llm import get_llm
-
             llm = get_llm(settings)
         return lambda text, metadata: llm_extract(text, metadata, llm)
     return fast_extract

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app import storage
 from app.config import Settings
 from app.graphrag.communities import (
     EntityFacts,
@@ -35,7 +36,9 @@ from app.graphrag.communities import (
     extractive_report,
 )
 from app.graphrag.models import ChunkGraph, Community, CommunityReport
+from app.graphrag.reports import LLMReportWriter
 from app.storage import graph_store
+from app.storage.engine import lift_statement_timeout
 from app.text.keywords import normalize_text as normalize
 
 log = logging.getLogger(__name__)
@@ -298,9 +301,7 @@ def build(
     """Rebuild the collection's graph from its stored links, in one transaction (the caller holds
     the writer lock). Re-extracts every chunk first when the links come from another extractor or
     ``force_extract``. ``llm`` writes the reports with GRAPH_REPORTS=llm."""
-    from app import storage
     from app.graphrag.extract import chunk_extractor
-    from app.storage.engine import lift_statement_timeout
 
     report = BuildReport()
     collection = storage.collection_id(engine, settings.retrieval.collection_name)
@@ -322,8 +323,6 @@ def build(
         start = clock()
         llm_report = None
         if settings.graph.reports == "llm" and llm is not None:
-            from app.graphrag.reports import LLMReportWriter
-
             llm_report = LLMReportWriter(llm).write
         reports, report.reports_written_by_llm = write_reports(
             communities, inputs, strength, llm_report, graph_store.stored_reports(conn, collection)
@@ -377,7 +376,6 @@ def build(
 
 def needs_build(engine: Any, settings: Settings) -> bool:
     """True when the graph is missing, out of date (chunks changed) or made by another extractor."""
-    from app import storage
 
     collection = storage.collection_id(engine, settings.retrieval.collection_name)
     if collection is None:

@@ -12,7 +12,9 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.graphrag.global_search import MapParseError, parse_json_object
 from app.graphrag.models import CommunityReport
+from app.llm import generate, with_options
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +40,6 @@ class LLMReportWriter:
 
     def write(self, report: CommunityReport) -> CommunityReport | None:
         """The LLM's report (same ID, rank and traceability), or None (the extractive one stays)."""
-        from app.graphrag.global_search import MapParseError, parse_json_object
-        from app.llm import generate, with_options
 
         model = with_options(self.llm, ["<|im_end|>", "<|endoftext|>", "</s>"], REPORT_MAX_TOKENS)
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from app import storage
 from app.config import Settings
 from app.errors import GraphNotReadyError
 from app.graphrag.global_search import (
@@ -29,6 +30,7 @@ from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
 from app.graphrag.models import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
 from app.graphrag.router import route
+from app.llm import generate, is_chat_model, with_options
 from app.retrieval.search import SCORE_KEY
 from app.storage import graph_store
 
@@ -146,7 +148,6 @@ class GraphSearch:
 
     def collection(self):
         """The collection's UUID; GraphNotReadyError when its graph was never built."""
-        from app import storage
 
         collection = storage.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
@@ -260,7 +261,6 @@ class GraphSearch:
     def llm_call(self, max_tokens: int) -> Callable[[str, str, int], str]:
         """``call(system, prompt, attempt)`` on the LLM, with no answer stop sequences and
         ``max_tokens``; each retry ``attempt`` adds RETRY_TEMPERATURE."""
-        from app.llm import generate, with_options
 
         base = with_options(self.llm, ["<|im_end|>", "<|endoftext|>", "</s>"], max_tokens)
 
@@ -275,7 +275,6 @@ class GraphSearch:
     def map_concurrency(self) -> int:
         """One map call at a time for a llama.cpp model in this process (not re-entrant),
         GRAPH_MAP_CONCURRENCY for a server."""
-        from app.llm import is_chat_model
 
         return self.settings.graph.map_concurrency if is_chat_model(self.llm) else 1
 
@@ -300,7 +299,6 @@ class GraphSearch:
 
     def counts(self) -> dict[str, Any]:
         """Stored graph counts and state (zeros before the first build)."""
-        from app import storage
 
         collection = storage.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:

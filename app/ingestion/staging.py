@@ -13,10 +13,13 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from app import storage
 from app.config import Settings
 from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
+from app.graphrag.index import extractor_name
 from app.ingestion.datadir import SourceFile
 from app.ingestion.reading import iter_chunks
+from app.storage import database_error
 from app.text.chunks import embedding_text
 
 log = logging.getLogger(__name__)
@@ -77,8 +80,6 @@ def stage_file(
     flight, so memory stays flat; its error is raised here)."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from app import storage
-
     gen = generation(source, key, settings)
     lookup = lambda hashes: storage.vectors_by_hash(engine, hashes, settings.models.embed_model)  # noqa: E731
     done = StagedFile()
@@ -127,7 +128,6 @@ def _stage_batch(
 ) -> int:
     """Extract the links of one embedded batch and stage it (the writer thread of :func:`stage_file`);
     returns the batch's size (its chunks, claimed ones included)."""
-    from app import storage
 
     if todo:
         chunks = [d for _, d in todo]
@@ -175,7 +175,6 @@ def graph_extractor(settings: Settings) -> str:
     """The name stored with the links a write makes ('' when GRAPH_EXTRACTOR is off: none made)."""
     if settings.graph.extractor == "off":
         return ""
-    from app.graphrag.index import extractor_name
 
     return extractor_name(settings)
 
@@ -186,7 +185,6 @@ def describe_failure(doc_id: str, exc: BaseException) -> str:
     A lost or full database is not one file's fault: DatabaseUnavailableError is
     raised for it instead, so the caller stops the sync.
     """
-    from app.storage import database_error
 
     if isinstance(exc, DataSourceError):
         message, name = str(exc), doc_id.rsplit("/", 1)[-1]

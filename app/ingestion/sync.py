@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app import formats
+from app import formats, storage
 from app.config import Settings
 from app.errors import DataSourceError
 from app.formats.limits import escape, file_hash
+from app.graphrag import index
 from app.ingestion.datadir import SourceFile, link_refusal, walk_data_dir
 from app.ingestion.staging import (
     FATAL_ERRORS,
@@ -49,6 +50,7 @@ from app.ingestion.staging import (
     graph_extractor,
 )
 from app.ingestion.workers import Progress, stage_all
+from app.llm import get_llm
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +278,6 @@ def sync(
     GRAPH_EXTRACTOR not ``off``), the graph is rebuilt at the end when anything changed
     (app.graphrag.index).
     """
-    from app import storage
 
     failures: list[tuple[str, str]] = []
     if files is None:
@@ -353,14 +354,11 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
     """Rebuild the graph when chunks changed since it was built (or it never was, or another extractor
     made its links); the BuildReport, or None when it was current. The LLM loads only when
     GRAPH_EXTRACTOR or GRAPH_REPORTS asks for it."""
-    from app.graphrag import index
 
     if not index.needs_build(engine, settings):
         return None
     llm = None
     if "llm" in (settings.graph.extractor, settings.graph.reports):
-        from app.llm import get_llm
-
         llm = get_llm(settings)
     return index.build(engine, settings, embeddings, llm=llm)
 
@@ -368,7 +366,6 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
 def write_document(engine: Any, settings: Settings, key: str, source: SourceFile, run: str, chunks: int) -> None:
     """Switch ``source``'s document over to the ``chunks`` chunks ``run`` staged (and their entity
     links), in one transaction (the caller holds the writer lock)."""
-    from app import storage
 
     storage.switch_document(
         engine,

@@ -11,7 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app import storage
 from app.config import Settings
+from app.embeddings import get_embeddings
 from app.ingestion.datadir import SourceFile
 from app.ingestion.staging import FATAL_ERRORS, StagedFile, describe_failure, stage_file
 
@@ -168,8 +170,6 @@ def _submit(pool: Any, queue: Any, running: dict, workers: int, args: tuple, bar
 def _stage_in_worker(source: SourceFile, settings: Settings, key: str, run: str) -> StagedFile | str:
     """Worker process: :func:`_stage_safely` with its own embedding model and connection (loaded once
     per worker)."""
-    from app import storage
-    from app.embeddings import get_embeddings
 
     return _stage_safely(source, get_embeddings(settings), settings, storage.get_engine(settings), key, run)
 
@@ -257,7 +257,6 @@ class Progress:
         """Show what worker processes staged so far of ``doc_ids`` (read from the staging table)."""
         if self.bar is None or not doc_ids:
             return
-        from app import storage
 
         staged = storage.staged_progress(engine, collection_name, run)
         for doc_id in doc_ids:

@@ -28,6 +28,7 @@ from app.config import Settings
 from app.errors import RagError
 from app.serving.access import Token, guard, host_port, is_loopback, server_hosts
 from app.serving.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
+from app.storage import database_error
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,6 @@ INSTRUCTIONS = (
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking service call in a worker thread; a user-fixable error becomes a tool error."""
-    from app.storage import database_error
 
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args))

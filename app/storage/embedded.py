@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from app.errors import DatabaseUnavailableError
+from app.storage import provision
 from app.storage.pg_process import (
     Runner,
     bin_dir,
@@ -197,8 +198,6 @@ def _secure_old_cluster(pgdata: Path, sockets: Path, who: Runner) -> None:
     if not any(line.split() and not line.lstrip().startswith("#") and line.split()[-1] == "trust" for line in lines):
         return
     import psycopg
-
-    from app.storage import provision
 
     password = secrets.token_urlsafe(24)
     with psycopg.connect(host=str(sockets), port=PORT, user=SUPERUSER, dbname="postgres", autocommit=True) as conn:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from app.config import Settings, get_connection_string, get_db_config, get_settings
 from app.errors import DatabaseUnavailableError
+from app.models.resources import cached
+from app.storage import embedded as embedded_pg
 from app.storage import provision
 
 if TYPE_CHECKING:
@@ -49,7 +51,6 @@ def resolve_connection_string(settings: Settings) -> str:
     """Return the SQLAlchemy URL: the embedded server's (starting it if needed) or DB_HOST's."""
     if not settings.db.embedded:
         return get_connection_string(settings)
-    from app.storage import embedded as embedded_pg
 
     embedded_pg.ensure_running(settings.db.pgdata_dir)
     pgdata = settings.db.pgdata_dir
@@ -136,7 +137,6 @@ def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
 def get_engine(settings: Settings | None = None) -> Engine:
     """Return the SQLAlchemy engine for these settings (one per database target, created on first use);
     DatabaseUnavailableError if unreachable."""
-    from app.models.resources import cached
 
     s = settings or get_settings()
     key = (

@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from app.llm import generate
 from app.reranker import SCORE_KEY as RERANK_SCORE
 from app.workflow.checks.citations import (
     CitationFilter,
@@ -157,7 +158,6 @@ def call_llm(
     citations and a prompt echo are never shown. ``llm``: the model to ask (default
     ``ctx.llm``; the evidence style passes a copy under a grammar).
     """
-    from app.llm import generate
 
     shown, first = CitationFilter(n_contexts), []
 

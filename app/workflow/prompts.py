@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.config import PROMPT_STYLES
-from app.text.keywords import sentences
+from app.text.keywords import query_tokens, sentences, tokenize
 
 ABSTAIN_ANSWER = "資料に記載がありません"
 
@@ -44,7 +44,6 @@ def focus_context(text: str, query: str, max_chars: int) -> str:
     """
     if max_chars <= 0 or len(text) <= max_chars:
         return text
-    from app.text.keywords import query_tokens, tokenize
 
     parts = sentences(text)
     wanted = set(query_tokens(query))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.text.keywords import query_tokens, tokenize
 from app.workflow.checks.citations import _CITATION
 
 
@@ -16,7 +17,6 @@ def question_coverage(query: str, contexts: Sequence[str]) -> float:
     which is why the threshold that uses it is set low (README, "Abstention").
     1.0 for a question without tokens.
     """
-    from app.text.keywords import query_tokens, tokenize
 
     wanted = set(query_tokens(query))
     if not wanted:
@@ -32,7 +32,6 @@ def best_matching_context(answer: str, contexts: Sequence[str], min_share: float
     Used when the model cites nothing: small models often copy the sentence
     they answer from, and this finds where it came from.
     """
-    from app.text.keywords import tokenize
 
     tokens = set(tokenize(_CITATION.sub(" ", answer or "")))
     if not tokens or not contexts:

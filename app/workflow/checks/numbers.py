@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from app.text.normalize import contains, is_stated, mentions, numbers
 from app.workflow.checks.citations import _CITATION
 
 
@@ -25,7 +26,6 @@ def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -
     different date is not (``2027年6月31日``), nor a number inside another (``12``
     in ``2012``).
     """
-    from app.text.normalize import is_stated, mentions, numbers
 
     stated = numbers(query).union(*(numbers(c) for c in contexts))
     unsupported: list[str] = []
@@ -48,7 +48,6 @@ def absent_values(query: str, texts: Sequence[str]) -> list[str]:
     Single digits are left out (``3文字のコード``, ``2つ``: counts the question asks for, not values
     it names).
     """
-    from app.text.normalize import contains, is_stated, mentions, numbers
 
     body = unicodedata.normalize("NFKC", query or "")
     stated = set().union(*(numbers(t) for t in texts)) if texts else set()

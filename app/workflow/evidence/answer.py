@@ -11,6 +11,7 @@ model cite, so the number is not evidence (:func:`refusal_cited`).
 
 from __future__ import annotations
 
+from app.workflow.checks.citations import says_not_in_documents, without_citations
 from app.workflow.prompts import ABSTAIN_ANSWER
 
 # What the answer may hold: one line, no brackets (the one citation ends it).
@@ -40,7 +41,6 @@ def with_grammar(llm: object, n_passages: int) -> object:
 def refusal_cited(answer: str) -> str:
     """``answer`` without its citations when, apart from them, it says the documents do not hold the
     answer (``資料に記載がありません。[1]`` → ``資料に記載がありません。``); otherwise ``answer`` as it is."""
-    from app.workflow.checks.citations import says_not_in_documents, without_citations
 
     text = without_citations(answer)
     return text if says_not_in_documents(text) else answer
