@@ -207,7 +207,8 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     on three sample questions with their contexts (different prompts: no prompt-cache flattery)."""
     from app import llm as app_llm
     from app.ingest import load_pdfs
-    from app.models.locate import resolve_llm_path, resources
+    from app.models import resources
+    from app.models.locate import resolve_llm_path
     from app.workflow.prompts import build_prompt
 
     path = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)

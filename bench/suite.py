@@ -163,6 +163,7 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     ]
     hybrid_each = []
     for v, q in zip(qvecs, qtexts):
+
         def both(v=v, q=q):
             """The two searches, then the fusion (as RagStore.search runs them, one after the other here)."""
             by_vector = [d for d, _ in store.similarity_search_with_score_by_vector(v, k=10)]
@@ -245,7 +246,8 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     from app import llm as app_llm
     from app.graph import build_prompt
     from app.ingest import load_pdfs
-    from app.models.locate import resolve_llm_path, resources
+    from app.models import resources
+    from app.models.locate import resolve_llm_path
 
     path = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)
     contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")][:3]

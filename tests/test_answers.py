@@ -1,4 +1,4 @@
-"""Prompts, citations and abstention (app.workflow.answers): exact values."""
+"""Prompts, citations and abstention (app.workflow.prompts, app.workflow.checks): exact values."""
 
 import pytest
 

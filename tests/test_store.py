@@ -151,8 +151,8 @@ class _BrokenVectorStore:
 def _store_with_broken_vectors(monkeypatch):
     from langchain_core.documents import Document
 
-    from app.config import Settings
     from app import store as store_module
+    from app.config import Settings
     from app.store import RagStore
 
     store = RagStore(Settings(), embeddings=object(), engine=object())

@@ -1,8 +1,11 @@
 """The command-line layer: every command's argument parsing, printing and exit codes.
 
-``python -m app.<module>`` runs ``app.cli.<command>`` (each library module ends with a shim that runs it by
-name, so no library module imports this package). This module holds what every command shares: logging
-setup and one-line errors. Library modules raise; only this layer prints and chooses the exit code.
+``python -m app.<module>`` runs ``app.cli.<command>`` (each face ends with a shim that runs it by name, or a
+package has a ``__main__``; the spec's ``ask.main``, ``ingest.main`` and ``evaluate.main`` call it when
+called, and no library module imports this package). One module per command; :mod:`app.cli.output` is what
+``ask`` prints (answer, sources, notes, timings, JSON). This module holds what every command shares:
+logging setup and one-line errors. Library modules raise; only this layer prints and chooses the exit
+code. May import every other package.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ The settings come in groups (:mod:`app.config.groups`, :mod:`app.config.model_gr
 ``.retrieval``, ``.answers``, ``.graph``, ``.servers``, ``.ingest``. A command reads them once
 (:func:`get_settings`) and passes them down; no other module touches ``os.environ``. Every value is
 validated here, and a bad one raises ``ValueError`` naming the variable and the value.
+:mod:`app.config.read` parses values, :mod:`app.config.urls` handles URLs and their secrets.
+
+Imports nothing of the app but :mod:`app.models.sets` and :mod:`app.models.profiles` (pure tables).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ OCR_LANGS_DEFAULT = "jpn+jpn_vert+eng"
 SEARCH_MODES = ("hybrid", "vector", "keyword")
 GRAPH_EXTRACTORS = ("fast", "llm", "off")  # fast: a morphological analyzer, no LLM; llm: JSON from the LLM
 GRAPH_REPORT_KINDS = ("extractive", "llm")
-# app.workflow.answers / app.workflow.evidence: numbered contexts with citations, §4.9's template, or evidence windows
+# app.workflow.prompts / app.workflow.evidence: numbered contexts with citations, §4.9's template, or evidence windows
 # from all SEARCH_K candidates answered as "answer[n]" under a grammar (docs/answers.md)
 PROMPT_STYLES = ("cited", "spec", "evidence")
 # Abstain (資料に記載がありません) without asking the LLM when the best cosine similarity between the

@@ -14,11 +14,17 @@ public functions, so callers write ``from app import storage`` and ``storage.lis
 * :mod:`app.storage.chunks` — documents and their chunk rows, written in one transaction;
 * :mod:`app.storage.staging` — batches of an unfinished ingest and the switch that moves them in;
 * :mod:`app.storage.keywords` — the keyword index, its BM25 statistics and the BM25 query;
-* :mod:`app.storage.graph` — the graph's tables (app.storage.graph_store keeps the graph's Python logic);
-* :mod:`app.storage.bulk` — bulk loading, index rebuilds and sizes (used by ``make bench``).
+* :mod:`app.storage.graph` — the graph's tables and the links written with the chunks;
+* :mod:`app.storage.graph_store` — the graph's reads and its build's writes (entities, relationships,
+  communities, reports);
+* :mod:`app.storage.vectors` — the vector column's size, its HNSW index and nearest-neighbour queries;
+* :mod:`app.storage.bulk` — bulk loading, index rebuilds and sizes (used by ``make bench``);
+* :mod:`app.storage.embedded` / :mod:`app.storage.pg_process` — the private PostgreSQL server (started
+  when no ``DB_HOST`` is set) and the programs that run it.
 
 The spec's face, :mod:`app.db`, holds :func:`~app.db.get_vectorstore` and :func:`~app.db.init_db` on top of it.
-May import :mod:`app.config`, :mod:`app.errors`, :mod:`app.text` and :mod:`app.models.resources`.
+May import :mod:`app.config`, :mod:`app.errors`, :mod:`app.text`, :mod:`app.models.resources` and the
+graph's dataclasses (:mod:`app.graphrag.models`); never ingestion, the workflow, serving or the CLI.
 """
 
 from __future__ import annotations

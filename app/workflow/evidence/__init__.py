@@ -6,6 +6,8 @@
 * :mod:`app.workflow.evidence.answer` asks for ``[n] answer`` under a grammar (the evidence number first, so
   the small model commits to one passage) and reads the reply;
 * :mod:`app.workflow.checks.quote` finds, mechanically, the verbatim sentence the answer was taken from.
+
+May import :mod:`app.text`, :mod:`app.workflow.prompts` and :mod:`app.workflow.checks`.
 """
 
 from app.workflow.checks.quote import MAX_QUOTE_CHARS, MIN_SHARE, Quote, find_quote

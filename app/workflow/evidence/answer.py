@@ -4,7 +4,7 @@ A GBNF grammar (llama.cpp's constrained decoding: LangChain's ``LlamaCpp`` takes
 server reads it from the request body) allows only an answer on one line ended by one citation of a
 passage that exists, or ``資料に記載がありません``: the small model cannot stop without naming its
 passage, cite a passage that is not there, or run on into a second turn. A model without the grammar
-(another server, a test's fake) is read as the cited style reads it (app.workflow.answers). A reply that
+(another server, a test's fake) is read as the cited style reads it (app.workflow.checks.citations). A reply that
 says the documents do not hold the answer is a refusal even with its citation: the grammar made the
 model cite, so the number is not evidence (:func:`refusal_cited`).
 """
