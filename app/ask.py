@@ -60,7 +60,6 @@ def search(
 
 def shared_store(settings: Settings):
     """One RagStore per settings for this process (opened on first use), so repeated searches reuse it."""
-
     return cached("store", settings, lambda: RagStore(settings))
 
 

@@ -124,7 +124,6 @@ class ServerEmbeddings(Embeddings):
 
     def _check(self, vectors: list[list[float]]) -> None:
         """EmbeddingServerError unless the vectors fit the store's ``vector(dim)`` column."""
-
         if vectors and vectors[0] and not isinstance(vectors[0][0], (int, float)):
             raise EmbeddingServerError(
                 f"the embedding server at {self.base_url} returns one vector per token, not one per text; "
@@ -149,7 +148,6 @@ class ServerEmbeddings(Embeddings):
 def get_embeddings(settings: Settings | None = None) -> Embeddings:
     """Return the embedding model for these settings, loading it on first use (local files only),
     or the EMBED_BASE_URL server's client."""
-
     s = settings or get_settings()
     if s.models.embed_base_url:
         key = (
@@ -183,7 +181,6 @@ def _server_embeddings(s: Settings) -> ServerEmbeddings:
 def _load_embeddings(s: Settings) -> Embeddings:
     """The model for ``s``; a model that is on disk but cannot be loaded (a corrupt or partial
     folder or file) is a ModelNotFoundError naming it, not the loader's own exception."""
-
     try:
         return _open_embeddings(s)
     except RagError:

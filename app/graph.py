@@ -56,7 +56,6 @@ def rerank_node(state: RAGState, runtime) -> dict:
 
 def route_node(state: RAGState, runtime) -> dict:
     """Which mode answers: the one asked for, or with ``auto`` the router's choice (app.graphrag.router)."""
-
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
     ready = ctx.graph is not None and ctx.graph.is_ready() if ctx.mode == "auto" else True
@@ -71,7 +70,6 @@ def after_route(state: RAGState) -> str:
 
 def require_graph(ctx: RAGContext, mode: str):
     """The context's GraphSearch; GraphNotReadyError when the run was not given one."""
-
     if ctx.graph is None:
         raise GraphNotReadyError(f"{mode} search needs the graph; build the context with mode={mode!r}")
     return ctx.graph
@@ -81,7 +79,6 @@ def local_node(state: RAGState, runtime) -> dict:
     """Local graph search (seed 001): the question's entities, their relationships, reports and
     chunks within the token budget. The chunks become the citable contexts; the tables go before
     them. No entity: the answer says so, without an LLM call."""
-
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
     result = require_graph(ctx, "local").local(state["query"])
@@ -183,7 +180,6 @@ def build_rag_graph():
 
 def get_graph():
     """Return the compiled graph, built once per process."""
-
     return cached("graph", None, build_rag_graph)
 
 
@@ -206,7 +202,6 @@ def default_context(
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
     (not loaded with ``generate=False``: retrieval and re-ranking only), and for ``local``, ``global`` and
     ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones)."""
-
     s = settings or get_settings()
     mode = validate_mode(mode, s.retrieval.search_mode)
     search_mode = mode if mode in SEARCH_MODES else "hybrid"

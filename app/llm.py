@@ -29,7 +29,6 @@ STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n
 def get_llm(settings: Settings | None = None):
     """Return the LLM for these settings: LlamaCpp, loading the GGUF file on first use, or, with
     LLM_BASE_URL, a ChatOpenAI client of that server."""
-
     s = settings or get_settings()
     if s.llm.base_url:
         key = (
@@ -119,7 +118,6 @@ def model_name(llm: object) -> str:
 
 def server_error(exc: BaseException, llm: object, streaming: bool = False) -> LLMUnavailableError | None:
     """The one-line error for a failure of the LLM server, or None for anything else (app.models.servers)."""
-
     url = getattr(llm, "openai_api_base", None) or "LLM_BASE_URL"
     return _server_error(exc, "LLM", url, "LLM_BASE_URL", LLMUnavailableError, streaming)  # type: ignore[return-value]
 

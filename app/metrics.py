@@ -44,7 +44,6 @@ def found_keywords(answer: str | None, expected_keywords: Sequence[str] | None) 
     digits, thousands separators, ranges and counted kanji numerals in one form, so "2002-07-19" is
     found in "2002年7月19日" and "1,200円" in "1200円"; a keyword number is not found inside a longer
     number: "12" is not in "2012"); blank keywords are never found."""
-
     return [k for k in (expected_keywords or []) if normalize(k) and contains(answer, k)]
 
 

@@ -58,7 +58,6 @@ def rerank_documents(query: str, documents: Sequence[Document], reranker: Any, t
 
 def get_reranker(settings: Settings | None = None) -> CrossEncoderReranker:
     """Return the cross-encoder reranker (top_n = RERANK_TOP_K) for these settings, loading it on first use."""
-
     s = settings or get_settings()
     return cached(
         "reranker", (s.models.reranker_model, str(s.models.dir), s.retrieval.rerank_top_k), lambda: _load_reranker(s)

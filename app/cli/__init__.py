@@ -69,8 +69,6 @@ def run(body: Callable[[], int], debug: bool = False, model_progress: bool = Fal
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        # sqlalchemy loads only when an error needs mapping: `--help` stays instant
-
         mapped = database_error(exc)  # the database went away or filled up mid-command
         if mapped is None:
             raise

@@ -25,8 +25,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-
         store = RagStore(get_settings())
         if args.action == "list":
             documents = store.list_documents()

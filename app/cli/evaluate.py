@@ -39,8 +39,6 @@ def prepare_data_dir(settings: Settings, data_dir: Path | None) -> Settings:
     (the main collection is never touched); without, the settings as they are."""
     if data_dir is None:
         return settings
-    # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-
     own = settings.changed(retrieval={"collection_name": evaluate.collection_for(data_dir)})
     print(
         f"Using collection '{own.retrieval.collection_name}', synced from {data_dir} "

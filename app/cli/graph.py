@@ -29,8 +29,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        # the store, the graph index and the LLM bring sqlalchemy and the model stack: `--help` stays instant
-
         settings = get_settings()
         if settings.graph.extractor == "off":
             raise RagError("GRAPH_EXTRACTOR is off: set it to fast (the default) or llm to build the graph")

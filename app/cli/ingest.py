@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
+        # tqdm loads when a sync runs
         from tqdm.contrib.logging import logging_redirect_tqdm
 
         settings = get_settings()

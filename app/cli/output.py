@@ -51,7 +51,6 @@ def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsuppor
 
 def ensure_ingested(settings: Settings) -> None:
     """RagError if nothing is stored yet (the user has not run ingest); a read: creates nothing."""
-
     engine = get_engine(settings)
     check_schema(engine, settings.retrieval.collection_name)
     if count_chunks(engine, settings.retrieval.collection_name) == 0:

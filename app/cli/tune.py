@@ -38,8 +38,6 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         )
         rag = store
         if rag is None:
-            # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
             rag = RagStore(settings)
@@ -104,7 +102,6 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
 
 def rerank_calibration(settings: Any, candidates: Sequence[Any], questions: Sequence[dict]) -> dict | None:
     """ABSTAIN_MIN_RERANK's calibration when a cross-encoder is installed (RERANKER_MODEL); None without one."""
-
     try:
         reranker = get_reranker(settings)
     except ModelNotFoundError:

@@ -29,8 +29,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        # the store brings sqlalchemy and the embedding model's stack: `--help` stays instant
-
         settings = get_settings()
         data_dir = args.data_dir or settings.ingest.data_dir
         scan(data_dir)  # a missing data dir is an error before anything loads

@@ -147,7 +147,6 @@ def format_table(results: Sequence[dict]) -> str:
 
 def model_names(context: Any, settings: Settings) -> dict:
     """Which models the run used, for the report."""
-
     reranker = "none (retrieval order)" if context.reranker is None else settings.models.reranker_model
     llm = "none (--no-generate)" if context.llm is None else model_name(context.llm)
     return {"embed": settings.models.embed_model, "reranker": reranker, "llm": llm}

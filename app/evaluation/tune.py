@@ -245,7 +245,6 @@ def rerank_scores(
 ) -> list[float]:
     """Each question's best cross-encoder score over the SEARCH_K hybrid candidates the re-ranker
     reads (the signal ABSTAIN_MIN_RERANK is compared with)."""
-
     out = []
     for c, q in zip(candidates, questions):
         fused = fuse(c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights)
@@ -258,7 +257,6 @@ def coverages(candidates: Sequence[Candidates], questions: Sequence[dict], setti
     """Each question's token coverage of the RERANK_TOP_K chunks that hybrid search (current settings)
     gives the LLM without a cross-encoder, each chunk read with its context line as the generate node
     reads it (app.workflow.generate.with_context_line)."""
-
     return [
         question_coverage(
             q["query"],

@@ -19,7 +19,6 @@ def escape(name: str) -> str:
 
 def file_hash(path: Path) -> str:
     """SHA-256 of the file's bytes (read in 1 MiB blocks)."""
-
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

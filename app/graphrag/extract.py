@@ -299,7 +299,6 @@ def fast_extract(text: str, metadata: dict, analyzer: SudachiAnalyzer | None = N
 
 def get_analyzer() -> SudachiAnalyzer:
     """The morphological analyzer, loaded once per process (its dictionary is memory-mapped)."""
-
     return cached("analyzer", "sudachi-core-C", SudachiAnalyzer)
 
 

@@ -376,7 +376,6 @@ def build(
 
 def needs_build(engine: Any, settings: Settings) -> bool:
     """True when the graph is missing, out of date (chunks changed) or made by another extractor."""
-
     collection = storage.collection_id(engine, settings.retrieval.collection_name)
     if collection is None:
         return False

@@ -40,7 +40,6 @@ class LLMReportWriter:
 
     def write(self, report: CommunityReport) -> CommunityReport | None:
         """The LLM's report (same ID, rank and traceability), or None (the extractive one stays)."""
-
         model = with_options(self.llm, ["<|im_end|>", "<|endoftext|>", "</s>"], REPORT_MAX_TOKENS)
         try:
             value = parse_json_object(generate(self.prompt(report), llm=model, system=REPORT_SYSTEM))

@@ -148,7 +148,6 @@ class GraphSearch:
 
     def collection(self):
         """The collection's UUID; GraphNotReadyError when its graph was never built."""
-
         collection = storage.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
             raise GraphNotReadyError(
@@ -261,7 +260,6 @@ class GraphSearch:
     def llm_call(self, max_tokens: int) -> Callable[[str, str, int], str]:
         """``call(system, prompt, attempt)`` on the LLM, with no answer stop sequences and
         ``max_tokens``; each retry ``attempt`` adds RETRY_TEMPERATURE."""
-
         base = with_options(self.llm, ["<|im_end|>", "<|endoftext|>", "</s>"], max_tokens)
 
         def call(system: str, prompt: str, attempt: int) -> str:
@@ -275,7 +273,6 @@ class GraphSearch:
     def map_concurrency(self) -> int:
         """One map call at a time for a llama.cpp model in this process (not re-entrant),
         GRAPH_MAP_CONCURRENCY for a server."""
-
         return self.settings.graph.map_concurrency if is_chat_model(self.llm) else 1
 
     def global_search(self, query: str) -> GlobalSearchResult:
@@ -299,7 +296,6 @@ class GraphSearch:
 
     def counts(self) -> dict[str, Any]:
         """Stored graph counts and state (zeros before the first build)."""
-
         collection = storage.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
             return {}

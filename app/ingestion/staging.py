@@ -128,7 +128,6 @@ def _stage_batch(
 ) -> int:
     """Extract the links of one embedded batch and stage it (the writer thread of :func:`stage_file`);
     returns the batch's size (its chunks, claimed ones included)."""
-
     if todo:
         chunks = [d for _, d in todo]
         storage.stage_chunks(
@@ -185,7 +184,6 @@ def describe_failure(doc_id: str, exc: BaseException) -> str:
     A lost or full database is not one file's fault: DatabaseUnavailableError is
     raised for it instead, so the caller stops the sync.
     """
-
     if isinstance(exc, DataSourceError):
         message, name = str(exc), doc_id.rsplit("/", 1)[-1]
         if message.startswith(doc_id):

@@ -278,7 +278,6 @@ def sync(
     GRAPH_EXTRACTOR not ``off``), the graph is rebuilt at the end when anything changed
     (app.graphrag.index).
     """
-
     failures: list[tuple[str, str]] = []
     if files is None:
         files, failures = scan(data_dir, settings)
@@ -354,7 +353,6 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
     """Rebuild the graph when chunks changed since it was built (or it never was, or another extractor
     made its links); the BuildReport, or None when it was current. The LLM loads only when
     GRAPH_EXTRACTOR or GRAPH_REPORTS asks for it."""
-
     if not index.needs_build(engine, settings):
         return None
     llm = None
@@ -366,7 +364,6 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
 def write_document(engine: Any, settings: Settings, key: str, source: SourceFile, run: str, chunks: int) -> None:
     """Switch ``source``'s document over to the ``chunks`` chunks ``run`` staged (and their entity
     links), in one transaction (the caller holds the writer lock)."""
-
     storage.switch_document(
         engine,
         settings.retrieval.collection_name,

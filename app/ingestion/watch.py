@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 def relevant(change_path: str) -> bool:
     """Only the files a sync reads count (app.ingestion.sync.SUPPORTED; editors' temp files are ignored)."""
-
     return Path(change_path).suffix.lower() in {suffix for suffixes in SUPPORTED.values() for suffix in suffixes}
 
 

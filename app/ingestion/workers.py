@@ -86,7 +86,6 @@ def _stage_in_workers(
     a StagedFile, so no process holds a whole file's vectors. A worker that dies (killed, out of
     memory) fails the files in flight with one line each (their staged batches stay for the next
     sync); a new pool takes the files not started yet, and should it die too, this process does."""
-
     worker_settings = settings.changed(llm={"n_threads": max(1, settings.llm.n_threads // workers)})
     pending = list(work)
     for _ in range(2):
@@ -170,7 +169,6 @@ def _submit(pool: Any, queue: Any, running: dict, workers: int, args: tuple, bar
 def _stage_in_worker(source: SourceFile, settings: Settings, key: str, run: str) -> StagedFile | str:
     """Worker process: :func:`_stage_safely` with its own embedding model and connection (loaded once
     per worker)."""
-
     return _stage_safely(source, get_embeddings(settings), settings, storage.get_engine(settings), key, run)
 
 

@@ -41,7 +41,6 @@ INSTRUCTIONS = (
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking service call in a worker thread; a user-fixable error becomes a tool error."""
-
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args))
     except (RagError, ValueError) as exc:

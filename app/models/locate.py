@@ -185,7 +185,6 @@ def hub_model_set(settings, cores: int | None = None) -> ModelSet:
     """What ``make models`` fetches from the Hub: MODEL_SET's models (app.models.sets) for a machine of
     ``cores`` cores (default: this one's), with EMBED_MODEL / RERANKER_MODEL in place of the set's
     when they are set."""
-
     m = settings.models
     if m.model_set == "spec":
         chosen = spec_set(m.embed_model, RERANKER_MODEL_DEFAULT, LLM_REPO, LLM_FILE)

@@ -103,7 +103,6 @@ def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = No
 def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
     """Top ``k`` chunks by BM25 over Japanese-aware tokens (candidates from the GIN index), one per
     source, best first."""
-
     rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH)
     return best_per_source(
         [

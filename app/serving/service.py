@@ -290,7 +290,6 @@ class RagService:
     ) -> str:
         """One short completion by the loaded LLM (the web page's follow-up rewrite), its own stop
         sequences and length, taking its turn with ``ask``."""
-
         llm = with_options(self.context().llm, stop=list(stop), max_tokens=max_tokens)
         with self._llm_lock:
             return generate(prompt, llm, system=system)

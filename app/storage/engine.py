@@ -137,7 +137,6 @@ def database_error(exc: BaseException) -> DatabaseUnavailableError | None:
 def get_engine(settings: Settings | None = None) -> Engine:
     """Return the SQLAlchemy engine for these settings (one per database target, created on first use);
     DatabaseUnavailableError if unreachable."""
-
     s = settings or get_settings()
     key = (
         s.db.host,

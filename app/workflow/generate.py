@@ -158,7 +158,6 @@ def call_llm(
     citations and a prompt echo are never shown. ``llm``: the model to ask (default
     ``ctx.llm``; the evidence style passes a copy under a grammar).
     """
-
     shown, first = CitationFilter(n_contexts), []
 
     def on_token(piece: str) -> None:

@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Sequence
 
 # [1] [12] [1, 2] [1][2] ［１］ 【1】 — half- or full-width brackets and digits.
-_CITATION = re.compile(r"[\[［【]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］】]")
+CITATION = re.compile(r"[\[［【]\s*([0-9０-９]+(?:\s*[,，、]\s*[0-9０-９]+)*)\s*[\]］】]")
 
 
 # The model's own ways of saying the documents do not hold the answer.
@@ -27,7 +27,7 @@ def _numbers(group: str) -> list[int]:
 def cited_numbers(answer: str, n_contexts: int) -> list[int]:
     """The context numbers (1..n_contexts) cited in ``answer``, in order of first citation, no repeats."""
     seen: dict[int, None] = {}
-    for match in _CITATION.finditer(answer or ""):
+    for match in CITATION.finditer(answer or ""):
         for n in _numbers(match.group(1)):
             if 1 <= n <= n_contexts:
                 seen.setdefault(n, None)
@@ -36,7 +36,7 @@ def cited_numbers(answer: str, n_contexts: int) -> list[int]:
 
 def without_citations(answer: str) -> str:
     """``answer`` with every citation removed (what the model actually said)."""
-    return _CITATION.sub("", answer or "").strip()
+    return CITATION.sub("", answer or "").strip()
 
 
 def clean_citations(answer: str, n_contexts: int) -> str:
@@ -46,7 +46,7 @@ def clean_citations(answer: str, n_contexts: int) -> str:
         valid = [n for n in _numbers(match.group(1)) if 1 <= n <= n_contexts]
         return "".join(f"[{n}]" for n in dict.fromkeys(valid))
 
-    cleaned = _CITATION.sub(fix, answer or "")
+    cleaned = CITATION.sub(fix, answer or "")
     return re.sub(r"[ \t]+([。．、,.])", r"\1", cleaned).strip()
 
 
@@ -106,7 +106,7 @@ class CitationFilter:
                 break
             out.append(text[:start])
             rest = text[start:]
-            match = _CITATION.match(rest)
+            match = CITATION.match(rest)
             if match:
                 out.append(clean_citations(match.group(0), self.n_contexts))
                 text = rest[match.end() :]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.text.keywords import query_tokens, tokenize
-from app.workflow.checks.citations import _CITATION
+from app.workflow.checks.citations import CITATION
 
 
 def question_coverage(query: str, contexts: Sequence[str]) -> float:
@@ -17,7 +17,6 @@ def question_coverage(query: str, contexts: Sequence[str]) -> float:
     which is why the threshold that uses it is set low (README, "Abstention").
     1.0 for a question without tokens.
     """
-
     wanted = set(query_tokens(query))
     if not wanted:
         return 1.0
@@ -32,8 +31,7 @@ def best_matching_context(answer: str, contexts: Sequence[str], min_share: float
     Used when the model cites nothing: small models often copy the sentence
     they answer from, and this finds where it came from.
     """
-
-    tokens = set(tokenize(_CITATION.sub(" ", answer or "")))
+    tokens = set(tokenize(CITATION.sub(" ", answer or "")))
     if not tokens or not contexts:
         return None
     shares = [len(tokens & set(tokenize(c))) / len(tokens) for c in contexts]

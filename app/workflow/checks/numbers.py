@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from app.text.normalize import contains, is_stated, mentions, numbers
-from app.workflow.checks.citations import _CITATION
+from app.workflow.checks.citations import CITATION
 
 
 def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -> list[str]:
@@ -26,10 +26,9 @@ def unsupported_numbers(answer: str, contexts: Sequence[str], query: str = "") -
     different date is not (``2027年6月31日``), nor a number inside another (``12``
     in ``2012``).
     """
-
     stated = numbers(query).union(*(numbers(c) for c in contexts))
     unsupported: list[str] = []
-    for mention in mentions(_CITATION.sub(" ", answer or "")):
+    for mention in mentions(CITATION.sub(" ", answer or "")):
         if not is_stated(mention, stated) and mention.surface not in unsupported:
             unsupported.append(mention.surface)
     return unsupported
@@ -48,7 +47,6 @@ def absent_values(query: str, texts: Sequence[str]) -> list[str]:
     Single digits are left out (``3文字のコード``, ``2つ``: counts the question asks for, not values
     it names).
     """
-
     body = unicodedata.normalize("NFKC", query or "")
     stated = set().union(*(numbers(t) for t in texts)) if texts else set()
     joined = "\n".join(texts)

@@ -54,7 +54,6 @@ def _terms(text: str) -> set[str]:
 
 def _numbers_stated(answer: str, sentence: str, context: str) -> bool:
     """Whether every number of ``answer`` is stated in ``sentence`` (or its whole context)."""
-
     return not unsupported_numbers(answer, [sentence]) or not unsupported_numbers(answer, [context])
 
 
@@ -88,7 +87,6 @@ def find_quote(answer: str, contexts: Sequence[str], query: str = "", cited: Seq
     """The sentence (or two neighbouring sentences, when together they hold more of the answer) of
     ``contexts`` that best supports ``answer`` (see the module docstring), or None. The answer's terms
     that the question already holds are left out of the count when the answer adds any."""
-
     asked = _terms(query)
     wanted = _terms(answer) - asked or _terms(answer)  # what the answer adds to the question
     if not wanted:

@@ -41,6 +41,5 @@ def with_grammar(llm: object, n_passages: int) -> object:
 def refusal_cited(answer: str) -> str:
     """``answer`` without its citations when, apart from them, it says the documents do not hold the
     answer (``資料に記載がありません。[1]`` → ``資料に記載がありません。``); otherwise ``answer`` as it is."""
-
     text = without_citations(answer)
     return text if says_not_in_documents(text) else answer
