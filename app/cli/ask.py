@@ -10,6 +10,7 @@ from typing import Any
 
 from app.cli import output, run
 from app.config import get_settings, validate_mode
+from app.graph import default_context, run_rag
 
 
 def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> int:
@@ -46,7 +47,6 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
 
     def body() -> int:
         # the workflow pulls in LangGraph and the model stack: `--help` and a missing question stay instant
-        from app.graph import default_context, run_rag
 
         settings = get_settings()
         mode = validate_mode(args.mode, settings.retrieval.search_mode)

@@ -16,6 +16,7 @@ from app.cli.output import ensure_ingested
 from app.config import Settings, get_settings, validate_mode
 from app.evaluation import report as evaluate_report
 from app.evaluation import run as evaluate
+from app.graph import default_context
 from app.store import RagStore
 
 
@@ -87,7 +88,6 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         ctx = context
         if ctx is None:
             # the workflow pulls in LangGraph and the model stack: `--help` stays instant
-            from app.graph import default_context
 
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DataSourceError
+from app.graph import get_graph, run_rag
 from app.metrics import (
     coverage,
     exact_match,
@@ -71,7 +72,6 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
 
     A failure is recorded in ``error`` (and scores as a miss), never raised.
     """
-    from app.graph import run_rag
 
     keywords = question.get("expected_keywords") or []
     expected = question.get("expected_source")
@@ -142,7 +142,6 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
 
 def run_evaluation(questions: Sequence[dict], context: Any, progress: bool = False) -> list[dict]:
     """Evaluate every question (with a progress bar on stderr if asked)."""
-    from app.graph import get_graph
 
     graph = get_graph()
     items = questions

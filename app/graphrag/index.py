@@ -35,6 +35,7 @@ from app.graphrag.communities import (
     detect_communities,
     extractive_report,
 )
+from app.graphrag.extract import EXTRACTOR_VERSION, chunk_extractor
 from app.graphrag.models import ChunkGraph, Community, CommunityReport
 from app.graphrag.reports import LLMReportWriter
 from app.storage import graph_store
@@ -87,7 +88,6 @@ def relationship_id(source: str, target: str) -> str:
 
 def extractor_name(settings: Settings) -> str:
     """What built the links: ``fast/<version>`` or ``llm/<model file>``; a change re-extracts."""
-    from app.graphrag.extract import EXTRACTOR_VERSION
 
     if settings.graph.extractor == "llm":
         return f"llm/{settings.llm.server_model}"
@@ -301,7 +301,6 @@ def build(
     """Rebuild the collection's graph from its stored links, in one transaction (the caller holds
     the writer lock). Re-extracts every chunk first when the links come from another extractor or
     ``force_extract``. ``llm`` writes the reports with GRAPH_REPORTS=llm."""
-    from app.graphrag.extract import chunk_extractor
 
     report = BuildReport()
     collection = storage.collection_id(engine, settings.retrieval.collection_name)

@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from app import storage
 from app.config import Settings
 from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
+from app.graphrag.extract import chunk_extractor
 from app.graphrag.index import extractor_name
 from app.ingestion.datadir import SourceFile
 from app.ingestion.reading import iter_chunks
@@ -164,7 +165,6 @@ def extract_graphs(chunks: Sequence[Document], settings: Settings) -> dict | Non
     """Chunk ID -> ChunkGraph (the graph's entity links) with GRAPH_EXTRACTOR; None when it is off."""
     if settings.graph.extractor == "off":
         return None
-    from app.graphrag.extract import chunk_extractor
 
     extract = chunk_extractor(settings)
     return {d.id: extract(d.page_content, d.metadata) for d in chunks}

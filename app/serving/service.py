@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 
 from app.config import SEARCH_MODES, Settings, validate_mode
 from app.errors import StoreNotReadyError
+from app.graph import default_context, run_rag
 from app.llm import generate, with_options
 from app.store import RagStore
 from app.text.keywords import normalize_text, query_tokens
@@ -211,7 +212,6 @@ class RagService:
     def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> RagService:
         """Open the store and load the embedding model now; the LLM and re-ranker load in the
         background (``preload_llm``) or on the first ``ask``."""
-        from app.graph import default_context
 
         store = RagStore(settings)
         try:
@@ -252,7 +252,6 @@ class RagService:
     def ask(self, question: Any, mode: Any = "hybrid", on_token: Callable[[str], None] | None = None) -> AskResult:
         """Answer with the LangGraph workflow: answer, sources (cited first), abstention, timings;
         ``on_token`` gets each generated piece as it comes (the web page streams them)."""
-        from app.graph import run_rag
 
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
         self.store.warm_up()  # StoreNotReadyError (run make ingest) before anything reads a missing table

@@ -133,10 +133,10 @@ CLI_MAINS = {
     "app.ask": "app.cli.ask",
     "app.db": "app.cli.db",
     "app.docs": "app.cli.docs",
-    "app.evaluation.run": "app.cli.evaluate",
+    "app.evaluate": "app.cli.evaluate",
     "app.graphrag": "app.cli.graph",
     "app.ingest": "app.cli.ingest",
-    "app.evaluation.tune": "app.cli.tune",
+    "app.tune": "app.cli.tune",
     "bench": "bench.suite",
 }
 

@@ -146,7 +146,7 @@ def test_the_cross_encoder_score_drives_abstention_and_tune_calibrates_it(settin
     assert answer["abstained"] == "low_rerank" and answer["answer"] == "資料に記載がありません", answer
     assert answer["sources"] and answer["sources"][0].startswith("it_helpdesk.md")  # the closest, still shown
 
-    tuned = run_cli("app.evaluation.tune", "--data-dir", str(ROOT / "data"), env=env)
+    tuned = run_cli("app.tune", "--data-dir", str(ROOT / "data"), env=env)
     assert tuned.returncode == 0, tuned.stderr
     line = next(x for x in tuned.stdout.splitlines() if x.startswith("Abstention: ABSTAIN_MIN_RERANK="))
     assert "the cross-encoder's best score" in line

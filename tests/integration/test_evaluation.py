@@ -14,7 +14,7 @@ def test_evaluate_cli_on_the_sample_corpus(ingested, integration_env, tmp_path):
     qfile = tmp_path / "q.json"
     qfile.write_text(json.dumps(questions, ensure_ascii=False), encoding="utf-8")
     out_json = tmp_path / "report.json"
-    result = run_cli("app.evaluation.run", "--questions", str(qfile), "--json", str(out_json), "--per-question")
+    result = run_cli("app.evaluate", "--questions", str(qfile), "--json", str(out_json), "--per-question")
     assert result.returncode == 0, result.stderr
     report = result.stdout
     assert "=== Evaluation Report ===" in report and "Re-rank=ON (top_k=3)" in report
@@ -29,7 +29,7 @@ def test_evaluate_cli_on_the_sample_corpus(ingested, integration_env, tmp_path):
 def test_evaluate_no_generate_measures_retrieval_without_loading_the_llm(ingested, integration_env):
     from tests.integration.conftest import run_cli
 
-    result = run_cli("app.evaluation.run", "--no-generate", "--no-progress", env={"LLM_MODEL_PATH": "/nowhere.gguf"})
+    result = run_cli("app.evaluate", "--no-generate", "--no-progress", env={"LLM_MODEL_PATH": "/nowhere.gguf"})
     assert result.returncode == 0, result.stderr  # the LLM file does not exist: it was never loaded
     assert (
         "Retrieval@k: " in result.stdout and "Faithfulness, Exact Match, Abstention: - (--no-generate)" in result.stdout

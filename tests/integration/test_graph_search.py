@@ -227,7 +227,7 @@ def test_unknown_mode_is_one_line_listing_the_valid_ones(integration_env):
 
 
 def test_evaluate_overview_questions_in_local_mode_without_the_llm(ingested, integration_env):
-    result = run_cli("app.evaluation.run", "--mode", "local", "--no-generate", "--no-progress")
+    result = run_cli("app.evaluate", "--mode", "local", "--no-generate", "--no-progress")
     assert result.returncode == 0, result.stderr
     assert "Retrieval (graph context): " in result.stdout and "Search: local" in result.stdout
 

@@ -62,7 +62,7 @@ def test_evaluate_reports_abstention_and_generation_speed(qwen_env, tmp_path):
         encoding="utf-8",
     )
     result = run_cli(
-        "app.evaluation.run",
+        "app.evaluate",
         "--questions",
         str(questions),
         "--per-question",
@@ -180,7 +180,7 @@ def test_a_date_written_in_another_form_is_stated_and_scored(qwen_env, tmp_path)
     out = tmp_path / "out.json"
     env = {**qwen_env, "ABSTAIN_MIN_SIMILARITY": "0", "GRAPH_EXTRACTOR": "off"}
     result = run_cli(
-        "app.evaluation.run",
+        "app.evaluate",
         "--no-progress",
         "--data-dir",
         str(tmp_path),
