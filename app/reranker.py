@@ -65,13 +65,14 @@ def get_reranker(settings: Settings | None = None) -> CrossEncoderReranker:
 
 
 def load_reranker(settings: Settings):
-    """The cross-encoder reranker, or None (with one warning) if no model is available locally."""
+    """The cross-encoder reranker, or None if no model is available locally: a warning when RERANKER_MODEL
+    names one that is missing; an info line when it is unset and the installed model set has none (the
+    offline set: ``make models`` already said so, and retrieval order is what the user chose)."""
     try:
         return get_reranker(settings)
     except ModelNotFoundError as exc:
-        log.warning(
-            "reranking is off: %s; keeping retrieval order for the top %d", exc, settings.retrieval.rerank_top_k
-        )
+        say = log.info if settings.models.reranker_model_is_default else log.warning
+        say("reranking is off: %s; keeping retrieval order for the top %d", exc, settings.retrieval.rerank_top_k)
         return None
 
 

@@ -489,6 +489,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="graph section: at most this many local and this many global questions (0: all)",
     )
+    parser.add_argument(
+        "--llm-tokens",
+        type=int,
+        default=64,
+        help="llm-server section: tokens generated per answer, in process and behind the server",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
@@ -566,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def llm_server() -> dict:
             from bench.scale import bench_llm_server
 
-            return bench_llm_server(settings)
+            return bench_llm_server(settings, max_tokens=args.llm_tokens)
 
         section("concurrency", "concurrency", concurrency)
         section("llm-server", "llm_server", llm_server)

@@ -274,9 +274,9 @@ def test_overview_questions_are_scored_by_coverage_and_source_recall(tmp_path, m
             "timings": {"route": 0.0, "global": 1.0},
         }
 
-    import app.graph
+    import app.evaluation.run
 
-    monkeypatch.setattr(app.graph, "run_rag", fake_run)
+    monkeypatch.setattr(app.evaluation.run, "run_rag", fake_run)
     result = evaluate.evaluate_single(question, Context())
     assert result["overview"] and not result["answerable"] and result["mode"] == "global"
     assert result["coverage"] == 0.5 and result["source_recall"] == 0.5

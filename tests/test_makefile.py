@@ -78,3 +78,27 @@ def test_ask_without_a_question_prints_usage(fake_py):
 def test_workers_reach_ingest_as_one_argument(fake_py):
     assert argv(make("ingest", "WORKERS=2", py=fake_py)) == ["-m", "app.ingest", "--workers", "2"]
     assert argv(make("ingest", py=fake_py)) == ["-m", "app.ingest"]
+
+
+def fresh_clone_dry_run(tmp_path: Path, target: str) -> str:
+    """``make -n <target>`` in a copy of the Makefile and the files its stamps read, without a .venv:
+    what a fresh clone's first ``make <target>`` would run."""
+    for name in ("Makefile", "requirements.txt", "requirements-dev.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts")
+    done = subprocess.run(["make", "-n", "-C", str(tmp_path), target], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_first_demo_installs_what_the_app_needs_only(tmp_path):
+    """`make demo` installs requirements.txt; no test tools (requirements-dev.txt) and no browser."""
+    plan = fresh_clone_dry_run(tmp_path, "demo")
+    assert "install.sh .venv/bin/python requirements.txt" in plan
+    assert "requirements-dev.txt" not in plan and "install_browser" not in plan
+
+
+def test_make_test_installs_the_test_tools_and_the_browser_once(tmp_path):
+    plan = fresh_clone_dry_run(tmp_path, "test")
+    assert "install.sh .venv/bin/python requirements-dev.txt" in plan and "install_browser.sh" in plan
+    assert "install.sh .venv/bin/python requirements.txt\n" not in plan  # the development install holds it

@@ -189,7 +189,7 @@ def test_service_search_validates_and_shapes_hits():
 
 
 def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
-    from app import graph
+    from app.serving import service as serving_service
 
     loads = []
 
@@ -220,7 +220,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
 
     modes = []
 
-    monkeypatch.setattr(graph, "run_rag", fake_run)
+    monkeypatch.setattr(serving_service, "run_rag", fake_run)
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=factory)
     threads = [threading.Thread(target=svc.ask, args=("受付時間は？", "vector")) for _ in range(3)]
     for t in threads:
@@ -284,7 +284,7 @@ def test_ask_before_anything_is_ingested_says_so_without_loading_the_llm():
 
 
 def test_a_withdrawn_answer_names_what_no_document_states(monkeypatch):
-    from app import graph
+    from app.serving import service as serving_service
 
     @dataclasses.dataclass
     class Ctx:
@@ -293,7 +293,7 @@ def test_a_withdrawn_answer_names_what_no_document_states(monkeypatch):
         on_token: object = None
 
     state = {"answer": "資料に記載がありません", "sources": ["countries.csv:r33"], "abstained": "unstated"}
-    monkeypatch.setattr(graph, "run_rag", lambda q, ctx: {**state, "unsupported": ["シカゴ"]})
+    monkeypatch.setattr(serving_service, "run_rag", lambda q, ctx: {**state, "unsupported": ["シカゴ"]})
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=Ctx)
     result = svc.ask("ブラジルの首都は？")
     assert (result["abstained"], result["withdrawn"], result["answer"]) == (

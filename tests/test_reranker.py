@@ -142,3 +142,19 @@ def test_get_compression_retriever_reranks_base_results(fake_reranker, mock_vect
     docs = retriever.invoke("受付時間")
     assert [d.metadata["source"] for d in docs][0] == "faq.csv:r2" and len(docs) == 3
     assert all(isinstance(d, Document) for d in docs)
+
+
+def test_load_reranker_warns_only_when_a_named_model_is_missing(tmp_path, clean_env, caplog):
+    """RERANKER_MODEL unset and no cross-encoder installed (the offline set): one info line, no warning
+    before the answer; RERANKER_MODEL naming a missing model: a warning."""
+    from app.config import get_settings
+
+    clean_env.setenv("MODELS_DIR", str(tmp_path))
+    with caplog.at_level("INFO", logger="app.reranker"):
+        assert reranker.load_reranker(get_settings()) is None
+    assert [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records] == [("INFO", "reranking is off")]
+    caplog.clear()
+    clean_env.setenv("RERANKER_MODEL", "acme/missing")
+    with caplog.at_level("INFO", logger="app.reranker"):
+        assert reranker.load_reranker(get_settings()) is None
+    assert [r.levelname for r in caplog.records] == ["WARNING"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from app import storage
 from app.config import Settings
 from app.errors import RagError
-from app.storage import check_schema, count_chunks, get_engine
 
 
 def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, abstained: bool = False) -> str:
@@ -51,9 +51,9 @@ def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsuppor
 
 def ensure_ingested(settings: Settings) -> None:
     """RagError if nothing is stored yet (the user has not run ingest); a read: creates nothing."""
-    engine = get_engine(settings)
-    check_schema(engine, settings.retrieval.collection_name)
-    if count_chunks(engine, settings.retrieval.collection_name) == 0:
+    engine = storage.get_engine(settings)
+    storage.check_schema(engine, settings.retrieval.collection_name)
+    if storage.count_chunks(engine, settings.retrieval.collection_name) == 0:
         raise RagError(f"the collection '{settings.retrieval.collection_name}' is empty; run `make ingest` first")
 
 

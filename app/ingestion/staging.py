@@ -20,7 +20,6 @@ from app.graphrag.extract import chunk_extractor
 from app.graphrag.index import extractor_name
 from app.ingestion.datadir import SourceFile
 from app.ingestion.reading import iter_chunks
-from app.storage import database_error
 from app.text.chunks import embedding_text
 
 log = logging.getLogger(__name__)
@@ -189,7 +188,7 @@ def describe_failure(doc_id: str, exc: BaseException) -> str:
         if message.startswith(doc_id):
             return message
         return doc_id + message[len(name) :] if message.startswith(name + ":") else f"{doc_id}: {message}"
-    fatal = database_error(exc)
+    fatal = storage.database_error(exc)
     if fatal is not None:
         raise fatal from exc
     reason = (str(exc).strip().splitlines() or [""])[0]

@@ -24,11 +24,11 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from app import storage
 from app.config import Settings
 from app.errors import RagError
 from app.serving.access import Token, guard, host_port, is_loopback, server_hosts
 from app.serving.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
-from app.storage import database_error
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     except (RagError, ValueError) as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
-        mapped = database_error(exc)
+        mapped = storage.database_error(exc)
         if mapped is None:
             raise
         raise ToolError(str(mapped)) from exc

@@ -1,5 +1,6 @@
 """make bench, small: every section except generation and e2e runs for real (they are slow), the MCP
-server and concurrency sections at 600 chunks, the LLM server comparison with the test GGUF."""
+server and concurrency sections at 600 chunks, the LLM server comparison with the test GGUF (8 tokens an
+answer: enough for a rate, not a long wait)."""
 
 import json
 
@@ -31,6 +32,8 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
         "sample",
         "--graph-questions",
         "1",
+        "--llm-tokens",
+        "8",
         "--out",
         str(tmp_path),
         env={"GRAPH_MAP_MAX_BATCHES": "1"},
@@ -68,6 +71,6 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert graph["queries"]["global"]["batches"] == 1
     assert "Graph (make graph" in result.stdout
     llm = data["llm_server"]
-    assert llm["in_process"]["tokens_per_s"] > 0 and llm["server"]["tokens_per_s"] > 0
+    assert llm["max_tokens"] == 8 and llm["in_process"]["tokens_per_s"] > 0 and llm["server"]["tokens_per_s"] > 0
     assert [b["requests"] for b in llm["server_concurrent"]] == [1, 2]
     assert "in process vs OpenAI-compatible server" in result.stdout
