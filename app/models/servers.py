@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from app.config import mask_url
+from app.config.urls import mask_url, mask_urls
 from app.errors import RagError
 
 
@@ -22,13 +22,6 @@ def _cause(exc: BaseException) -> str:
         exc = exc.__cause__
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return mask_urls(lines[0]) if lines else type(exc).__name__
-
-
-def mask_urls(text: str) -> str:
-    """``text`` with every http(s) URL in it masked (:func:`app.config.mask_url`)."""
-    import re
-
-    return re.sub(r"https?://[^\s'\"<>]+", lambda m: mask_url(m.group(0)), text)
 
 
 def server_error(
