@@ -197,3 +197,60 @@ def test_turns_serve_in_order_and_tell_each_how_many_are_ahead():
     assert order == ["first", "second", "third"]
     assert told["second"] == [1] and told["third"][0] == 2 and turns.waiting() == 0
     assert told["third"] in ([2], [2, 1])  # 1 too when it woke before the second one was done
+
+
+def stopped_database_error() -> Exception:
+    """The real error of a database that is gone: psycopg connecting over a real socket to a port on
+    this machine where nothing listens (a stopped server), through SQLAlchemy as the store connects."""
+    import socket
+
+    from sqlalchemy import create_engine
+
+    with socket.socket() as probe:  # a free port: bound, then closed, so nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = create_engine(f"postgresql+psycopg://u:pw@127.0.0.1:{port}/rag", connect_args={"connect_timeout": 2})
+    try:
+        engine.connect()
+    except Exception as exc:
+        return exc
+    finally:
+        engine.dispose()
+    raise AssertionError("a connection to a closed port succeeded")
+
+
+class GoneService(FakeService):
+    """Every call reaches a stopped database."""
+
+    def __init__(self):
+        super().__init__(fail=stopped_database_error())
+
+    def list_documents(self):
+        raise self.fail
+
+    def sync(self):
+        raise self.fail
+
+
+def test_a_stopped_database_is_one_line_503_on_every_route_and_no_traceback(caplog):
+    """Issue 40, case 6: /api/documents, /api/source, /files, /api/sync answer 503 with one line, the
+    answer's stream one error event saying the same; the log has one warning line each, no traceback."""
+    service = GoneService()
+    gone = lambda _: (_ for _ in ()).throw(service.fail)  # noqa: E731 (a lookup that reaches the database)
+    client = TestClient(create_app(service, view_source=gone, document_path=gone), client=("127.0.0.1", 50000))
+    with caplog.at_level("WARNING", logger="app.web.app"):
+        answers = [
+            client.get("/api/documents"),
+            client.get("/api/source", params={"id": "faq.csv:r2"}),
+            client.get("/files/pdf/a.pdf"),
+            client.post("/api/sync"),
+        ]
+        streamed = events(client.post("/api/ask", json={"question": "受付時間は？"}).text)
+    for response in answers:
+        assert response.status_code == 503
+        message = response.json()["error"]
+        assert message.startswith("データベースに接続できません: ") and "\n" not in message and "pw" not in message
+    assert streamed[-1] == ("error", {"message": answers[0].json()["error"]})
+    assert all(record.exc_info is None for record in caplog.records) and len(caplog.records) == 5
+    page = client.get("/documents").text
+    assert '$("summary").textContent = body.error' in page  # the page shows the line, not an empty table

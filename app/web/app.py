@@ -32,7 +32,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from app.errors import RagError
+from app import storage
+from app.errors import DatabaseUnavailableError, RagError
 from app.serving.access import is_loopback
 from app.web.followup import standalone
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
@@ -120,11 +121,14 @@ async def answer_events(
             put("done", dict(result))
         except Cancelled:
             log.info("an answer was stopped: the asker closed the connection")
-        except (RagError, ValueError) as exc:
-            put("error", {"message": str(exc)})
         except Exception as exc:  # the page gets one line; the log keeps the type, never the question
-            log.exception("ask failed (%s)", type(exc).__name__)
-            put("error", {"message": f"回答できませんでした（{type(exc).__name__}）"})
+            message = database_message(exc)
+            if message is None and isinstance(exc, (RagError, ValueError)):
+                message = str(exc)
+            if message is None:
+                log.exception("ask failed (%s)", type(exc).__name__)
+                message = f"回答できませんでした（{type(exc).__name__}）"
+            put("error", {"message": message})
 
     loop.run_in_executor(None, work)
     try:
@@ -135,6 +139,32 @@ async def answer_events(
                 break
     finally:  # normally a no-op; on a closed connection, the worker stops at its next token
         gone.set()
+
+
+def database_message(exc: BaseException) -> str | None:
+    """The one line a person reads when the database is gone (stopped, unreachable, full), or None
+    for any other error; logged once as a warning, without a traceback."""
+    gone = storage.database_error(exc)
+    if gone is None:
+        return None
+    log.warning("the database is not available: %s", gone)
+    return f"データベースに接続できません: {gone}"
+
+
+def with_database(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    """``handler`` answering 503 with one line when the database is gone, instead of a 500 and a
+    traceback; the next request tries again (the pool reconnects once the server is back)."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as exc:
+            message = database_message(exc)
+            if message is None:
+                raise
+            return JSONResponse({"error": message}, status_code=503)
+
+    return run
 
 
 def create_app(
@@ -177,6 +207,8 @@ def create_app(
             return JSONResponse({"error": "再同期はサーバーのマシンからだけ実行できます"}, status_code=403)
         try:
             _, report = await asyncio.to_thread(service.sync)
+        except DatabaseUnavailableError:
+            raise  # 503 (with_database)
         except (RagError, ValueError) as exc:
             return JSONResponse({"error": str(exc)}, status_code=500)
         return JSONResponse(sync_result(report))
@@ -199,9 +231,9 @@ def create_app(
             Route("/", page, methods=["GET"]),
             Route("/api/ask", ask, methods=["POST"]),
             Route("/documents", documents_page, methods=["GET"]),
-            Route("/api/documents", documents, methods=["GET"]),
-            Route("/api/sync", resync, methods=["POST"]),
-            Route("/api/source", source, methods=["GET"]),
-            Route("/files/{doc_id:path}", document_file, methods=["GET"]),
+            Route("/api/documents", with_database(documents), methods=["GET"]),
+            Route("/api/sync", with_database(resync), methods=["POST"]),
+            Route("/api/source", with_database(source), methods=["GET"]),
+            Route("/files/{doc_id:path}", with_database(document_file), methods=["GET"]),
         ]
     )

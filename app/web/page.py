@@ -268,7 +268,7 @@ body { font-family: system-ui, "Noto Sans JP", sans-serif; max-width: 60rem; mar
 table { border-collapse: collapse; width: 100%; }
 th, td { border-bottom: 1px solid #dde; padding: .3rem .5rem; text-align: left; }
 td.n { text-align: right; }
-#failures li { color: #8a1c00; }
+#failures li, #summary.error { color: #8a1c00; }
 </style>
 </head>
 <body>
@@ -299,6 +299,11 @@ async function load() {
   const body = await response.json();
   const rows = $("documents");
   rows.textContent = "";
+  $("summary").className = response.ok ? "" : "error";
+  if (!response.ok) {  // the database is gone: say so, not an empty table
+    $("summary").textContent = body.error || "文書の一覧を読めませんでした（HTTP " + response.status + "）";
+    return;
+  }
   for (const doc of body.documents) {
     const row = rows.insertRow();
     row.insertCell().textContent = doc.doc_id;
