@@ -17,7 +17,7 @@ from pathlib import Path
 from app.config import get_settings
 from app.errors import DataSourceError
 from app.ingestion.reading import read_units
-from app.ingestion.sync import size_refusal
+from app.ingestion.scan import size_refusal
 
 log = logging.getLogger(__name__)
 

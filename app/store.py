@@ -32,7 +32,8 @@ from app.embeddings import LazyEmbeddings, embedding_size
 from app.errors import DataSourceError, StoreNotReadyError, WriterBusyError, one_line
 from app.graphrag.search import GraphSearch, graph_documents
 from app.ingestion.documents import write_api_document
-from app.ingestion.sync import resolve_file, scan, sync, update_graph
+from app.ingestion.scan import resolve_file, scan
+from app.ingestion.sync import sync, update_graph
 from app.retrieval.search import SearchRetriever, hybrid_search, keyword_search, vector_search
 
 log = logging.getLogger(__name__)

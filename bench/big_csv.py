@@ -160,7 +160,7 @@ def main(argv=None) -> int:
 
     from app.config import get_settings
     from app.embeddings import get_embeddings
-    from app.ingestion.sync import resolve_file
+    from app.ingestion.scan import resolve_file
 
     settings = get_settings().changed(retrieval={"collection_name": f"bench_big_{uuid.uuid4().hex[:8]}"})
     embeddings = get_embeddings(settings)

@@ -42,7 +42,7 @@ def sample_chunks() -> list[str]:
     else the sample corpus (short FAQ rows)."""
     from app.config import Settings
     from app.ingestion.reading import chunk_file
-    from app.ingestion.sync import scan
+    from app.ingestion.scan import scan
     from app.text.chunks import embedding_text
 
     settings = Settings()

@@ -75,7 +75,7 @@ def bench_ingest(settings: Settings, engine, embeddings, files: int, rows: int) 
     import numpy as np
 
     from app.ingestion.reading import chunk_file
-    from app.ingestion.sync import scan
+    from app.ingestion.scan import scan
     from app.store import RagStore
     from app.text.chunks import embedding_text
 

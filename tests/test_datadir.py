@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.ingestion import sync
+from app.ingestion import scan, sync
 from app.ingestion.datadir import escape, is_system_path, link_refusal, walk_data_dir
 
 FOLDERS = {"pdf": (".pdf",), "csv": (".csv",), "docs": (".md", ".txt")}
@@ -98,14 +98,14 @@ def test_walk_takes_links_inside_the_data_dir(data):
 def test_scan_keeps_broken_links_but_not_refused_ones(data):
     (data / "csv" / "gone.csv").symlink_to(data / "csv" / "missing.csv")
     (data / "docs" / "env.txt").symlink_to("/proc/self/environ")
-    files, failures = sync.scan(data)
+    files, failures = scan.scan(data)
     assert [f.doc_id for f in files] == ["csv/faq.csv", "docs/guide.md"]
     assert [doc_id for doc_id, _ in failures] == ["csv/gone.csv", None]  # None: a stored copy is removed
 
 
 def test_plan_removes_a_stored_document_the_policy_now_refuses(data):
     (data / "docs" / "env.txt").symlink_to("/proc/self/environ")
-    files, failures = sync.scan(data)
+    files, failures = scan.scan(data)
     stored = [{"doc_id": "docs/env.txt", "content_hash": "x", "settings_hash": "s", "origin": "data_dir"}]
     plan = sync.plan_sync(files, stored, "s", keep=[doc_id for doc_id, _ in failures if doc_id])
     assert [d["doc_id"] for d in plan.removed] == ["docs/env.txt"]
@@ -114,7 +114,7 @@ def test_plan_removes_a_stored_document_the_policy_now_refuses(data):
 def test_resolve_file_applies_the_link_policy(data):
     (data / "docs" / "env.txt").symlink_to("/proc/self/environ")
     with pytest.raises(sync.DataSourceError, match="system files are never read"):
-        sync.resolve_file(data / "docs" / "env.txt", data)
+        scan.resolve_file(data / "docs" / "env.txt", data)
     assert link_refusal(data / "docs" / "guide.md", data) is None
 
 
@@ -132,11 +132,41 @@ def test_escape_shows_control_characters(name, shown):
     assert escape(name) == shown
 
 
-def test_scan_escapes_hostile_file_names(data):
+def test_scan_refuses_names_with_control_characters_in_one_escaped_line(data):
     (data / "csv" / "evil\x1b[2J\nname.csv").write_text("a\n1\n", encoding="utf-8")
-    files, _ = sync.scan(data)
-    assert [f.doc_id for f in files] == ["csv/evil\\x1b[2J\\nname.csv", "csv/faq.csv", "docs/guide.md"]
-    assert files[0].name == "evil\\x1b[2J\\nname.csv"
+    files, failures = scan.scan(data)
+    assert [f.doc_id for f in files] == ["csv/faq.csv", "docs/guide.md"]
+    assert failures == [
+        (None, "csv/evil\\x1b[2J\\nname.csv: a file name with a control character is not read; rename the file")
+    ]
+
+
+def test_two_names_that_escaping_made_one_are_two_ids_or_a_refusal(data):
+    """Issue 40, case 4: a name with a real newline and one with a written backslash-n were both
+    ``docs/line\\nbreak.md`` (one file never searchable, the other re-embedded every sync). Now the
+    first is refused with one line, the second stored under its exact name; ``..%2f`` names are read."""
+    (data / "docs" / "line\nbreak.md").write_text("# 改行\n\n本文A", encoding="utf-8")
+    (data / "docs" / "line\\nbreak.md").write_text("# 文字\n\n本文B", encoding="utf-8")
+    (data / "docs" / "..%2f..%2fetc.md").write_text("# 名前\n\n本文C", encoding="utf-8")
+    (data / "docs" / ".hidden.md").write_text("# 隠し\n", encoding="utf-8")
+    files, failures = scan.scan(data)
+    ids = [f.doc_id for f in files]
+    assert ids == ["csv/faq.csv", "docs/..%2f..%2fetc.md", "docs/guide.md", "docs/line\\nbreak.md"]
+    assert len(set(ids)) == len(ids) == len(files)
+    assert [f.name for f in files][-1] == "line\\nbreak.md"
+    assert failures == [
+        (None, "docs/line\\nbreak.md: a file name with a control character is not read; rename the file")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "hidden"),
+    [(".DS_Store", True), (".~lock.x.docx#", True), ("..%2f..%2fetc.md", False), ("..md", False), ("a.md", False)],
+)
+def test_only_real_dot_files_are_hidden(name, hidden):
+    from app.ingestion.datadir import is_hidden
+
+    assert is_hidden(name) is hidden
 
 
 @pytest.mark.parametrize(
@@ -158,7 +188,7 @@ def test_is_system_path(path, expected):
 def test_scan_refuses_files_over_the_size_limit(data):
     big = data / "csv" / "big.csv"
     big.write_bytes(b"a\n" + b"1\n" * (600 * 1024))  # 1.2 MB
-    files, failures = sync.scan(data, Settings().changed(ingest={"max_csv_mb": 1}))
+    files, failures = scan.scan(data, Settings().changed(ingest={"max_csv_mb": 1}))
     assert [f.doc_id for f in files] == ["csv/faq.csv", "docs/guide.md"]
     assert failures == [
         ("csv/big.csv", "csv/big.csv: 1 MB, larger than MAX_CSV_MB=1; skipped (raise MAX_CSV_MB to read it)")

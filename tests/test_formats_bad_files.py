@@ -119,7 +119,7 @@ def test_check_office_zip_passes_a_good_file(tmp_path):
 def test_size_limit_per_format(tmp_path, name, variable):
 
     from app.config import Settings
-    from app.ingestion.sync import size_refusal
+    from app.ingestion.scan import size_refusal
 
     path = tmp_path / name
     path.write_bytes(b"\0" * (2 * 1024 * 1024))

@@ -6,7 +6,7 @@ import pytest
 
 from app.config import Settings
 from app.errors import DataSourceError
-from app.ingestion import reading, staging, sync
+from app.ingestion import reading, scan, staging, sync
 from app.ingestion.sync import SourceFile, SyncReport, plan_sync
 from app.text.chunks import chunk_id, text_hash
 from tests.test_ingest import FAQ, make_pdf
@@ -87,7 +87,7 @@ def data_dir(tmp_path):
 
 
 def test_scan_finds_supported_files_with_relative_ids(data_dir):
-    files, failures = sync.scan(data_dir)
+    files, failures = scan.scan(data_dir)
     assert [f.doc_id for f in files] == ["pdf/guide.pdf", "csv/faq.csv"] and failures == []
     assert files[1].name == "faq.csv" and len(files[1].content_hash) == 64
 
@@ -99,16 +99,16 @@ def test_scan_finds_markdown_and_text_under_docs_recursively(data_dir):
     (data_dir / "docs" / "team" / ".drafts" / "wip.md").write_text("text", encoding="utf-8")
     (data_dir / "docs" / ".hidden.md").write_text("text", encoding="utf-8")
     (data_dir / "docs" / "image.png").write_bytes(b"png")
-    files, _ = sync.scan(data_dir)
+    files, _ = scan.scan(data_dir)
     assert [f.doc_id for f in files] == ["pdf/guide.pdf", "csv/faq.csv", "docs/guide.md", "docs/team/memo.TXT"]
-    assert sync.resolve_file(data_dir / "docs" / "team" / "memo.TXT", data_dir).doc_id == "docs/team/memo.TXT"
+    assert scan.resolve_file(data_dir / "docs" / "team" / "memo.TXT", data_dir).doc_id == "docs/team/memo.TXT"
 
 
 def test_resolve_file_rejects_nested_csv(data_dir):
     (data_dir / "csv" / "sub").mkdir()
     (data_dir / "csv" / "sub" / "x.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     with pytest.raises(DataSourceError, match="only pdf"):
-        sync.resolve_file(data_dir / "csv" / "sub" / "x.csv", data_dir)
+        scan.resolve_file(data_dir / "csv" / "sub" / "x.csv", data_dir)
 
 
 def test_chunk_file_markdown_sections_carry_title_and_context(data_dir):
@@ -117,7 +117,7 @@ def test_chunk_file_markdown_sections_carry_title_and_context(data_dir):
     path = data_dir / "docs" / "guide.md"
     path.parent.mkdir()
     path.write_text("# 導入\n\n## VPN接続\n\nミナトVPNに接続します。\n", encoding="utf-8")
-    chunks = reading.chunk_file(sync.resolve_file(path, data_dir), Settings())
+    chunks = reading.chunk_file(scan.resolve_file(path, data_dir), Settings())
     assert [(c.page_content, c.metadata["source"], c.metadata["title"], c.metadata["context"]) for c in chunks] == [
         ("ミナトVPNに接続します。", "guide.md#vpn接続", "導入 > VPN接続", "guide — 導入 > VPN接続")
     ]
@@ -126,15 +126,15 @@ def test_chunk_file_markdown_sections_carry_title_and_context(data_dir):
 
 def test_scan_missing_dir(tmp_path):
     with pytest.raises(DataSourceError, match="data directory not found"):
-        sync.scan(tmp_path / "none")
+        scan.scan(tmp_path / "none")
 
 
 def test_file_hash_changes_with_content(tmp_path):
     p = tmp_path / "x.csv"
     p.write_text("a")
-    first = sync.file_hash(p)
+    first = scan.file_hash(p)
     p.write_text("b")
-    assert sync.file_hash(p) != first
+    assert scan.file_hash(p) != first
 
 
 @pytest.mark.parametrize(
@@ -149,18 +149,18 @@ def test_file_hash_changes_with_content(tmp_path):
 )
 def test_resolve_file_errors(data_dir, rel, message):
     with pytest.raises(DataSourceError, match=message):
-        sync.resolve_file(data_dir / rel, data_dir)
+        scan.resolve_file(data_dir / rel, data_dir)
 
 
 def test_resolve_file_outside_data_dir(data_dir, tmp_path_factory):
     other = tmp_path_factory.mktemp("o") / "a.csv"
     other.write_text(FAQ, encoding="utf-8")
     with pytest.raises(DataSourceError, match="is not under the data directory"):
-        sync.resolve_file(other, data_dir)
+        scan.resolve_file(other, data_dir)
 
 
 def test_chunk_file_csv_metadata(data_dir):
-    src = sync.resolve_file(data_dir / "csv" / "faq.csv", data_dir)
+    src = scan.resolve_file(data_dir / "csv" / "faq.csv", data_dir)
     chunks = reading.chunk_file(src, Settings())
     assert [c.metadata["source"] for c in chunks] == ["faq.csv:r1", "faq.csv:r2"]
     meta = chunks[0].metadata
@@ -177,7 +177,7 @@ def test_chunk_file_csv_metadata(data_dir):
 
 
 def test_chunk_file_pdf_pages(data_dir):
-    src = sync.resolve_file(data_dir / "pdf" / "guide.pdf", data_dir)
+    src = scan.resolve_file(data_dir / "pdf" / "guide.pdf", data_dir)
     chunks = reading.chunk_file(src, Settings())
     assert [(c.metadata["source"], c.page_content) for c in chunks] == [
         ("guide.pdf:p1", "会社概要\n当社は東京にあります。")
@@ -192,7 +192,7 @@ def test_chunk_file_pdf_sections_number_chunks_per_page_and_carry_heading_paths(
         data_dir / "pdf" / "rules.pdf",
         [[(16, "第1章 総則"), (10, "この規則は全社員に適用します。"), (13, "1.1 目的"), (10, "秩序を保つためです。")]],
     )
-    chunks = reading.chunk_file(sync.resolve_file(data_dir / "pdf" / "rules.pdf", data_dir), Settings())
+    chunks = reading.chunk_file(scan.resolve_file(data_dir / "pdf" / "rules.pdf", data_dir), Settings())
     assert [
         (c.metadata["source"], c.metadata["chunk_index"], c.metadata["context"], c.page_content) for c in chunks
     ] == [
@@ -205,7 +205,7 @@ def test_chunk_file_pdf_sections_number_chunks_per_page_and_carry_heading_paths(
 def test_chunk_file_empty_csv_is_an_error(data_dir):
     (data_dir / "csv" / "empty.csv").write_text("質問,回答\n", encoding="utf-8")
     with pytest.raises(DataSourceError, match="empty.csv: empty CSV"):
-        reading.chunk_file(sync.resolve_file(data_dir / "csv" / "empty.csv", data_dir), Settings())
+        reading.chunk_file(scan.resolve_file(data_dir / "csv" / "empty.csv", data_dir), Settings())
 
 
 class CountingEmbeddings:

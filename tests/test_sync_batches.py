@@ -13,7 +13,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from app.config import Settings
-from app.ingestion import reading, sync
+from app.ingestion import reading, scan, sync
 from app.ingestion.staging import generation, stage_file
 from app.text.chunks import chunk_id
 
@@ -95,7 +95,7 @@ def big_csv(tmp_path):
     rows[7] = "7," + "".join(f"説明{i}の文。" for i in range(60))  # every chunk's text differs: none is reused
     path = tmp_path / "csv" / "rules.csv"
     path.write_text("番号,内容\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    return sync.resolve_file(path, tmp_path)
+    return scan.resolve_file(path, tmp_path)
 
 
 SETTINGS = Settings().changed(ingest={"batch_chunks": 4, "chunk_size": 120}, graph={"extractor": "off"})

@@ -10,7 +10,7 @@ from pathlib import Path
 from app.cli import run
 from app.config import get_settings
 from app.ingestion import watch
-from app.ingestion.sync import scan
+from app.ingestion.scan import scan
 from app.store import RagStore
 
 

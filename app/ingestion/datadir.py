@@ -64,6 +64,12 @@ def resolve_link(path: Path) -> Path | str:
         return f"cannot resolve ({exc.__class__.__name__}: {exc.strerror or exc})"
 
 
+def is_hidden(name: str) -> bool:
+    """A dot-file (``.DS_Store``, ``.~lock.x.docx#``): never read. A name that starts with ``..`` and
+    goes on (``..%2f..%2fetc.md``) is an ordinary name, read as any other."""
+    return name.startswith(".") and not name.startswith("..")
+
+
 class Walker:
     """Walks the data dir's folders under the link policy (one walker per scan)."""
 
@@ -98,7 +104,7 @@ class Walker:
             self.skip(directory, f"cannot list ({exc.__class__.__name__}: {exc.strerror or exc})", keep=True)
             return
         for path in entries:
-            if path.name.startswith("."):
+            if is_hidden(path.name):
                 continue
             self._visit(path, suffixes, recursive)
 

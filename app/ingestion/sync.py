@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app import formats, storage
+from app import storage
 from app.config import Settings
 from app.errors import DataSourceError
-from app.formats.limits import escape, file_hash
 from app.graphrag import index
-from app.ingestion.datadir import SourceFile, link_refusal, walk_data_dir
+from app.ingestion.datadir import SourceFile
+from app.ingestion.scan import scan
 from app.ingestion.staging import (
     FATAL_ERRORS,
     StagedFile,
@@ -54,18 +54,15 @@ from app.llm import get_llm
 
 log = logging.getLogger(__name__)
 
+
 # A sync that writes at least this many chunks analyzes the BM25 statistics tables at its end (a
 # one-file sync stays fast; autovacuum handles small changes within a minute).
 ANALYZE_AFTER_CHUNKS = 1000
-CHUNKER_VERSION = "4"  # bump when chunking changes, so every document is re-chunked once
 # (2: chunk context; 3: PDF pages cut at headings found by font size, heading paths; 4: PDF pages
 # without a text layer OCR'd)
-# folder -> file suffixes; docs/ is searched recursively (Dialogoi's **/*.md and **/*.txt). Scans
-# (images) go with the PDFs, workbooks with the CSVs; docs/ takes every document format but images
-# (a Markdown tree's screenshots are not documents to OCR).
-SUPPORTED = formats.folder_suffixes()  # folder → the suffixes a sync reads there (the format registry's)
-RECURSIVE = formats.RECURSIVE_FOLDERS
-SUPPORTED_TEXT = formats.supported_text()
+CHUNKER_VERSION = "4"  # bump when chunking changes, so every document is re-chunked once
+
+
 ORIGIN_DATA_DIR = "data_dir"  # documents a sync of the data dir manages
 
 
@@ -128,95 +125,6 @@ def settings_hash(settings: Settings) -> str:
         f"|{settings.ingest.ocr_langs}|{settings.ingest.ocr_dpi}"
     )
     return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def doc_id_for(path: Path, data_dir: Path) -> str:
-    """A document's ID: its path relative to the data dir, with forward slashes (control characters
-    escaped, so a hostile name prints as what it is).
-
-    Links are not followed here, so a link inside the data dir keeps its own name
-    even when it points elsewhere.
-    """
-    return escape(path.absolute().relative_to(data_dir.absolute()).as_posix())
-
-
-def scan(data_dir: Path, settings: Settings | None = None) -> tuple[list[SourceFile], list[tuple[str | None, str]]]:
-    """Every supported file under ``data_dir/pdf/*.pdf``, ``data_dir/csv/*.csv`` and ``data_dir/docs/**``,
-    under the link policy of :mod:`app.ingestion.datadir` (FOLLOW_EXTERNAL_LINKS) and the size limits
-    (MAX_PDF_MB, MAX_CSV_MB, MAX_TEXT_MB) of ``settings`` (default: the defaults).
-
-    Returns ``(files, failures)``; a failure is ``(doc_id, reason)`` for a file that exists but cannot
-    be read (no permission, a broken link: its stored version is kept), or ``(None, reason)`` for a
-    path the policy refuses (a link out of the data dir, a loop, a FIFO: never stored). A link to a
-    file that is already listed is skipped, so one file is never stored twice. DataSourceError if
-    ``data_dir`` is not a folder.
-    """
-    if not data_dir.is_dir():
-        raise DataSourceError(f"data directory not found: {data_dir}")
-    settings = settings or Settings()
-    walk = walk_data_dir(data_dir, SUPPORTED, RECURSIVE, settings.ingest.follow_external_links)
-    failures: list[tuple[str | None, str]] = [(p.doc_id if p.keep else None, p.reason) for p in walk.problems]
-    files: list[SourceFile] = []
-    seen: dict[Path, str] = {}
-    for path in sorted(walk.files, key=lambda p: p.is_symlink()):  # stable: pdf/ csv/ docs/, by path
-        doc_id = doc_id_for(path, data_dir)
-        real = path.resolve()
-        if real in seen:
-            log.info("%s is a link to %s: stored once, as %s", doc_id, seen[real], seen[real])
-            continue
-        too_big = size_refusal(doc_id, real, settings)
-        if too_big:
-            failures.append((doc_id, too_big))
-            continue
-        try:
-            digest = file_hash(path)
-        except OSError as exc:
-            failures.append((doc_id, f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})"))
-            continue
-        seen[real] = doc_id
-        files.append(SourceFile(doc_id, path, escape(path.name), digest))
-    return files, failures
-
-
-def size_refusal(doc_id: str, path: Path, settings: Settings) -> str | None:
-    """The one-line reason a file is larger than its format's limit (MAX_PDF_MB …), or None."""
-    name, limit = formats.size_limit(Path(doc_id).suffix, settings)
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return None  # the read that follows says why
-    if size <= limit * 1024 * 1024:
-        return None
-    return f"{doc_id}: {size / 1024 / 1024:.0f} MB, larger than {name}={limit}; skipped (raise {name} to read it)"
-
-
-def resolve_file(path: Path, data_dir: Path, settings: Settings | None = None) -> SourceFile:
-    """One file as a document (it must lie under data_dir/pdf, data_dir/csv or data_dir/docs, and the
-    link policy of :func:`scan` must allow it)."""
-    settings = settings or Settings()
-    refused = link_refusal(path, data_dir, settings.ingest.follow_external_links)
-    if refused:
-        raise DataSourceError(refused)
-    if not path.is_file():
-        raise DataSourceError(f"file not found: {path}")
-    try:
-        doc_id = doc_id_for(path, data_dir)
-    except ValueError:
-        raise DataSourceError(f"{path} is not under the data directory {data_dir}") from None
-    folder = doc_id.split("/", 1)[0]
-    if (
-        folder not in SUPPORTED
-        or path.suffix.lower() not in SUPPORTED[folder]
-        or (folder not in RECURSIVE and doc_id.count("/") > 1)
-    ):
-        raise DataSourceError(f"{doc_id}: only {SUPPORTED_TEXT} are ingested")
-    too_big = size_refusal(doc_id, path, settings)
-    if too_big:
-        raise DataSourceError(too_big)
-    try:
-        return SourceFile(doc_id, path, escape(path.name), file_hash(path))
-    except OSError as exc:
-        raise DataSourceError(f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
 
 
 def plan_sync(

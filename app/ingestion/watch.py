@@ -19,13 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.errors import RagError, one_line
-from app.ingestion.sync import SUPPORTED
+from app.ingestion.scan import SUPPORTED
 
 log = logging.getLogger(__name__)
 
 
 def relevant(change_path: str) -> bool:
-    """Only the files a sync reads count (app.ingestion.sync.SUPPORTED; editors' temp files are ignored)."""
+    """Only the files a sync reads count (app.ingestion.scan.SUPPORTED; editors' temp files are ignored)."""
     return Path(change_path).suffix.lower() in {suffix for suffixes in SUPPORTED.values() for suffix in suffixes}
 
 

@@ -188,7 +188,8 @@ def test_ingest_and_docs_print_hostile_file_names_escaped(integration_env, data)
     assert done.returncode == 0, done.stderr
     listed = run_cli("app.docs", "list", env={**env, "DATA_DIR": str(data)})
     assert "\x1b" not in listed.stdout + done.stdout + done.stderr
-    assert "csv/evil\\x1b[2J\\nname.csv" in listed.stdout
+    assert "csv/evil\\x1b[2J\\nname.csv: a file name with a control character is not read" in done.stderr
+    assert "evil" not in listed.stdout  # refused, never stored
 
 
 # --- case 9: the app logs in as a role that is no superuser and owns only its database ----------------
