@@ -142,3 +142,20 @@ def test_ocr_langs_is_validated(value, message):
     with pytest.raises(ValueError) as caught:
         Settings.from_env({"OCR_LANGS": value})
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("real", "renamed", "message"),
+    [
+        (".docx", ".xlsx", "not a valid Excel file (a Word document renamed .xlsx?); skipped"),
+        (".xlsx", ".docx", "not a valid Word file (an Excel workbook renamed .docx?); skipped"),
+        (".pptx", ".xlsx", "not a valid Excel file (a PowerPoint presentation renamed .xlsx?); skipped"),
+        (".docx", ".pptx", "not a valid PowerPoint file (a Word document renamed .pptx?); skipped"),
+    ],
+)
+def test_an_office_file_renamed_to_another_kind_says_what_it_is(tmp_path, real, renamed, message):
+    """Issue 40, case 7: a real .docx renamed .xlsx was `OSError: File contains no valid workbook part`."""
+    path = good_file(tmp_path / f"doc{real}").rename(tmp_path / f"doc{renamed}")
+    with pytest.raises(DataSourceError) as raised:
+        READERS[renamed](path)
+    assert str(raised.value) == f"doc{renamed}: {message}"

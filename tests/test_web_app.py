@@ -254,3 +254,17 @@ def test_a_stopped_database_is_one_line_503_on_every_route_and_no_traceback(capl
     assert all(record.exc_info is None for record in caplog.records) and len(caplog.records) == 5
     page = client.get("/documents").text
     assert '$("summary").textContent = body.error' in page  # the page shows the line, not an empty table
+
+
+def test_a_large_or_deeply_nested_body_is_one_line_not_a_traceback():
+    """Issue 40, case 7: a body past 64 KB is 413, JSON nested 30,000 deep (a RecursionError in the
+    parser) and bytes that are not UTF-8 are 400, each with one line; the model is never asked."""
+    service = FakeService()
+    client = TestClient(create_app(service))
+    big = client.post("/api/ask", content=b'{"question": "' + b"a" * 70_000 + b'"}')
+    assert big.status_code == 413 and big.json() == {"error": "リクエストが大きすぎます（64 KB まで）"}
+    deep = client.post("/api/ask", content=b"[" * 30_000 + b"]" * 30_000)
+    assert deep.status_code == 400 and deep.json() == {"error": "JSON の入れ子が深すぎます"}
+    bad = client.post("/api/ask", content=b'{"question": "\xff\xfe"}')
+    assert bad.status_code == 400 and bad.json() == {"error": "質問を JSON で送ってください"}
+    assert service.asked == []

@@ -75,3 +75,24 @@ def test_listening_beyond_loopback_without_a_secret_is_one_line(clean_env, capsy
     assert web_cli.main(["--host", "0.0.0.0"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("Error: listening on 0.0.0.0 lets other machines ask: set WEB_TOKEN") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("token", "warned"), [("a", True), ("x" * 15, True), ("x" * 16, False), ("", False)])
+def test_a_token_shorter_than_16_characters_is_warned_about_at_start(token, warned):
+    """WEB_TOKEN=a is accepted (the administrator chose it) but the start line says it is easy to guess."""
+    from app.mcp.server import start_lines as mcp_start_lines
+    from app.serving.access import Token
+
+    for lines, name in (
+        (web_cli.start_lines("0.0.0.0", 8780, token), "WEB_TOKEN"),
+        (mcp_start_lines("127.0.0.1", 8765, Token(token, "MCP_TOKEN")), "MCP_TOKEN"),
+    ):
+        weak = [line for line in lines if "easy to guess" in line]
+        assert weak == (
+            [
+                f"warning: {name} is {len(token)} characters long, easy to guess: use at least 16 "
+                "(e.g. $(python -c 'import secrets; print(secrets.token_urlsafe(24))'))"
+            ]
+            if warned
+            else []
+        )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from app.cli import add_serving_arguments, run
 from app.config import get_settings
 from app.errors import RagError
-from app.serving.access import host_port, is_loopback, server_hosts
+from app.serving.access import host_port, is_loopback, server_hosts, weak_token_warning
 
 DEFAULT_PORT = 8780
 
@@ -25,6 +25,9 @@ def start_lines(host: str, port: int, token: str) -> list[str]:
             f"once); the traffic is not encrypted (use an SSH tunnel or a TLS proxy); Host names accepted: "
             f"{', '.join(server_hosts(host, port)) or 'none'} (add more with ALLOWED_HOSTS)"
         )
+    weak = weak_token_warning(token, "WEB_TOKEN")
+    if weak:
+        lines.append(weak)
     return lines
 
 

@@ -16,6 +16,25 @@ from pathlib import Path
 from app.errors import DataSourceError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # compound file: encrypted OOXML, or .doc/.xls/.ppt
+# The part that makes an Office Open XML zip a document of each kind, and the kind's name.
+MAIN_PARTS = {
+    "word/document.xml": "Word document",
+    "xl/workbook.xml": "Excel workbook",
+    "ppt/presentation.xml": "PowerPoint presentation",
+}
+EXPECTED_KIND = {".docx": "Word document", ".xlsx": "Excel workbook", ".xlsm": "Excel workbook"}
+EXPECTED_KIND[".pptx"] = "PowerPoint presentation"
+
+
+def wrong_kind(suffix: str, names: set[str]) -> str | None:
+    """The one-line reason a zip is not the Office kind its suffix says (a Word document renamed .xlsx),
+    or None when it is, or when no Office kind is recognized (the reader then says what is wrong)."""
+    expected = EXPECTED_KIND.get(suffix.lower())
+    found = [kind for part, kind in MAIN_PARTS.items() if part in names]
+    if expected is None or not found or expected in found:
+        return None
+    article = "an" if found[0][0] in "AEIOU" else "a"
+    return f"not a valid {expected.split()[0]} file ({article} {found[0]} renamed {suffix.lower()}?); skipped"
 
 
 def check_office_zip(path: Path, name: str, max_mb: int, max_entries: int) -> None:
@@ -45,6 +64,9 @@ def check_office_zip(path: Path, name: str, max_mb: int, max_entries: int) -> No
             f"{name}: {len(entries)} entries in its zip, more than MAX_ZIP_ENTRIES={max_entries}; "
             "skipped (a zip bomb? raise MAX_ZIP_ENTRIES to read it)"
         )
+    mismatch = wrong_kind(path.suffix, {entry.filename for entry in entries})
+    if mismatch:
+        raise DataSourceError(f"{name}: {mismatch}")
     inflated = sum(entry.file_size for entry in entries)
     if inflated > max_mb * 1024 * 1024:
         raise DataSourceError(

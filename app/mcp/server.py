@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from app import storage
 from app.config import Settings
 from app.errors import RagError
-from app.serving.access import Token, guard, host_port, is_loopback, server_hosts
+from app.serving.access import Token, guard, host_port, is_loopback, server_hosts, weak_token_warning
 from app.serving.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,9 @@ def start_lines(host: str, port: int, token: Token) -> list[str]:
         f"MCP server on http://{host_port(host, port)}/mcp (Ctrl-C to stop)",
         f"token: {token.describe()}; clients send the header Authorization: Bearer <token>",
     ]
+    weak = weak_token_warning(token.value, token.source)
+    if weak:
+        lines.append(weak)
     if not is_loopback(host):
         lines.append(
             f"warning: listening on {host}: every request needs the token; the traffic is not "

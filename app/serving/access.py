@@ -142,6 +142,20 @@ def resolve_token(mcp_token: str, token_file: Path) -> Token:
     return Token(stored, str(token_file))
 
 
+MIN_TOKEN_CHARS = 16
+
+
+def weak_token_warning(token: str | None, name: str) -> str | None:
+    """A start line's warning when a shared secret is shorter than :data:`MIN_TOKEN_CHARS` characters
+    (``MCP_TOKEN=a`` is guessed at once); None for a long enough one or none."""
+    if not token or len(token) >= MIN_TOKEN_CHARS:
+        return None
+    return (
+        f"warning: {name} is {len(token)} characters long, easy to guess: use at least {MIN_TOKEN_CHARS} "
+        "(e.g. $(python -c 'import secrets; print(secrets.token_urlsafe(24))'))"
+    )
+
+
 def bearer_token(authorization: str | None) -> str | None:
     """The token in an ``Authorization: Bearer <token>`` header value (scheme case-insensitive);
     None when the header is missing or another scheme."""

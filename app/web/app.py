@@ -42,6 +42,7 @@ from app.web.turns import Turns
 log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
+MAX_BODY_BYTES = 64 * 1024  # a question of MAX_QUESTION_CHARS and its history, in JSON, with room to spare
 HISTORY_KEPT = 3  # earlier questions a follow-up may refer to
 
 
@@ -141,6 +142,31 @@ async def answer_events(
         gone.set()
 
 
+class BadBody(ValueError):
+    """A request body the page never sends: too large, not JSON, nested too deep (one line, 400/413)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def read_json(request: Request, limit: int = MAX_BODY_BYTES) -> Any:
+    """The request's JSON body, read no further than ``limit`` bytes; :class:`BadBody` for a larger
+    one, one that is not JSON, or one nested so deep that parsing it would exhaust the stack."""
+    size, parts = 0, []
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise BadBody(f"リクエストが大きすぎます（{limit // 1024} KB まで）", status=413)
+        parts.append(part)
+    try:
+        return json.loads(b"".join(parts))
+    except RecursionError:
+        raise BadBody("JSON の入れ子が深すぎます") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadBody("質問を JSON で送ってください") from None
+
+
 def database_message(exc: BaseException) -> str | None:
     """The one line a person reads when the database is gone (stopped, unreachable, full), or None
     for any other error; logged once as a warning, without a traceback."""
@@ -184,9 +210,9 @@ def create_app(
 
     async def ask(request: Request) -> Response:
         try:
-            question, mode, history = read_question(await request.json())
-        except json.JSONDecodeError:
-            return JSONResponse({"error": "質問を JSON で送ってください"}, status_code=400)
+            question, mode, history = read_question(await read_json(request))
+        except BadBody as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return StreamingResponse(
