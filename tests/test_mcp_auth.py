@@ -535,3 +535,29 @@ def test_http_app_refuses_bad_allow_lists(settings, error):
 def test_start_lines_say_where_the_token_is_but_never_the_token(host, token, expected):
     lines = start_lines(host, 8765, token)
     assert lines == expected and not any(TOKEN in line for line in lines)
+
+
+def test_the_access_log_names_paths_without_their_query_strings():
+    """Issue 40, case 7: uvicorn's access line of ``GET /mcp?token=…`` keeps the path, not the query."""
+    import io
+    import logging
+    import logging.config
+
+    from app.mcp.server import PathOnly, access_log_config
+
+    config = access_log_config()
+    out = io.StringIO()
+    config["handlers"]["access"]["stream"] = out
+    config["formatters"]["access"]["use_colors"] = False
+    logging.config.dictConfig(config)
+    logger = logging.getLogger("uvicorn.access")
+    try:
+        logger.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", "/mcp?token=SECRET&x=1", "1.1", 200)
+        logger.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "POST", "/mcp", "1.1", 202)
+    finally:
+        for handler in logger.handlers:
+            handler.filters = [f for f in handler.filters if not isinstance(f, PathOnly)]
+    assert out.getvalue().splitlines() == [
+        'INFO:     127.0.0.1:5000 - "GET /mcp?… HTTP/1.1" 200 OK',
+        'INFO:     127.0.0.1:5000 - "POST /mcp HTTP/1.1" 202 Accepted',
+    ]

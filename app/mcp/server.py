@@ -120,11 +120,38 @@ def http_app(server: MCPServer, settings: Settings, host: str, port: int, token:
     return guard(inner, token.value, host, port, settings.servers.allowed_hosts, settings.servers.allowed_origins)
 
 
+class PathOnly(logging.Filter):
+    """uvicorn's access lines with the request's path only: a query string may carry a secret
+    (``?token=…``), and the log is kept longer than the request."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and len(record.args) >= 3 and isinstance(record.args[2], str):
+            args = list(record.args)
+            path, sep, _ = args[2].partition("?")
+            args[2] = path + (sep and "?…")
+            record.args = tuple(args)
+        return True
+
+
+def access_log_config() -> dict:
+    """uvicorn's own logging configuration with :class:`PathOnly` on its access lines."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["path_only"] = {"()": PathOnly}
+    config["handlers"]["access"]["filters"] = ["path_only"]
+    return config
+
+
 def serve_http(app: Any, host: str, port: int, log_level: str) -> None:
-    """Serve the ASGI ``app`` (:func:`http_app`) with uvicorn on ``host:port`` until Ctrl-C."""
+    """Serve the ASGI ``app`` (:func:`http_app`) with uvicorn on ``host:port`` until Ctrl-C; its access
+    lines name each request's path without the query string."""
     import uvicorn
 
-    anyio.run(uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level.lower())).serve)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(), log_config=access_log_config())
+    anyio.run(uvicorn.Server(config).serve)
 
 
 def start_lines(host: str, port: int, token: Token) -> list[str]:
