@@ -75,7 +75,7 @@ def test_zip_bomb_is_refused_by_uncompressed_size(tmp_path):
     assert path.stat().st_size < 20_000  # 3 MB of zeros inflate from a few kilobytes
     with pytest.raises(
         DataSourceError,
-        match=r"^bomb.xlsx: 3 MB uncompressed, more than MAX_ZIP_MB=2; skipped "
+        match=r"^bomb.xlsx: 3 MB of text parts uncompressed, more than MAX_ZIP_MB=2; skipped "
         r"\(a zip bomb\? raise MAX_ZIP_MB to read it\)$",
     ):
         excel.xlsx_document(path, Limits(max_zip_mb=2))
@@ -159,3 +159,41 @@ def test_an_office_file_renamed_to_another_kind_says_what_it_is(tmp_path, real, 
     with pytest.raises(DataSourceError) as raised:
         READERS[renamed](path)
     assert str(raised.value) == f"doc{renamed}: {message}"
+
+
+def test_the_zip_limit_counts_the_parts_a_reader_inflates_and_follows_max_office_mb(tmp_path):
+    """Pictures are not inflated by any reader: 3 MB of them pass a 2 MB limit; MAX_ZIP_MB unset is
+    4 × MAX_OFFICE_MB, set it is what it says."""
+    from app.config import Settings
+
+    path = good_file(tmp_path / "pictures.docx")
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/media/image1.png", b"\0" * (3 * 1024 * 1024))
+    assert word.docx_document(path, Limits(max_zip_mb=2))[0][0] == "本文"
+    assert Settings.from_env({"MAX_OFFICE_MB": "50"}).ingest.max_zip_mb == 200
+    assert Settings.from_env({}).ingest.max_zip_mb == 800
+    assert Settings.from_env({"MAX_OFFICE_MB": "50", "MAX_ZIP_MB": "70"}).ingest.max_zip_mb == 70
+
+
+def test_text_longer_than_max_file_chars_is_skipped_before_embedding(tmp_path):
+    """Issue 40, case 3: a 135 KB .docx expanded to 9.3 million characters (hours of embedding). A real
+    .docx of 300,000 characters compresses to a few kilobytes; past MAX_FILE_CHARS it is one line."""
+    from app.config import Settings
+    from app.ingestion.reading import read_units
+
+    path = tmp_path / "docs" / "expands.docx"
+    path.parent.mkdir()
+    doc = Document()
+    for _ in range(300):
+        doc.add_paragraph("あ" * 1000)
+    doc.save(path)
+    assert path.stat().st_size < 40_000
+    units, _, _ = read_units(path, Settings())  # the default, 2,000,000, reads it
+    total = sum(len(text) for text, _, _ in units)
+    assert 300_000 <= total < 301_000  # the paragraphs and the breaks between them
+    with pytest.raises(DataSourceError) as raised:
+        read_units(path, Settings.from_env({"MAX_FILE_CHARS": "200000"}))
+    assert str(raised.value) == (
+        f"expands.docx: {total} characters of text, more than MAX_FILE_CHARS=200000; "
+        "skipped (raise MAX_FILE_CHARS to read it)"
+    )

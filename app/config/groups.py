@@ -254,6 +254,9 @@ class ServerSettings:
         )
 
 
+ZIP_MB_PER_OFFICE_MB = 4  # MAX_ZIP_MB when unset: what the parts of the largest Office file read may inflate to
+
+
 @dataclass(frozen=True)
 class IngestSettings:
     """Reading the data folder: chunking, parallel workers, links, OCR, and the limits on what one
@@ -271,6 +274,7 @@ class IngestSettings:
         "MAX_TEXT_MB",
         "MAX_ROWS",
         "MAX_CELL_CHARS",
+        "MAX_FILE_CHARS",
         "MAX_OFFICE_MB",
         "MAX_IMAGE_MB",
         "MAX_ZIP_MB",
@@ -290,6 +294,7 @@ class IngestSettings:
     max_text_mb: int = read.int_default("MAX_TEXT_MB")
     max_rows: int = read.int_default("MAX_ROWS")
     max_cell_chars: int = read.int_default("MAX_CELL_CHARS")
+    max_file_chars: int = read.int_default("MAX_FILE_CHARS")
     max_office_mb: int = read.int_default("MAX_OFFICE_MB")
     max_image_mb: int = read.int_default("MAX_IMAGE_MB")
     max_zip_mb: int = read.int_default("MAX_ZIP_MB")
@@ -302,6 +307,8 @@ class IngestSettings:
     def from_env(cls, env: Mapping[str, str]) -> IngestSettings:
         """The group from ``env`` (ValueError naming a bad variable)."""
         limits = {name.lower(): read.integer(env, name) for name in cls.VARIABLES if name.startswith("MAX_")}
+        if not env.get("MAX_ZIP_MB", "").strip():  # in proportion to the largest Office file read
+            limits["max_zip_mb"] = ZIP_MB_PER_OFFICE_MB * limits["max_office_mb"]
         return cls(
             data_dir=Path(env.get("DATA_DIR") or "data"),
             chunk_size=read.integer(env, "CHUNK_SIZE"),

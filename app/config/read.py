@@ -46,9 +46,13 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "MAX_TEXT_MB": (50, 1),  # largest Markdown / text file read
     "MAX_ROWS": (1000000, 1),  # most data rows of one CSV
     "MAX_CELL_CHARS": (100000, 1),  # most characters in one CSV cell
+    "MAX_FILE_CHARS": (2000000, 1),  # most characters of text one file may yield (about 4,000 chunks of 500)
     "MAX_OFFICE_MB": (200, 1),  # largest Word / Excel / PowerPoint file read (.docx .xlsx .xlsm .xls .pptx)
     "MAX_IMAGE_MB": (50, 1),  # largest image read for OCR (.png .jpg .jpeg .tif .tiff)
-    "MAX_ZIP_MB": (2000, 1),  # most uncompressed megabytes in one Office file (a zip: zip bombs refused)
+    "MAX_ZIP_MB": (
+        800,
+        1,
+    ),  # most uncompressed megabytes of the parts read from one Office file (unset: 4 × MAX_OFFICE_MB)
     "MAX_ZIP_ENTRIES": (20000, 1),  # most entries in one Office file's zip
     "OCR_DPI": (300, 72),  # resolution PDF pages without a text layer are rendered at for OCR
     "PARSE_TIMEOUT_S": (300, 1),  # wall-clock budget for reading one file (a PDF stops at the page past it)

@@ -33,8 +33,9 @@ class Limits:
     max_rows: int = 1_000_000  # MAX_ROWS: data rows of one CSV
     max_cell_chars: int = 100_000  # MAX_CELL_CHARS: characters in one CSV cell
     parse_timeout_s: float = 300.0  # PARSE_TIMEOUT_S: wall-clock seconds to read one file
-    max_zip_mb: int = 2000  # MAX_ZIP_MB: uncompressed megabytes in one Office file (app.formats.zipguard)
+    max_zip_mb: int = 800  # MAX_ZIP_MB: uncompressed megabytes of the parts read (app.formats.zipguard)
     max_zip_entries: int = 20000  # MAX_ZIP_ENTRIES: entries in one Office file's zip
+    max_file_chars: int = 2_000_000  # MAX_FILE_CHARS: characters of text one file may yield
 
     @classmethod
     def from_settings(cls, settings) -> Limits:
@@ -45,6 +46,7 @@ class Limits:
             float(settings.ingest.parse_timeout_s),
             settings.ingest.max_zip_mb,
             settings.ingest.max_zip_entries,
+            settings.ingest.max_file_chars,
         )
 
 

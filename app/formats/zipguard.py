@@ -26,6 +26,12 @@ EXPECTED_KIND = {".docx": "Word document", ".xlsx": "Excel workbook", ".xlsm": "
 EXPECTED_KIND[".pptx"] = "PowerPoint presentation"
 
 
+def is_read(part: str) -> bool:
+    """Whether a reader inflates ``part``: the XML of the text, not pictures or embedded files
+    (``word/media/…``, ``xl/embeddings/…``), which no reader here opens."""
+    return not any(f"/{folder}/" in f"/{part}" for folder in ("media", "embeddings"))
+
+
 def wrong_kind(suffix: str, names: set[str]) -> str | None:
     """The one-line reason a zip is not the Office kind its suffix says (a Word document renamed .xlsx),
     or None when it is, or when no Office kind is recognized (the reader then says what is wrong)."""
@@ -40,7 +46,8 @@ def wrong_kind(suffix: str, names: set[str]) -> str | None:
 def check_office_zip(path: Path, name: str, max_mb: int, max_entries: int) -> None:
     """Raise DataSourceError (one line naming ``name``) unless ``path`` is a zip an Office reader may open:
     not an encrypted (OLE-wrapped) file, not corrupt or truncated, at most ``max_entries`` entries and
-    ``max_mb`` megabytes uncompressed (MAX_ZIP_ENTRIES, MAX_ZIP_MB)."""
+    ``max_mb`` megabytes uncompressed in the parts a reader inflates (MAX_ZIP_ENTRIES, MAX_ZIP_MB), and
+    of the Office kind its suffix says."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(8)
@@ -67,9 +74,9 @@ def check_office_zip(path: Path, name: str, max_mb: int, max_entries: int) -> No
     mismatch = wrong_kind(path.suffix, {entry.filename for entry in entries})
     if mismatch:
         raise DataSourceError(f"{name}: {mismatch}")
-    inflated = sum(entry.file_size for entry in entries)
+    inflated = sum(entry.file_size for entry in entries if is_read(entry.filename))
     if inflated > max_mb * 1024 * 1024:
         raise DataSourceError(
-            f"{name}: {inflated / 1024 / 1024:.0f} MB uncompressed, more than MAX_ZIP_MB={max_mb}; "
+            f"{name}: {inflated / 1024 / 1024:.0f} MB of text parts uncompressed, more than MAX_ZIP_MB={max_mb}; "
             "skipped (a zip bomb? raise MAX_ZIP_MB to read it)"
         )

@@ -13,6 +13,8 @@ from langchain_core.documents import Document
 from app import formats
 from app.chunking import csv_splitter, split_by_structure
 from app.config import Settings
+from app.errors import DataSourceError
+from app.formats.limits import display_name
 from app.ingestion.datadir import SourceFile
 from app.text.chunks import build_chunks
 
@@ -65,4 +67,17 @@ def read_units(
     ``settings``), also behind the spec's ``ingest.load_pdfs``/``load_csvs``; DataSourceError if
     unreadable."""
     document = formats.read_document(path, settings, on_page)
+    check_file_chars(path, document.units, settings.ingest.max_file_chars)
     return document.units, document.titles, splitter(document.split, settings)
+
+
+def check_file_chars(path: Path, units: list[tuple[str, str, str]], limit: int) -> None:
+    """DataSourceError (one line) when the text ``path`` yields is longer than ``limit`` characters
+    (MAX_FILE_CHARS): a small compressed file may expand to millions of characters, hours of
+    embedding; checked after reading, before anything is embedded."""
+    total = sum(len(text) for text, _, _ in units)
+    if total > limit:
+        raise DataSourceError(
+            f"{display_name(path)}: {total} characters of text, more than MAX_FILE_CHARS={limit}; "
+            "skipped (raise MAX_FILE_CHARS to read it)"
+        )
