@@ -356,6 +356,29 @@ def test_embedded_server_with_a_long_path_keeps_a_private_socket_and_needs_a_pas
         shutil.rmtree(base, ignore_errors=True)
 
 
+def test_no_password_reaches_the_postgresql_log(integration_env):
+    """Issue 40, case 7: every start logged ``CREATE ROLE … PASSWORD '<the app password>'`` (the role
+    already existed: an error with its statement). Now the role is made once, with a SCRAM verifier:
+    two starts and a search later, the server's log holds neither password, and the app logs in."""
+    base = private_base("rag-pwlog-")
+    pgdata = base / "pgdata"
+    env = {"PGDATA_DIR": str(pgdata), "DB_NAME": "rag_pwlog"}
+    try:
+        for _ in range(2):
+            status = run_cli("app.db", "status", env=env, process=True)
+            assert status.returncode == 0, status.stderr
+            embedded_pg.stop(pgdata)
+        status = run_cli("app.db", "status", env=env, process=True)
+        assert status.returncode == 0, status.stderr
+        secrets = [embedded_pg.app_password(pgdata), embedded_pg.read_password(pgdata)]
+        log = (pgdata / "log").read_text(errors="replace")
+        assert log and not [secret for secret in secrets if secret in log]
+        assert "CREATE ROLE" not in log
+    finally:
+        embedded_pg.stop(pgdata)
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # --- 9. errors a user can act on ---------------------------------------------------------------------
 
 
