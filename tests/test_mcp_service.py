@@ -301,3 +301,36 @@ def test_a_withdrawn_answer_names_what_no_document_states(monkeypatch):
         ["シカゴ"],
         "資料に記載がありません",
     )
+
+
+def test_a_warm_server_says_once_what_it_answers_with(tmp_path):
+    """Issue 41, case 5: the start line names the embedder, the re-ranker (or that none is installed:
+    no warning), the LLM in process or the server it asks (masked), and where the database is."""
+    from app.config import Settings
+    from app.serving.warm import what_runs
+
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF")
+    (tmp_path / "japanese-reranker").mkdir()
+    (tmp_path / "japanese-reranker" / "config.json").write_text("{}")
+    assert what_runs(
+        Settings.from_env(
+            {"MODELS_DIR": str(tmp_path), "LLM_MODEL_PATH": str(tmp_path / "tiny.gguf"), "PGDATA_DIR": "/srv/pg"}
+        )
+    ) == (
+        "embeddings intfloat/multilingual-e5-small; re-ranker none installed (retrieval order); "
+        "LLM tiny.gguf in process; database: embedded PostgreSQL in /srv/pg"
+    )
+    served = Settings.from_env(
+        {
+            "MODELS_DIR": str(tmp_path),
+            "RERANKER_MODEL": "acme/japanese-reranker",
+            "LLM_BASE_URL": "http://u:pw@127.0.0.1:8080/v1?api_key=K",
+            "EMBED_BASE_URL": "http://127.0.0.1:8081/v1",
+            "DB_HOST": "db",
+            "DB_PASSWORD": "x",
+        }
+    )
+    assert what_runs(served) == (
+        "embeddings server http://127.0.0.1:8081/v1; re-ranker acme/japanese-reranker; "
+        "LLM server http://127.0.0.1:8080/v1?api_key=***; database: PostgreSQL at db:5432"
+    )

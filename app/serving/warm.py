@@ -9,9 +9,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.config import Settings
+from app.config import Settings, mask_url
+from app.errors import ModelNotFoundError
 from app.ingestion.watch import watch_and_sync
+from app.models.locate import resolve_llm_path, resolve_model_dir
 from app.serving.service import RagService
+from app.storage import describe_target
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,27 @@ def start_watcher(service: RagService, data_dir: Path, debounce_ms: int) -> thre
     return stop
 
 
+def what_runs(settings: Settings) -> str:
+    """What a warm server answers with, said once at its start: the embedder, the re-ranker (or that
+    none is installed), the LLM (in process, or the server it asks) and where the database is."""
+    models = settings.models
+    embedder = f"server {mask_url(models.embed_base_url)}" if models.embed_base_url else models.embed_model
+    reranker = (
+        models.reranker_model
+        if resolve_model_dir(models.reranker_model, models.dir)
+        else "none installed (retrieval order)"
+    )
+    if settings.llm.base_url:
+        llm = f"server {mask_url(settings.llm.base_url)}"
+    else:
+        try:
+            gguf = resolve_llm_path(settings.llm.model_path, models.dir, settings.llm.model_path_is_default)
+            llm = f"{gguf.name} in process"
+        except ModelNotFoundError:
+            llm = f"{Path(settings.llm.model_path).name} (not found: run make models)"
+    return f"embeddings {embedder}; re-ranker {reranker}; LLM {llm}; database: {describe_target(settings)}"
+
+
 def make_service_factory(
     settings: Settings, data_dir: Path, watch: bool, debounce_ms: int, preload_llm: bool
 ) -> Callable[[], RagService]:
@@ -44,9 +68,10 @@ def make_service_factory(
         if watch:
             start_watcher(service, data_dir, debounce_ms)
         log.warning(
-            "ready in %.2f s (models loaded once; collection %r)",
+            "ready in %.2f s (models loaded once; collection %r): %s",
             time.perf_counter() - begin,
             settings.retrieval.collection_name,
+            what_runs(settings),
         )
         return service
 
