@@ -167,3 +167,56 @@ def test_fill_merged_fills_across_and_down():
 )
 def test_find_header(rows, expected):
     assert find_header(rows) == expected
+
+
+def merged_over_the_whole_sheet(path):
+    """Issue 40, case 1: a 4.9 KB workbook whose one merged range covers the whole sheet (A1:XFD1048576),
+    with a value in its last row, so the sheet's rows run to 1,048,576."""
+    import zipfile
+
+    from openpyxl import Workbook
+
+    plain = path.with_suffix(".plain.xlsx")
+    wb = Workbook()
+    ws = wb.active
+    ws["A1"], ws["B1"], ws["A2"], ws["B2"], ws["C1048576"] = "項目", "値", "a", 1, "z"
+    wb.save(plain)
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                merge = b'<mergeCells count="1"><mergeCell ref="A1:XFD1048576"/></mergeCells>'
+                data = data.replace(b"</sheetData>", b"</sheetData>" + merge)
+            out.writestr(item, data)
+    return path
+
+
+def test_a_merged_range_over_the_whole_sheet_fills_no_blank_row_and_is_read_in_bounded_memory(tmp_path):
+    """It took 307 s of CPU and 5.4 GB; now blank rows stay blank and a range fills at most 1,024
+    columns. Read in a child process whose address space is capped at 1.5 GB (it failed there with
+    MemoryError before)."""
+    import json
+    import resource
+    import subprocess
+    import sys
+
+    path = merged_over_the_whole_sheet(tmp_path / "merged.xlsx")
+    assert path.stat().st_size < 6000
+    cap = 1536 * 2**20
+    code = (
+        "import json, sys; from pathlib import Path; from app.formats.excel import xlsx_document; "
+        "units = xlsx_document(Path(sys.argv[1])); print(json.dumps([[s, len(t)] for t, s, _ in units]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)),
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    units = json.loads(done.stdout)
+    # one range over everything: no header can be told apart, so the three rows with values of their
+    # own are data rows named 列1…; the million blank rows between are not filled
+    assert [source for source, _ in units] == ["merged.xlsx:Sheet!r1", "merged.xlsx:Sheet!r2", "merged.xlsx:Sheet!r3"]
+    assert all(chars < 10_000 for _, chars in units)  # at most 1,024 filled cells a row

@@ -85,9 +85,16 @@ def format_value(value: Any, number_format: str | None = None) -> str:
     return cell_text(str(value))
 
 
+MAX_MERGE_COLUMNS = 1024  # a merged range fills at most this many columns (a sheet's own tables are narrower)
+
+
 def fill_merged(rows: Iterable[list[Any]], merges: list[tuple[int, int, int, int]]) -> Iterator[list[Any]]:
     """``rows`` with every cell of a merged range holding the value of the range's top-left cell
-    (Excel keeps the value there only). Streams: only the ranges that reach the current row are held."""
+    (Excel keeps the value there only). Streams: only the ranges that reach the current row are held.
+
+    Bounded whatever the ranges say: a row with no value of its own stays empty (a range down a
+    million blank rows fills none of them), and a range fills at most :data:`MAX_MERGE_COLUMNS`
+    columns — a 4.9 KB workbook with one range over the whole sheet once took 5.4 GB here."""
     starting: dict[int, list[tuple[int, int, int, int]]] = {}
     for merge in merges:
         starting.setdefault(merge[1], []).append(merge)
@@ -97,10 +104,15 @@ def fill_merged(rows: Iterable[list[Any]], merges: list[tuple[int, int, int, int
         for merge in starting.pop(number, ()):
             min_col = merge[0]
             active.append((merge, row[min_col - 1] if min_col <= len(row) else None))
-        active = [(merge, value) for merge, value in active if merge[3] >= number]
+        if active:
+            active = [(merge, value) for merge, value in active if merge[3] >= number]
+        if not active or not _filled(row):
+            yield row
+            continue
         for (min_col, _, max_col, _), value in active:
             if value is None:
                 continue
+            max_col = min(max_col, min_col + MAX_MERGE_COLUMNS - 1)
             if len(row) < max_col:
                 row.extend([None] * (max_col - len(row)))
             for col in range(min_col, max_col + 1):
