@@ -57,3 +57,44 @@ def test_empty_page_is_one_line(tmp_path):
     (tmp_path / "blank.html").write_text("<html><body></body></html>", encoding="utf-8")
     with pytest.raises(DataSourceError, match=r"^blank.html: no text \(an empty page\)$"):
         html_document(tmp_path / "blank.html")
+
+
+def test_a_49_mib_page_is_stopped_at_parse_timeout_s_and_a_page_over_1_mib_still_reads(tmp_path):
+    """Issue 40, case 2: PARSE_TIMEOUT_S was checked only after trafilatura returned (a 49 MiB page was
+    still being read after 420 s). A page over 1 MiB is read in a child process that is ended at the
+    limit: one line, and nothing left running. A 1.2 MiB page still reads, through the child."""
+    import multiprocessing
+    import time
+
+    from app.errors import DataSourceError
+    from app.formats.html import IN_PROCESS_BYTES, html_document
+    from app.formats.limits import Limits
+
+    rows = "".join(f"<tr><td>項目{i}</td><td>値{i}の説明です。</td></tr>" for i in range(8000))
+    block = f"<section><h2>表</h2><table>{rows}</table></section>"
+    huge = tmp_path / "huge.html"
+    with huge.open("w", encoding="utf-8") as out:
+        out.write("<html><head><title>大きな頁</title></head><body><main>")
+        while out.tell() < 49 * 2**20:
+            out.write(block)
+        out.write("</main></body></html>")
+    start = time.monotonic()
+    with pytest.raises(DataSourceError) as raised:
+        html_document(huge, Limits(parse_timeout_s=3))
+    elapsed = time.monotonic() - start
+    assert str(raised.value) == (
+        "huge.html: reading took longer than PARSE_TIMEOUT_S=3 s (stopped at the main content); "
+        "skipped (raise PARSE_TIMEOUT_S to read it)"
+    )
+    assert elapsed < 3 + 60  # the issue's bound is PARSE_TIMEOUT_S + 30 s; before, minutes
+    assert not [p for p in multiprocessing.active_children() if p.name == "html-reader"]
+    medium = tmp_path / "medium.html"
+    medium.write_text(
+        "<html><head><title>中</title></head><body><main><h1>見出し</h1>"
+        + "<p>本文の段落です。</p>" * ((IN_PROCESS_BYTES // 30) + 1000)
+        + "</main></body></html>",
+        encoding="utf-8",
+    )
+    assert medium.stat().st_size > IN_PROCESS_BYTES
+    title, units = html_document(medium, Limits(parse_timeout_s=120))
+    assert title == "見出し" and units[0][1] == "medium.html#見出し" and "本文の段落です。" in units[0][0]
