@@ -66,9 +66,12 @@ def setup_logging(debug: bool = False, model_progress: bool = False) -> None:
         logging.getLogger(noisy).setLevel(logging.DEBUG if debug else logging.ERROR)
 
 
-def run(body: Callable[[], int], debug: bool = False, model_progress: bool = False) -> int:
-    """Run a CLI body; map known errors to ``Error: ...`` on stderr and exit code 1."""
+def run(body: Callable[[], int], debug: bool = False, model_progress: bool = False, server: bool = False) -> int:
+    """Run a CLI body; map known errors to ``Error: ...`` on stderr and exit code 1. A ``server``
+    (the page, MCP) also shows the serving layer's INFO lines: ready, what runs, each sync."""
     setup_logging(debug, model_progress)
+    if server and not debug:
+        logging.getLogger("app.serving").setLevel(logging.INFO)
     try:
         return body()
     except KeyboardInterrupt:

@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             server.serve_http(app, *http, mcp_server.settings.log_level)
         return 0
 
-    return run(body, debug=args.debug)
+    return run(body, debug=args.debug, server=True)
 
 
 if __name__ == "__main__":

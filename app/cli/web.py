@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
 
-    return run(body, debug=args.debug)
+    return run(body, debug=args.debug, server=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def start_watcher(service: RagService, data_dir: Path, debounce_ms: int) -> thre
     stop = threading.Event()
 
     def report(reason: str, rep) -> None:
-        log.warning("sync (%s): %s", reason, rep.summary())
+        log.info("sync (%s): %s", reason, rep.summary())
 
     def run() -> None:
         try:
@@ -67,7 +67,7 @@ def make_service_factory(
         service = RagService.create(settings, data_dir=data_dir, preload_llm=preload_llm)
         if watch:
             start_watcher(service, data_dir, debounce_ms)
-        log.warning(
+        log.info(
             "ready in %.2f s (models loaded once; collection %r): %s",
             time.perf_counter() - begin,
             settings.retrieval.collection_name,
