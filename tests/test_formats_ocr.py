@@ -126,3 +126,37 @@ def test_progress_bar_shows_the_page_being_ocrd_and_clears_it():
         bar.reading("pdf/next.pdf")  # a new file starts without the old page
         assert not bar.bar.postfix
     Progress(1, enabled=False).ocr_page(1, 2)  # a disabled bar ignores it
+
+
+class SlowOcr(Ocr):
+    """Tesseract stood in by 0.7 s a page: what each page is given, recorded."""
+
+    def __init__(self):
+        super().__init__(command="tesseract")
+        self.given: list[tuple[float, float | None]] = []
+
+    def missing(self):
+        return None
+
+    def read_image(self, image, name, where, seconds, budget_s=None):
+        import time
+
+        self.given.append((seconds, budget_s))
+        time.sleep(0.7)
+        return "本文"
+
+
+def test_a_scan_has_one_time_budget_for_the_whole_file_not_one_a_page(tmp_path):
+    """Issue 40, case 7: a 200-page scan could take ~47 minutes (PARSE_TIMEOUT_S a page). Now the file
+    has PARSE_TIMEOUT_S in all: each page gets what is left, and the page past it stops the file."""
+    from app.formats.limits import Limits
+
+    frames = [Image.new("L", (60, 40), 255) for _ in range(5)]
+    frames[0].save(tmp_path / "scan.tif", save_all=True, append_images=frames[1:])
+    ocr = SlowOcr()
+    with pytest.raises(DataSourceError) as raised:
+        image_document(tmp_path / "scan.tif", ocr, Limits(parse_timeout_s=1.0))
+    message = str(raised.value)
+    assert message.startswith("scan.tif: reading took longer than PARSE_TIMEOUT_S=1 s (stopped at page ")
+    assert 2 <= len(ocr.given) <= 3 < 5  # stopped before the last pages, not after all five
+    assert all(budget == 1.0 for _, budget in ocr.given) and ocr.given[0][0] <= 1.0

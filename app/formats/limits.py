@@ -58,6 +58,10 @@ class Deadline:
         self.name, self.seconds, self.clock = name, seconds, clock
         self.end = clock() + seconds
 
+    def remaining(self) -> float:
+        """Seconds left of the budget (never below 1: a step given them still gets a chance to start)."""
+        return max(1.0, self.end - self.clock())
+
     def check(self, where: str = "") -> None:
         """Raise DataSourceError if the budget is spent."""
         if self.clock() > self.end:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from app.config import OCR_LANGS_DEFAULT
 from app.errors import DataSourceError
-from app.formats.limits import Limits, display_name, strip_nul
+from app.formats.limits import Deadline, Limits, display_name, strip_nul
 from app.formats.pdf import clean_pdf_text
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
@@ -81,9 +81,10 @@ class Ocr:
         missing = self.missing()
         return f"{name}: needs OCR, but {missing}; skipped (install it: {INSTALL_HINT})" if missing else None
 
-    def read_image(self, image, name: str, where: str, seconds: float) -> str:
+    def read_image(self, image, name: str, where: str, seconds: float, budget_s: float | None = None) -> str:
         """The text Tesseract reads in a PIL image (converted to grayscale PNG, fed on stdin).
-        DataSourceError if it fails or takes longer than ``seconds``."""
+        DataSourceError if it fails or takes longer than ``seconds`` (what is left of the file's
+        PARSE_TIMEOUT_S, ``budget_s``, which the message names)."""
         buffer = io.BytesIO()
         image.convert("L").save(buffer, format="PNG")
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
@@ -97,7 +98,7 @@ class Ocr:
             )
         except subprocess.TimeoutExpired:
             raise DataSourceError(
-                f"{name}: OCR of {where} took longer than PARSE_TIMEOUT_S={seconds:g} s; skipped "
+                f"{name}: OCR of {where} took longer than PARSE_TIMEOUT_S={budget_s or seconds:g} s; skipped "
                 "(raise PARSE_TIMEOUT_S to read it)"
             ) from None
         except OSError as exc:
@@ -142,11 +143,15 @@ class Ocr:
             document = pdfium.PdfDocument(str(path))
         except Exception as exc:  # PDFium refuses what pypdf read: this file's failure only
             raise DataSourceError(f"{name}: cannot render for OCR ({exc.__class__.__name__}: {exc})") from exc
+        deadline = Deadline(name, limits.parse_timeout_s)  # one budget for the file's OCR, not one a page
         try:
             for done, number in enumerate(numbers, start=1):
+                deadline.check(f"page {number}")
                 started = time.monotonic()
                 image = render_page(document[number - 1], self.dpi)
-                text = self.read_image(image, name, f"page {number}", limits.parse_timeout_s)
+                text = self.read_image(
+                    image, name, f"page {number}", deadline.remaining(), budget_s=limits.parse_timeout_s
+                )
                 log.info(
                     "%s: OCR page %d (%d/%d) in %.1f s", name, number, done, len(numbers), time.monotonic() - started
                 )
@@ -179,6 +184,7 @@ def image_document(
     if refused:
         raise DataSourceError(refused)
     units: list[tuple[str, str]] = []
+    deadline = Deadline(name, limits.parse_timeout_s)  # one budget for the whole file, not one a page
     try:
         with Image.open(path) as image:
             frames = getattr(image, "n_frames", 1)
@@ -188,8 +194,11 @@ def image_document(
                         f"{name}: {frame.width}×{frame.height} pixels, more than {MAX_PIXELS:,} "
                         "(a decompression bomb?); skipped"
                     )
+                deadline.check(f"page {number}")
                 started = time.monotonic()
-                text = ocr.read_image(frame, name, f"page {number}", limits.parse_timeout_s)
+                text = ocr.read_image(
+                    frame, name, f"page {number}", deadline.remaining(), budget_s=limits.parse_timeout_s
+                )
                 log.info("%s: OCR page %d/%d in %.1f s", name, number, frames, time.monotonic() - started)
                 if on_page is not None:
                     on_page(number, frames)
