@@ -268,3 +268,16 @@ def test_a_large_or_deeply_nested_body_is_one_line_not_a_traceback():
     bad = client.post("/api/ask", content=b'{"question": "\xff\xfe"}')
     assert bad.status_code == 400 and bad.json() == {"error": "質問を JSON で送ってください"}
     assert service.asked == []
+
+
+def test_the_page_recovers_by_itself_once_the_database_is_back():
+    """Issue 40, case 6: after a 503 the next request goes to the service again; once the database
+    answers, the documents list and the answer come back without a restart."""
+    service = GoneService()
+    client = TestClient(create_app(service))
+    assert client.get("/api/documents").status_code == 503
+    service.fail = None
+    service.list_documents = FakeService().list_documents  # the database is back
+    back = client.get("/api/documents")
+    assert back.status_code == 200 and back.json()["documents"] == [{"doc_id": "csv/faq.csv", "chunks": 3}]
+    assert events(client.post("/api/ask", json={"question": "受付時間は？"}).text)[-1][0] == "done"
