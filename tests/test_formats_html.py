@@ -59,42 +59,78 @@ def test_empty_page_is_one_line(tmp_path):
         html_document(tmp_path / "blank.html")
 
 
-def test_a_49_mib_page_is_stopped_at_parse_timeout_s_and_a_page_over_1_mib_still_reads(tmp_path):
-    """Issue 40, case 2: PARSE_TIMEOUT_S was checked only after trafilatura returned (a 49 MiB page was
-    still being read after 420 s). A page over 1 MiB is read in a child process that is ended at the
-    limit: one line, and nothing left running. A 1.2 MiB page still reads, through the child."""
-    import multiprocessing
-    import time
-
-    from app.errors import DataSourceError
-    from app.formats.html import IN_PROCESS_BYTES, html_document
-    from app.formats.limits import Limits
-
+def huge_page(path):
+    """A 49 MiB HTML page of tables (issue 40, case 2)."""
     rows = "".join(f"<tr><td>項目{i}</td><td>値{i}の説明です。</td></tr>" for i in range(8000))
     block = f"<section><h2>表</h2><table>{rows}</table></section>"
-    huge = tmp_path / "huge.html"
-    with huge.open("w", encoding="utf-8") as out:
+    with path.open("w", encoding="utf-8") as out:
         out.write("<html><head><title>大きな頁</title></head><body><main>")
         while out.tell() < 49 * 2**20:
             out.write(block)
         out.write("</main></body></html>")
+    return path
+
+
+def test_a_49_mib_page_is_ended_at_parse_timeout_s_and_at_max_reader_mb(tmp_path):
+    """Issue 40, cases 1 and 2: PARSE_TIMEOUT_S was checked only after trafilatura returned (a 49 MiB
+    page was still being read after 420 s). A file over 1 MiB is read in a child process, ended from
+    outside at the time limit, and under an address-space cap: one line each, nothing left running."""
+    import multiprocessing
+    import time
+
+    from app.config import Settings
+    from app.errors import DataSourceError
+    from app.formats import read_document
+
+    huge = huge_page(tmp_path / "huge.html")
     start = time.monotonic()
     with pytest.raises(DataSourceError) as raised:
-        html_document(huge, Limits(parse_timeout_s=3))
+        read_document(huge, Settings.from_env({"PARSE_TIMEOUT_S": "3"}))
     elapsed = time.monotonic() - start
-    assert str(raised.value) == (
-        "huge.html: reading took longer than PARSE_TIMEOUT_S=3 s (stopped at the main content); "
-        "skipped (raise PARSE_TIMEOUT_S to read it)"
+    assert (
+        str(raised.value)
+        == "huge.html: took longer than PARSE_TIMEOUT_S=3 s; skipped (raise PARSE_TIMEOUT_S to read it)"
     )
     assert elapsed < 3 + 60  # the issue's bound is PARSE_TIMEOUT_S + 30 s; before, minutes
-    assert not [p for p in multiprocessing.active_children() if p.name == "html-reader"]
+    assert not [p for p in multiprocessing.active_children() if p.name == "file-reader"]
+
+
+def test_a_reader_past_max_reader_mb_fails_in_one_line_and_the_limit_is_its_own(tmp_path):
+    """A 2 MiB CSV read under a 100 MB address space: its reader runs out (pandas alone needs more), and
+    the file fails saying which limit; this process's own memory is untouched by the cap."""
+    import resource
+
+    from app.config import Settings
+    from app.errors import DataSourceError
+    from app.formats import read_document
+
+    big = tmp_path / "big.csv"
+    big.write_text("項目,値\n" + "".join(f"項目{i},{i}\n" for i in range(120_000)), encoding="utf-8")
+    assert big.stat().st_size > 2**20
+    with pytest.raises(DataSourceError) as raised:
+        read_document(big, Settings.from_env({"MAX_READER_MB": "100"}))
+    assert str(raised.value) in (
+        "big.csv: needed more than MAX_READER_MB=100 of memory; skipped (raise MAX_READER_MB to read it)",
+        "big.csv: its reader stopped without an answer (more than MAX_READER_MB=100 of memory?); "
+        "skipped (raise MAX_READER_MB to read it)",  # it died allocating (OpenBLAS aborts) before it could say
+    )
+    assert resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY
+    units = read_document(big, Settings.from_env({"MAX_READER_MB": "4096"})).units
+    assert len(units) == 120_000 and units[0][1] == "big.csv:r1"
+
+
+def test_a_file_over_1_mib_reads_the_same_in_its_child_process(tmp_path):
+    """The bounded child gives what the reader gives in this process, page progress relayed."""
+    from app.config import Settings
+    from app.formats import read_document, read_html
+
     medium = tmp_path / "medium.html"
     medium.write_text(
         "<html><head><title>中</title></head><body><main><h1>見出し</h1>"
-        + "<p>本文の段落です。</p>" * ((IN_PROCESS_BYTES // 30) + 1000)
+        + "<p>本文の段落です。</p>" * 40_000
         + "</main></body></html>",
         encoding="utf-8",
     )
-    assert medium.stat().st_size > IN_PROCESS_BYTES
-    title, units = html_document(medium, Limits(parse_timeout_s=120))
-    assert title == "見出し" and units[0][1] == "medium.html#見出し" and "本文の段落です。" in units[0][0]
+    assert medium.stat().st_size > 2**20
+    settings = Settings.from_env({"PARSE_TIMEOUT_S": "120"})
+    assert read_document(medium, settings) == read_html(medium, settings)

@@ -9,7 +9,7 @@ unit tests clear exactly these variables).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -275,6 +275,7 @@ class IngestSettings:
         "MAX_ROWS",
         "MAX_CELL_CHARS",
         "MAX_FILE_CHARS",
+        "MAX_READER_MB",
         "MAX_OFFICE_MB",
         "MAX_IMAGE_MB",
         "MAX_ZIP_MB",
@@ -295,6 +296,7 @@ class IngestSettings:
     max_rows: int = read.int_default("MAX_ROWS")
     max_cell_chars: int = read.int_default("MAX_CELL_CHARS")
     max_file_chars: int = read.int_default("MAX_FILE_CHARS")
+    max_reader_mb: int = field(default_factory=lambda: max(1024, read.memory_mb() // 4))  # MAX_READER_MB
     max_office_mb: int = read.int_default("MAX_OFFICE_MB")
     max_image_mb: int = read.int_default("MAX_IMAGE_MB")
     max_zip_mb: int = read.int_default("MAX_ZIP_MB")
@@ -307,6 +309,8 @@ class IngestSettings:
     def from_env(cls, env: Mapping[str, str]) -> IngestSettings:
         """The group from ``env`` (ValueError naming a bad variable)."""
         limits = {name.lower(): read.integer(env, name) for name in cls.VARIABLES if name.startswith("MAX_")}
+        if not limits["max_reader_mb"]:  # a quarter of the machine's memory, at least 1 GB
+            limits.pop("max_reader_mb")
         if not env.get("MAX_ZIP_MB", "").strip():  # in proportion to the largest Office file read
             limits["max_zip_mb"] = ZIP_MB_PER_OFFICE_MB * limits["max_office_mb"]
         return cls(

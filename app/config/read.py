@@ -46,6 +46,7 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "MAX_TEXT_MB": (50, 1),  # largest Markdown / text file read
     "MAX_ROWS": (1000000, 1),  # most data rows of one CSV
     "MAX_CELL_CHARS": (100000, 1),  # most characters in one CSV cell
+    "MAX_READER_MB": (0, 0),  # address space of a reader process for a file over 1 MiB (0: a quarter of the memory)
     "MAX_FILE_CHARS": (2000000, 1),  # most characters of text one file may yield (about 4,000 chunks of 500)
     "MAX_OFFICE_MB": (200, 1),  # largest Word / Excel / PowerPoint file read (.docx .xlsx .xlsm .xls .pptx)
     "MAX_IMAGE_MB": (50, 1),  # largest image read for OCR (.png .jpg .jpeg .tif .tiff)
@@ -165,3 +166,13 @@ def one_of(name: str, value: object, choices: Sequence[str]) -> str:
 def choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """A variable that takes one of ``choices`` (the first is the default); ValueError otherwise."""
     return one_of(name, env.get(name, "").strip().lower() or choices[0], choices)
+
+
+def memory_mb() -> int:
+    """The machine's physical memory in MB (0 where the system does not say)."""
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        return 0

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.formats import csv_rows, excel, html, ocr, pdf, slides, text, word
+from app.formats.bounded import IN_PROCESS_BYTES, read_bounded
 from app.formats.limits import Limits
 
 WORD_SUFFIXES = (".docx",)
@@ -189,6 +190,14 @@ def size_limit(suffix: str, settings) -> tuple[str, int]:
 def read_document(path: Path, settings, on_page=None) -> FormatDocument:
     """One file as its format's reader reads it: a :class:`FormatDocument`; DataSourceError (one
     line) if it cannot be read. A suffix outside the registry is read as a CSV (the spec's
-    ``load_csvs`` reads any file it is given). ``on_page(done, total)`` after each OCR'd page."""
+    ``load_csvs`` reads any file it is given). ``on_page(done, total)`` after each OCR'd page. A file
+    over 1 MiB is read in a child process under MAX_READER_MB and PARSE_TIMEOUT_S
+    (:mod:`app.formats.bounded`)."""
     fmt = format_of(path.suffix) or FORMATS[2]
+    try:
+        large = path.stat().st_size > IN_PROCESS_BYTES
+    except OSError:
+        large = False  # the reader says why it cannot read the file
+    if large and settings.ingest.max_reader_mb:
+        return read_bounded(fmt.read, path, settings, on_page)
     return fmt.read(path, settings, on_page)

@@ -7,13 +7,12 @@ heading path as context. A page where trafilatura finds no main content is read 
 without markup). No model, nothing fetched: links and images are not followed.
 
 trafilatura cannot be stopped from inside and takes more than linear time (2 MB: 3 s, 49 MiB: past
-seven minutes), so a page larger than :data:`IN_PROCESS_BYTES` is read in a child process that is
-ended at ``PARSE_TIMEOUT_S``: the page fails in one line, the sync goes on.
+seven minutes): a page over 1 MiB is read in a child process ended at ``PARSE_TIMEOUT_S``
+(:mod:`app.formats.bounded`, for every format).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
 
 from app.errors import DataSourceError
@@ -21,7 +20,6 @@ from app.formats.limits import Deadline, Limits, display_name, strip_nul
 from app.formats.text import markdown_sections, section_units
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
-IN_PROCESS_BYTES = 1 << 20  # pages up to 1 MiB are read here (well under a second); larger ones in a child
 
 
 def _config():
@@ -60,45 +58,6 @@ def main_text(raw: bytes) -> tuple[str, str]:
     return strip_nul(title), strip_nul(markdown)
 
 
-def _main_text_in_child(path: str, conn) -> None:
-    """The child's work: :func:`main_text` of the page at ``path``, sent back (or its error, as text)."""
-    try:
-        conn.send(("ok", main_text(Path(path).read_bytes())))
-    except BaseException as exc:  # the parent turns it into this file's one-line failure
-        conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
-def main_text_within(path: Path, raw: bytes, name: str, seconds: float) -> tuple[str, str]:
-    """:func:`main_text` of a page, ended after ``seconds`` (PARSE_TIMEOUT_S) however far it got: a
-    small page here, a large one in a child process that is killed when its time is up."""
-    if len(raw) <= IN_PROCESS_BYTES:
-        return main_text(raw)
-    context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process's threads
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_main_text_in_child, args=(str(path), sender), name="html-reader")
-    child.start()
-    sender.close()
-    try:
-        if not receiver.poll(seconds):
-            raise DataSourceError(
-                f"{name}: reading took longer than PARSE_TIMEOUT_S={seconds:g} s (stopped at the main content); "
-                "skipped (raise PARSE_TIMEOUT_S to read it)"
-            )
-        status, value = receiver.recv()
-    except EOFError:
-        raise DataSourceError(f"{name}: unreadable HTML (its reader ended without an answer)") from None
-    finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receiver.close()
-    if status != "ok":
-        raise DataSourceError(f"{name}: unreadable HTML ({value})")
-    return value
-
-
 def html_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> tuple[str, list[tuple[str, str, str]]]:
     """An HTML page as ``(title, [(text, "file.html#slug", heading path), ...])``; the title is the
     page's ``<title>`` (or ''). DataSourceError if unreadable or without text."""
@@ -109,7 +68,7 @@ def html_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> tuple[str, lis
         raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
     deadline = Deadline(name, limits.parse_timeout_s)
     try:
-        title, markdown = main_text_within(path, raw, name, limits.parse_timeout_s)
+        title, markdown = main_text(raw)
     except DataSourceError:
         raise
     except (MemoryError, RecursionError) as exc:

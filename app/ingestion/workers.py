@@ -5,7 +5,6 @@ chunks (and OCR'd pages)."""
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -14,13 +13,13 @@ from typing import Any
 from app import storage
 from app.config import Settings
 from app.embeddings import get_embeddings
+from app.formats.bounded import kill_with_parent as _kill_with_parent
 from app.ingestion.datadir import SourceFile
 from app.ingestion.staging import FATAL_ERRORS, StagedFile, describe_failure, stage_file
 
 # Parallel ingest: how often the progress bar reads what the workers staged; a worker's death.
 PROGRESS_POLL_S = 1.0
 WORKER_DIED = "the ingest worker died (it was killed, or ran out of memory); run the sync again"
-PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal for this process when its parent dies
 
 
 def _stage_safely(
@@ -181,22 +180,6 @@ def _worker_start(parent: int) -> None:
     if os.getppid() != parent:  # the parent died before the signal was asked for
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), name="ingest-parent-watchdog", daemon=True).start()
-
-
-def _kill_with_parent() -> None:
-    """Linux: have the kernel send this process SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG);
-    elsewhere, or when libc cannot be loaded, nothing (the watchdog still works)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import ctypes.util
-    import signal
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _watch_parent(parent: int, interval_s: float = 1.0) -> None:
