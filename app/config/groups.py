@@ -296,7 +296,7 @@ class IngestSettings:
     max_rows: int = read.int_default("MAX_ROWS")
     max_cell_chars: int = read.int_default("MAX_CELL_CHARS")
     max_file_chars: int = read.int_default("MAX_FILE_CHARS")
-    max_reader_mb: int = field(default_factory=lambda: max(1024, read.memory_mb() // 4))  # MAX_READER_MB
+    max_reader_mb: int = field(default_factory=lambda: read.reader_mb_default())  # MAX_READER_MB
     max_office_mb: int = read.int_default("MAX_OFFICE_MB")
     max_image_mb: int = read.int_default("MAX_IMAGE_MB")
     max_zip_mb: int = read.int_default("MAX_ZIP_MB")
@@ -309,7 +309,7 @@ class IngestSettings:
     def from_env(cls, env: Mapping[str, str]) -> IngestSettings:
         """The group from ``env`` (ValueError naming a bad variable)."""
         limits = {name.lower(): read.integer(env, name) for name in cls.VARIABLES if name.startswith("MAX_")}
-        if not limits["max_reader_mb"]:  # a quarter of the machine's memory, at least 1 GB
+        if not limits["max_reader_mb"]:  # a share of the machine's memory (read.reader_mb_default)
             limits.pop("max_reader_mb")
         if not env.get("MAX_ZIP_MB", "").strip():  # in proportion to the largest Office file read
             limits["max_zip_mb"] = ZIP_MB_PER_OFFICE_MB * limits["max_office_mb"]

@@ -46,7 +46,7 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "MAX_TEXT_MB": (50, 1),  # largest Markdown / text file read
     "MAX_ROWS": (1000000, 1),  # most data rows of one CSV
     "MAX_CELL_CHARS": (100000, 1),  # most characters in one CSV cell
-    "MAX_READER_MB": (0, 0),  # address space of a reader process for a file over 1 MiB (0: a quarter of the memory)
+    "MAX_READER_MB": (0, 0),  # address space of a reader process for a file over 1 MiB (0: 1/24 of the memory, ≥ 1024)
     "MAX_FILE_CHARS": (2000000, 1),  # most characters of text one file may yield (about 4,000 chunks of 500)
     "MAX_OFFICE_MB": (200, 1),  # largest Word / Excel / PowerPoint file read (.docx .xlsx .xlsm .xls .pptx)
     "MAX_IMAGE_MB": (50, 1),  # largest image read for OCR (.png .jpg .jpeg .tif .tiff)
@@ -176,3 +176,9 @@ def memory_mb() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     except (ValueError, OSError, AttributeError):
         return 0
+
+
+def reader_mb_default() -> int:
+    """MAX_READER_MB when unset: 1/24 of the machine's memory, at least 1024 (1 GB on a 24 GB machine:
+    a reader past it fails in one line and the ingest stays under 1.5 GB however hostile the file)."""
+    return max(1024, memory_mb() // 24)

@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal for this process when its parent dies
 IN_PROCESS_BYTES = 1 << 20  # files up to 1 MiB are read here; larger ones in a bounded child
-GRACE_S = 5.0  # past PARSE_TIMEOUT_S, the reader's own deadline message has this long to come first
 
 
 def kill_with_parent() -> None:
@@ -55,8 +54,10 @@ def _read_in_child(read: Callable[..., Any], path: str, settings: Any, max_mb: i
         conn.send(("ok", document))
     except MemoryError:
         conn.send(("memory", ""))
-    except DataSourceError as exc:
-        conn.send(("memory" if "MemoryError" in str(exc) else "error", str(exc)))
+    except DataSourceError as exc:  # a library that swallowed its MemoryError fails in other words
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        out_of_memory = "MemoryError" in str(exc) or peak >= 0.6 * max_mb * 2**20
+        conn.send(("memory" if out_of_memory else "error", str(exc)))
     except BaseException as exc:  # the parent turns it into this file's one-line failure
         conn.send(("error", f"{display_name(Path(path))}: unreadable ({exc.__class__.__name__}: {exc})"))
     finally:
@@ -67,8 +68,7 @@ def read_bounded(
     read: Callable[..., Any], path: Path, settings: Any, on_page: Callable[[int, int], None] | None = None
 ) -> Any:
     """``read(path, settings, on_page)`` in a child process under ``settings.ingest.max_reader_mb`` of
-    address space, ended at ``settings.ingest.parse_timeout_s`` (plus a few seconds for the reader's
-    own message); ``on_page(done, total)`` is relayed as the child reports pages. DataSourceError (one
+    address space, ended at ``settings.ingest.parse_timeout_s``; ``on_page(done, total)`` is relayed as the child reports pages. DataSourceError (one
     line) when it runs over either, or fails."""
     name = display_name(path)
     seconds, max_mb = float(settings.ingest.parse_timeout_s), settings.ingest.max_reader_mb
@@ -77,7 +77,7 @@ def read_bounded(
     child = context.Process(target=_read_in_child, args=(read, str(path), settings, max_mb, sender), name="file-reader")
     child.start()
     sender.close()
-    end = time.monotonic() + seconds + GRACE_S
+    end = time.monotonic() + seconds
     try:
         while True:
             left = end - time.monotonic()
