@@ -134,3 +134,29 @@ def test_a_file_over_1_mib_reads_the_same_in_its_child_process(tmp_path):
     assert medium.stat().st_size > 2**20
     settings = Settings.from_env({"PARSE_TIMEOUT_S": "120"})
     assert read_document(medium, settings) == read_html(medium, settings)
+
+
+def test_an_office_file_of_any_size_is_read_in_its_bounded_child(tmp_path, monkeypatch):
+    """A compressed Office file may inflate far past its size: even a small one goes to the child (the
+    same units as in this process), a small CSV stays here."""
+    from docx import Document
+
+    from app import formats
+    from app.config import Settings
+
+    calls = []
+    real = formats.read_bounded
+    monkeypatch.setattr(formats, "read_bounded", lambda *a, **k: calls.append(a[1].name) or real(*a, **k))
+    doc = Document()
+    doc.add_heading("規程", 1)
+    doc.add_paragraph("在宅勤務手当は月額5,000円とする。")
+    doc.save(tmp_path / "rule.docx")
+    (tmp_path / "faq.csv").write_text("質問,回答\n休日は？,土日です。\n", encoding="utf-8")
+    settings = Settings.from_env({})
+    assert formats.read_document(tmp_path / "rule.docx", settings) == formats.read_word(
+        tmp_path / "rule.docx", settings
+    )
+    assert formats.read_document(tmp_path / "faq.csv", settings).units == [
+        ("質問:休日は？\n回答:土日です。", "faq.csv:r1", "faq — 質問, 回答")
+    ]
+    assert calls == ["rule.docx"]

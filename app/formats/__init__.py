@@ -190,14 +190,14 @@ def size_limit(suffix: str, settings) -> tuple[str, int]:
 def read_document(path: Path, settings, on_page=None) -> FormatDocument:
     """One file as its format's reader reads it: a :class:`FormatDocument`; DataSourceError (one
     line) if it cannot be read. A suffix outside the registry is read as a CSV (the spec's
-    ``load_csvs`` reads any file it is given). ``on_page(done, total)`` after each OCR'd page. A file
-    over 1 MiB is read in a child process under MAX_READER_MB and PARSE_TIMEOUT_S
-    (:mod:`app.formats.bounded`)."""
+    ``load_csvs`` reads any file it is given). ``on_page(done, total)`` after each OCR'd page. An
+    Office file (a zip: a few kilobytes may inflate to hundreds of megabytes of XML) and any file over
+    1 MiB are read in a child process under MAX_READER_MB and PARSE_TIMEOUT_S (:mod:`app.formats.bounded`)."""
     fmt = format_of(path.suffix) or FORMATS[2]
     try:
         large = path.stat().st_size > IN_PROCESS_BYTES
     except OSError:
         large = False  # the reader says why it cannot read the file
-    if large and settings.ingest.max_reader_mb:
+    if (large or path.suffix.lower() in OFFICE_SUFFIXES) and settings.ingest.max_reader_mb:
         return read_bounded(fmt.read, path, settings, on_page)
     return fmt.read(path, settings, on_page)
