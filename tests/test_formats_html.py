@@ -85,13 +85,18 @@ def test_a_49_mib_page_is_ended_at_parse_timeout_s_and_at_max_reader_mb(tmp_path
     huge = huge_page(tmp_path / "huge.html")
     start = time.monotonic()
     with pytest.raises(DataSourceError) as raised:
-        read_document(huge, Settings.from_env({"PARSE_TIMEOUT_S": "3"}))
+        read_document(huge, Settings.from_env({"PARSE_TIMEOUT_S": "3", "MAX_READER_MB": "8192"}))
     elapsed = time.monotonic() - start
     assert (
-        str(raised.value)
-        == "huge.html: took longer than PARSE_TIMEOUT_S=3 s; skipped (raise PARSE_TIMEOUT_S to read it)"
+        str(raised.value) == "huge.html: reading took longer than PARSE_TIMEOUT_S=3 s (stopped from outside); "
+        "skipped (raise PARSE_TIMEOUT_S to read it)"
     )
     assert elapsed < 3 + 60  # the bound is PARSE_TIMEOUT_S + 30 s; before, minutes
+    with pytest.raises(DataSourceError) as raised:  # PARSE_TIMEOUT_S's default, 300 s, and 1 GB (24 GB's share)
+        read_document(huge, Settings.from_env({"MAX_READER_MB": "1024"}))
+    assert str(raised.value) == (
+        "huge.html: needed more than MAX_READER_MB=1024 of memory; skipped (raise MAX_READER_MB to read it)"
+    )
     assert not [p for p in multiprocessing.active_children() if p.name == "file-reader"]
 
 

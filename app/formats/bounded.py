@@ -82,8 +82,9 @@ def read_bounded(
         while True:
             left = end - time.monotonic()
             if left <= 0 or not receiver.poll(left):
-                raise DataSourceError(
-                    f"{name}: took longer than PARSE_TIMEOUT_S={seconds:g} s; skipped (raise PARSE_TIMEOUT_S to read it)"
+                raise DataSourceError(  # worded as the readers' own deadline (app.formats.limits.Deadline)
+                    f"{name}: reading took longer than PARSE_TIMEOUT_S={seconds:g} s (stopped from outside); "
+                    "skipped (raise PARSE_TIMEOUT_S to read it)"
                 )
             kind, *value = receiver.recv()
             if kind == "page":
