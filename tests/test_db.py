@@ -180,15 +180,3 @@ def test_a_read_only_database_is_one_line_even_when_wrapped():
             "answers questions, but ingest, remove and `db init` must go to the primary"
         )
     assert storage.database_error(Exception("other")) is None
-
-
-def test_scram_verifier_is_what_postgresql_stores():
-    """RFC 7677's SCRAM-SHA-256 over PBKDF2-HMAC-SHA256; PostgreSQL accepts it as an already-encrypted
-    password (tests/integration/test_hardening.py logs in with it). Exact value for a fixed salt."""
-    from app.storage.provision import scram_verifier
-
-    assert scram_verifier("pencil", salt=bytes(range(16))) == (
-        "SCRAM-SHA-256$4096:AAECAwQFBgcICQoLDA0ODw==$zHCdol2044/ZyWzPLi7oxApCkamKw9Z+E4U/QApd/5Y="
-        ":dd5peBOitVnLNFu7VmwP+HiDaaw4OUCv396eVCWhYiE="
-    )
-    assert scram_verifier("pencil") != scram_verifier("pencil")  # a new salt each time

@@ -4,7 +4,7 @@ machine or ignore the time limit (trafilatura cannot be stopped from inside; ope
 pypdf check the time only between steps). The file fails with one line; the sync goes on.
 
 A file up to :data:`IN_PROCESS_BYTES` is read in the sync's own process (well under a second, and
-a fresh interpreter costs about one); the checks inside each reader still bound it.
+a fresh interpreter costs about 0.4 s a file); the checks inside each reader still bound it.
 """
 
 from __future__ import annotations

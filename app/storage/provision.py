@@ -4,17 +4,12 @@ version made as the superuser handed over to that role. Also the two statements 
 when it secures a cluster made by an older version.
 
 DDL cannot take bound parameters: names are composed with psycopg's ``sql.Identifier`` and the
-password as a ``sql.Literal`` — never the password itself, but its SCRAM-SHA-256 verifier computed here
-(:func:`scram_verifier`), so a statement the server logs (an error, ``log_statement``) holds no secret.
+password as a ``sql.Literal`` — never the password itself, but its SCRAM-SHA-256 verifier, computed by
+libpq on this side (:func:`scram_verifier`), so a statement the server logs (an error, ``log_statement``) holds no secret.
 The role is created only when it is missing, and the session logs no statement on error.
 """
 
 from __future__ import annotations
-
-import base64
-import hashlib
-import hmac
-import os
 
 CONNECT_TIMEOUT_S = 5
 
@@ -24,7 +19,6 @@ SQL_CREATE_APP_ROLE = "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE 
 SQL_SET_APP_ROLE = "ALTER ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
 SQL_ROLE_EXISTS = "SELECT 1 FROM pg_roles WHERE rolname = %s"
 SQL_QUIET_ERRORS = "SET log_min_error_statement = panic"  # a failed statement is logged without its text
-SCRAM_ITERATIONS = 4096  # PostgreSQL's default (scram_iterations)
 SQL_CREATE_DATABASE = "CREATE DATABASE {} OWNER {}"
 SQL_SET_DATABASE_OWNER = "ALTER DATABASE {} OWNER TO {}"
 SQL_CREATE_VECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
@@ -61,7 +55,7 @@ def provision(admin_url: str, db_admin_url: str, dbname: str, role: str, passwor
         # updated"); the lock is the session's, released when this connection closes.
         conn.execute(SQL_PROVISION_LOCK)
         conn.execute(SQL_QUIET_ERRORS)
-        verifier = sql.Literal(scram_verifier(password))
+        verifier = sql.Literal(scram_verifier(conn, role, password))
         if conn.execute(SQL_ROLE_EXISTS, (role,)).fetchone() is None:
             _ignore_races(
                 conn,
@@ -101,23 +95,13 @@ def set_password(conn, role: str, password: str) -> None:
     from psycopg import sql
 
     conn.execute(SQL_QUIET_ERRORS)
-    conn.execute(sql.SQL(SQL_SET_PASSWORD).format(sql.Identifier(role), sql.Literal(scram_verifier(password))))
+    conn.execute(
+        sql.SQL(SQL_SET_PASSWORD).format(sql.Identifier(role), sql.Literal(scram_verifier(conn, role, password)))
+    )
 
 
-def scram_verifier(password: str, salt: bytes | None = None, iterations: int = SCRAM_ITERATIONS) -> str:
-    """The SCRAM-SHA-256 verifier PostgreSQL stores for ``password`` (RFC 5802/7677, as
-    ``pg_authid.rolpassword`` holds it): given to ``PASSWORD``, the server stores it as it is, and the
-    password itself never reaches the server, its logs or ``pg_stat_activity``. ``salt``: 16 random
-    bytes unless given (tests). The passwords made here are ASCII, which SASLprep leaves unchanged."""
-    salt = os.urandom(16) if salt is None else salt
-    salted = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), salt, iterations)
-    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
-    stored_key = hashlib.sha256(client_key).digest()
-    server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
-    b64 = lambda raw: base64.b64encode(raw).decode("ascii")  # noqa: E731
-    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
-
-
-def reload_config(conn) -> None:
-    """Make the server re-read pg_hba.conf and its settings."""
-    conn.execute(SQL_RELOAD_CONF)
+def scram_verifier(conn, role: str, password: str) -> str:
+    """The SCRAM-SHA-256 verifier PostgreSQL stores for ``role``'s ``password``, computed by libpq on
+    this side (``PQencryptPasswordConn``): given to ``PASSWORD``, the server stores it as it is, and the
+    password itself never reaches the server, its logs or ``pg_stat_activity``."""
+    return conn.pgconn.encrypt_password(password.encode("utf-8"), role.encode("utf-8"), b"scram-sha-256").decode()
