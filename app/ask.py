@@ -8,6 +8,7 @@ from typing import Any
 
 from app.config import Settings, get_settings, validate_mode
 from app.models.resources import cached
+from app.permissions.principals import FULL_ACCESS
 from app.reranker import SCORE_KEY, load_reranker, rerank_documents
 from app.retrieval.search import vector_search
 from app.store import RagStore
@@ -40,7 +41,7 @@ def search(
     k = k or s.retrieval.search_k
     top_k = top_k or s.retrieval.rerank_top_k
     if search_fn is None and vectorstore is not None:
-        search_fn = partial(vector_search, vectorstore)
+        search_fn = partial(vector_search, vectorstore, principals=FULL_ACCESS)  # the spec's face: full access
     if search_fn is None:
         mode = validate_mode(mode, s.retrieval.search_mode)
         search_fn = shared_store(s).search_function(mode)

@@ -22,7 +22,6 @@ from app.errors import GraphNotReadyError, QuestionTooLongError
 from app.graphrag.global_search import NO_DATA_ANSWER
 from app.graphrag.local_search import NO_ENTITIES_ANSWER
 from app.graphrag.router import route
-from app.graphrag.search import GraphSearch
 from app.llm import get_llm
 from app.models.resources import cached
 from app.reranker import load_reranker, rerank_documents
@@ -198,14 +197,16 @@ def default_context(
     reranker="load",
     mode: str | None = None,
     generate: bool = True,
+    principals=None,
 ) -> RAGContext:
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
     (not loaded with ``generate=False``: retrieval and re-ranking only), and for ``local``, ``global`` and
-    ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones)."""
+    ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones). Everything is
+    read as ``principals`` (default: full access; ``--as NAME`` gives a user's)."""
     s = settings or get_settings()
     mode = validate_mode(mode, s.retrieval.search_mode)
     search_mode = mode if mode in SEARCH_MODES else "hybrid"
-    store = RagStore(s)
+    store = RagStore(s, principals=principals)
     if search is None:
         search = store.warm_up_search(search_mode).search_function(search_mode)
     if reranker == "load":  # local and global read the graph, not re-ranked chunks: no cross-encoder, no warning
@@ -214,7 +215,7 @@ def default_context(
         llm = llm if llm is not None else get_llm(s)
     graph = None
     if mode in ("local", "global", "auto"):
-        graph = GraphSearch(s, store.engine, embeddings=store.embeddings, llm=llm, count_tokens=llm_token_counter(llm))
+        graph = store.graph_search(llm=llm, count_tokens=llm_token_counter(llm))
         if mode != "auto":
             graph.collection()  # GraphNotReadyError now, with what to run, rather than inside the workflow
     return RAGContext(

@@ -34,6 +34,7 @@ from app.graphrag.search import GraphSearch, graph_documents
 from app.ingestion.documents import write_api_document
 from app.ingestion.scan import resolve_file, scan
 from app.ingestion.sync import sync, update_graph
+from app.permissions.principals import FULL_ACCESS
 from app.retrieval.search import SearchRetriever, hybrid_search, keyword_search, vector_search
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,17 @@ _POOL_LOCK = threading.Lock()
 class RagStore:
     """Documents in PostgreSQL + pgvector: add, remove, list, sync, search."""
 
-    def __init__(self, settings: Settings | None = None, embeddings: Any = None, engine: Any = None):
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        embeddings: Any = None,
+        engine: Any = None,
+        principals: Sequence[str] | None = None,
+    ):
         self.settings = settings or get_settings()
+        # who reads through this store: full access by default (the shell user reads data/ anyway);
+        # ``principals_for_user`` (app.users) gives a user's, and each search may name its own
+        self.principals: tuple[str, ...] = FULL_ACCESS if principals is None else tuple(principals)
         self._embeddings = embeddings
         self._engine = engine
         self._vectorstore = None
@@ -149,7 +159,7 @@ class RagStore:
                 self.settings,
                 dry_run=True,
                 allow_empty=allow_empty,
-                stored=self.list_documents(),
+                stored=self._all_documents(),
             )
         with self.writing(wait):
             return sync(
@@ -207,7 +217,7 @@ class RagStore:
         """
         wanted = str(doc_id_or_path)
         with self.writing(wait):
-            docs = self.list_documents()
+            docs = self._all_documents()
             match = [d for d in docs if wanted in (d["doc_id"], d["source_file"])]
             if not match:
                 try:
@@ -223,15 +233,30 @@ class RagStore:
                 self.engine, self.settings.retrieval.collection_name, match[0]["doc_id"], match[0]["source_file"]
             )
 
-    def list_documents(self) -> list[dict]:
-        """Stored documents: doc_id, source_file, content_hash, settings_hash, chunks, ingested_at, origin
-        (``[]`` when nothing was ingested yet)."""
+    def list_documents(self, principals: Sequence[str] | None = None) -> list[dict]:
+        """Stored documents ``principals`` (default: this store's) may read: doc_id, source_file,
+        content_hash, settings_hash, chunks, ingested_at, origin, readers (``[]`` when nothing was
+        ingested yet)."""
         if not self._schema_ready:  # not created by this store yet: read only what is complete
             try:
                 storage.check_schema(self.engine, self.settings.retrieval.collection_name)
             except StoreNotReadyError:
                 return []
-        return storage.list_documents(self.engine, self.settings.retrieval.collection_name)
+        return storage.list_documents(self.engine, self.settings.retrieval.collection_name, self._who(principals))
+
+    def _all_documents(self) -> list[dict]:
+        """Every stored document (the writer's view, whoever this store reads as)."""
+        return self.list_documents(FULL_ACCESS)
+
+    def _who(self, principals: Sequence[str] | None) -> tuple[str, ...]:
+        """The principals of one call: those given, else this store's."""
+        return self.principals if principals is None else tuple(principals)
+
+    def source_chunks(self, source: str, principals: Sequence[str] | None = None) -> list[dict]:
+        """The stored chunks of one source (``faq.csv:r2``) that ``principals`` may read, in order."""
+        return storage.source_chunks(
+            self.engine, self.settings.retrieval.collection_name, source, self._who(principals)
+        )
 
     # --- search -----------------------------------------------------------------
 
@@ -243,6 +268,7 @@ class RagStore:
         k_vector: int | None = None,
         k_keyword: int | None = None,
         vector_filter: dict | None = None,
+        principals: Sequence[str] | None = None,
     ) -> list[Document]:
         """Search; Documents carry ``metadata['relevance_score']``.
 
@@ -250,23 +276,25 @@ class RagStore:
         question's entities, in the graph's order; score 1/rank); ``global`` (community reports,
         best rank first; score: the report's rank 0-10); ``auto`` (one of them, by app.graphrag.router).
         ``k_vector`` / ``k_keyword`` set each search's candidates (default ``top_k``);
-        ``vector_filter`` is a PGVector metadata filter applied to the vector search.
+        ``vector_filter``: ``{field: value}`` pairs the vector hits' metadata must hold. Only chunks
+        ``principals`` (default: this store's) may read are searched, in the same SQL.
         """
+        who = self._who(principals)
         mode = validate_mode(search_mode, self.settings.retrieval.search_mode)
         top_k = top_k or self.settings.retrieval.search_k
         if not query or not query.strip():
             return []
         if mode in ("local", "global", "auto"):
-            return self._graph_search(query, mode, top_k)
-        keyword = partial(keyword_search, self.engine, self.settings.retrieval.collection_name)
+            return self._graph_search(query, mode, top_k, who)
+        keyword = partial(keyword_search, self.engine, self.settings.retrieval.collection_name, principals=who)
         if mode == "vector":
-            return vector_search(self.vectorstore, query, k_vector or top_k, filter=vector_filter)[:top_k]
+            return vector_search(self.vectorstore, query, k_vector or top_k, who, filter=vector_filter)[:top_k]
         if mode == "keyword":
             return keyword(query, k_keyword or top_k)[:top_k]
 
         def vector_or_nothing(q: str) -> list[Document]:
             try:
-                hits = vector_search(self.vectorstore, q, k_vector or top_k, filter=vector_filter)
+                hits = vector_search(self.vectorstore, q, k_vector or top_k, who, filter=vector_filter)
             except Exception as exc:
                 self._vector_failed(exc)
                 return []
@@ -286,14 +314,26 @@ class RagStore:
         )
         return fused[:top_k]
 
-    def graph_search(self, llm: Any = None, count_tokens: Any = None):
-        """Local and global search over this store's graph (app.graphrag.search.GraphSearch)."""
-        return GraphSearch(self.settings, self.engine, embeddings=self.embeddings, llm=llm, count_tokens=count_tokens)
+    def graph_search(self, llm: Any = None, count_tokens: Any = None, principals: Sequence[str] | None = None):
+        """Local and global search over this store's graph as ``principals`` (default: this store's):
+        only entities, relationships and reports all of whose sources they may read."""
+        return GraphSearch(
+            self.settings,
+            self.engine,
+            embeddings=self.embeddings,
+            llm=llm,
+            count_tokens=count_tokens,
+            principals=self._who(principals),
+        )
 
-    def _graph_search(self, query: str, mode: str, top_k: int) -> list[Document]:
+    def _graph_search(self, query: str, mode: str, top_k: int, who: tuple[str, ...]) -> list[Document]:
         """:meth:`search` for ``local``, ``global`` and ``auto`` (which may answer with a chunk search)."""
         return graph_documents(
-            self.graph_search(), query, mode, top_k, lambda q, m, k: self.search(q, search_mode=m, top_k=k)
+            self.graph_search(principals=who),
+            query,
+            mode,
+            top_k,
+            lambda q, m, k: self.search(q, search_mode=m, top_k=k, principals=who),
         )
 
     def _pool(self):
@@ -340,6 +380,7 @@ class RagStore:
         top_k = search_kwargs.pop("top_k", None) or k or self.settings.retrieval.search_k
         return SearchRetriever(search=lambda query, n: self.search(query, top_k=n, **search_kwargs), k=top_k)
 
-    def search_function(self, mode: str | None = None):
-        """``search(query, k)`` for the graph's retrieve node."""
-        return lambda query, k: self.search(query, search_mode=mode, top_k=k)
+    def search_function(self, mode: str | None = None, principals: Sequence[str] | None = None):
+        """``search(query, k)`` for the graph's retrieve node, as ``principals`` (default: this store's)."""
+        who = self._who(principals)
+        return lambda query, k: self.search(query, search_mode=mode, top_k=k, principals=who)

@@ -7,6 +7,8 @@ database (``DB_NAME`` + ``_bench``), never the user's data. Sections:
 * retrieval at scale: synthetic corpora (clustered random unit vectors + generated
   Japanese text): vector (HNSW), keyword (GIN), hybrid latency vs exact scans, HNSW
   recall@10, index build time, sizes;
+* filtered: vector search as a principal who reads 50 %, 5 %, 0.5 % of 100k chunks (the readers'
+  filter, row-level security) against the unfiltered search and an exact filtered search (bench.access);
 * rerank: SEARCH_K (query, passage) pairs through the cross-encoder;
 * generation: TTFT and tokens/s through the app's streaming path vs raw llama-cpp-python,
   and the effect of ``n_threads``;
@@ -366,6 +368,10 @@ def format_table(results: dict) -> str:
                 f"  keyword top-10 with the postings budget vs without: "
                 f"{sc['keyword_budget_overlap_at_10']:.3f} overlap"
             )
+    if results.get("filtered"):
+        from bench.access import format_filtered
+
+        lines += format_filtered(results["filtered"])
     rr = results.get("rerank")
     if rr:
         lines += [
@@ -475,7 +481,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated sections to skip: ingest,scale,rerank,generation,e2e,serve,concurrency,llm-server,graph",
+        help="comma-separated sections to skip: "
+        "ingest,scale,filtered,rerank,generation,e2e,serve,concurrency,llm-server,graph",
+    )
+    parser.add_argument(
+        "--filtered-size", type=int, default=100_000, help="filtered section: synthetic chunks (readers on each)"
+    )
+    parser.add_argument(
+        "--filtered-shares",
+        default="0.5,0.05,0.005",
+        help="filtered section: the shares of the chunks a group may read (one group each)",
     )
     parser.add_argument(
         "--graph-corpora",
@@ -543,6 +558,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if n.strip()
             ],
         )
+
+        def filtered() -> dict:  # empties the bench tables, as scale does
+            from bench.access import bench_filtered_search
+
+            shares = [float(x) for x in args.filtered_shares.split(",") if x.strip()]
+            return bench_filtered_search(settings, engine, args.filtered_size, shares, args.queries)
+
+        section("filtered", "filtered", filtered)
         section("rerank", "rerank", lambda: bench_rerank(settings))
         section("generation", "generation", lambda: bench_generation(settings))
         if "e2e" not in skip or "graph" not in skip:  # the sample corpus (and its graph) in the main collection

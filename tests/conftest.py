@@ -94,7 +94,7 @@ def mock_vectorstore(mock_documents):
             return list(self.docs[: self.k])
 
     store = MagicMock(name="vectorstore")
-    store.similarity_search_with_score.side_effect = lambda q, k=4: [
+    store.similarity_search_with_score.side_effect = lambda q, k=4, principals=None: [
         (d, 0.1 * i) for i, d in enumerate(mock_documents[:k])
     ]
     store.as_retriever.side_effect = lambda search_kwargs=None, **kw: ListRetriever(

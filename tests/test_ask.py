@@ -34,7 +34,10 @@ def test_search_over_a_vectorstore_runs_the_workflows_vector_search(mock_vectors
     from app.retrieval.search import COLLAPSE_DEPTH
 
     ask.search("受付", k=2, vectorstore=mock_vectorstore, reranker=fake_reranker)
-    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 2 * COLLAPSE_DEPTH}
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {
+        "k": 2 * COLLAPSE_DEPTH,
+        "principals": ("admin",),
+    }
 
 
 def test_search_asks_the_first_stage_for_k(mock_documents, fake_reranker):

@@ -96,3 +96,24 @@ def test_unknown_graph_corpus_is_one_line_before_any_work(capsys):
         .err.splitlines()[-1]
         .endswith("error: --graph-corpora: unknown huge (valid: sample, real, real-large)")
     )
+
+
+def test_filtered_section_names_and_table():
+    from bench.access import group_name
+
+    assert [group_name(s) for s in (0.5, 0.05, 0.005)] == ["g50", "g5", "g05"]
+    ms = {"p50_ms": 2.0, "p95_ms": 3.0}
+    row = {"recall_at_10": 0.9, "k_rows_always": True, "server": {"p50_ms": 1.0, "p95_ms": 1.5}, **ms}
+    results = {
+        "machine": {"cpu": "CPU", "cores": 2, "ram_gb": 24.0, "date": "2026-11-26"},
+        "filtered": {
+            "size": 100000,
+            "queries": 50,
+            "goals": {"recall_at_10": 0.95, "p50_ratio": 1.3},
+            "unfiltered": {**row, "plan": "HNSW"},
+            "shares": [{**row, "share": 0.005, "p50_ratio": 0.7, "recall_at_10": 1.0, "plan": "readers GIN + sort"}],
+        },
+    }
+    table = bench.format_table(results)
+    assert "Filtered vector search at 100,000 chunks (50 queries" in table
+    assert "  0.5 %         1.000     2.0     3.0   0.70      1.0     yes  readers GIN + sort" in table

@@ -344,9 +344,19 @@ def test_validate_mode_rejects_with_one_message(mode, default, allowed, message)
 
 
 def test_settings_come_in_groups_each_listing_the_variables_it_reads():
-    assert list(Settings.GROUPS) == ["db", "models", "llm", "retrieval", "answers", "graph", "servers", "ingest"]
+    assert list(Settings.GROUPS) == [
+        "db",
+        "models",
+        "llm",
+        "retrieval",
+        "answers",
+        "graph",
+        "servers",
+        "access",
+        "ingest",
+    ]
     names = config.variables()
-    assert len(names) == len(set(names)) == 79  # no variable in two groups
+    assert len(names) == len(set(names)) == 90  # no variable in two groups
     assert names[:3] == ("DB_HOST", "DB_PORT", "DB_USER") and "GRAPH_LEVEL" in names and "PROMPT_STYLE" in names
 
 

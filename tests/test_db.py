@@ -84,7 +84,7 @@ def test_vector_literal():
 
 def test_keyword_search_with_empty_query_does_not_touch_the_db(mocker):
     engine = mocker.Mock()
-    assert storage.keyword_search(engine, "documents", "", 5) == []
+    assert storage.keyword_search(engine, "documents", "", 5, ("admin",)) == []
     engine.connect.assert_not_called()
 
 
@@ -100,9 +100,9 @@ def test_create_schema_fits_the_columns_to_a_second_size(mocker):
         'DROP INDEX IF EXISTS "langchain_pg_embedding_embedding_hnsw"',
         'ALTER TABLE "langchain_pg_embedding" ALTER COLUMN embedding TYPE vector',
         'CREATE INDEX IF NOT EXISTS "langchain_pg_embedding_hnsw_384" ON "langchain_pg_embedding" USING hnsw '
-        "((CAST(embedding AS vector(384))) vector_cosine_ops) WHERE vector_dims(embedding) = 384",
+        "((CAST(embedding AS vector(384))) vector_cosine_ops) WITH (m = 16, ef_construction = 200) WHERE vector_dims(embedding) = 384",
         'CREATE INDEX IF NOT EXISTS "langchain_pg_embedding_hnsw_768" ON "langchain_pg_embedding" USING hnsw '
-        "((CAST(embedding AS vector(768))) vector_cosine_ops) WHERE vector_dims(embedding) = 768",
+        "((CAST(embedding AS vector(768))) vector_cosine_ops) WITH (m = 16, ef_construction = 200) WHERE vector_dims(embedding) = 768",
     ]
     assert 'ALTER TABLE "rag_staging" ALTER COLUMN embedding TYPE vector' in statements
     assert any(s.startswith('CREATE INDEX IF NOT EXISTS "rag_graph_entity_hnsw_768"') for s in statements)

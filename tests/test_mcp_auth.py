@@ -20,7 +20,9 @@ from starlette.testclient import TestClient
 from app.config import Settings
 from app.errors import RagError
 from app.mcp.server import build_server, http_app, start_lines
+from app.serving import hosts
 from app.serving.access import (
+    MachineNames,
     Token,
     TokenFileError,
     allowed_hosts,
@@ -38,6 +40,15 @@ from app.serving.access import (
 )
 
 TOKEN = "s3cret-token_for-tests"
+
+# What this machine is called, fixed for these tests (the real one is asked in tests/test_sharing.py).
+MACHINE = MachineNames(("127.0.0.1", "::1", "192.0.2.10", "2001:db8::10", "fe80::1%eth0"), ("ragbox", "localhost"))
+
+
+@pytest.fixture(autouse=True)
+def fixed_machine(monkeypatch):
+    """Servers bound beyond loopback see :data:`MACHINE` instead of this machine's own names."""
+    monkeypatch.setattr(hosts, "this_machine", lambda: MACHINE)
 
 
 def _mode(path: Path) -> int:
@@ -210,9 +221,14 @@ def test_is_loopback(host, expected):
         ("localhost", 8765, (), ("localhost:8765", "127.0.0.1:8765", "[::1]:8765")),
         ("::1", 9000, (), ("[::1]:9000", "127.0.0.1:9000", "localhost:9000")),
         ("127.0.0.2", 9000, (), ("127.0.0.2:9000", "127.0.0.1:9000", "localhost:9000", "[::1]:9000")),
-        ("0.0.0.0", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
-        ("::", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765")),
-        ("192.168.1.5", 8765, (), ("192.168.1.5:8765",)),
+        ("0.0.0.0", 8765, (), ("127.0.0.1:8765", "localhost:8765", "[::1]:8765", "192.0.2.10:8765", "ragbox:8765")),
+        (
+            "::",
+            8765,
+            (),
+            ("127.0.0.1:8765", "localhost:8765", "[::1]:8765", "192.0.2.10:8765", "[2001:db8::10]:8765", "ragbox:8765"),
+        ),
+        ("192.168.1.5", 8765, (), ("192.168.1.5:8765", "ragbox:8765")),
         ("127.0.0.1", 80, (), ("127.0.0.1:80", "localhost:80", "[::1]:80", "127.0.0.1", "localhost", "[::1]")),
         (
             "192.168.1.5",
@@ -228,6 +244,7 @@ def test_is_loopback(host, expected):
             ),
             (
                 "192.168.1.5:8765",
+                "ragbox:8765",
                 "rag.example:*",
                 "rag.example.com:8443",
                 "[fe80::1]:*",
@@ -281,13 +298,24 @@ def test_host_allowed(host, expected):
     "host, port, extra, expected",
     [
         ("127.0.0.1", 8765, (), ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765")),
-        ("0.0.0.0", 8765, (), ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765")),
-        ("192.168.1.5", 8765, (), ("http://192.168.1.5:8765",)),
+        (
+            "0.0.0.0",
+            8765,
+            (),
+            (
+                "http://127.0.0.1:8765",
+                "http://localhost:8765",
+                "http://[::1]:8765",
+                "http://192.0.2.10:8765",
+                "http://ragbox:8765",
+            ),
+        ),
+        ("192.168.1.5", 8765, (), ("http://192.168.1.5:8765", "http://ragbox:8765")),
         (
             "192.168.1.5",
             8765,
             ("https://Rag.Example.com/", "http://localhost:3000"),
-            ("http://192.168.1.5:8765", "https://rag.example.com", "http://localhost:3000"),
+            ("http://192.168.1.5:8765", "http://ragbox:8765", "https://rag.example.com", "http://localhost:3000"),
         ),
     ],
 )
@@ -513,11 +541,12 @@ def test_http_app_refuses_bad_allow_lists(settings, error):
             "0.0.0.0",
             Token(TOKEN, ".secrets/mcp_token"),
             [
-                "MCP server on http://0.0.0.0:8765/mcp (Ctrl-C to stop)",
+                "MCP server on http://192.0.2.10:8765/mcp (on this machine also http://127.0.0.1:8765/mcp; Ctrl-C to "
+                "stop)",
                 "token: in .secrets/mcp_token; clients send the header Authorization: Bearer <token>",
                 "warning: listening on 0.0.0.0: every request needs the token; the traffic is not encrypted (use an SSH "
-                "tunnel or a TLS proxy); Host names accepted: 127.0.0.1:8765, localhost:8765, [::1]:8765 (add more with "
-                "ALLOWED_HOSTS)",
+                "tunnel or a TLS proxy); Host names accepted: 127.0.0.1:8765, localhost:8765, [::1]:8765, "
+                "192.0.2.10:8765, ragbox:8765 (add more with ALLOWED_HOSTS)",
             ],
         ),
         (
@@ -527,7 +556,8 @@ def test_http_app_refuses_bad_allow_lists(settings, error):
                 "MCP server on http://192.168.1.5:8765/mcp (Ctrl-C to stop)",
                 "token: from MCP_TOKEN; clients send the header Authorization: Bearer <token>",
                 "warning: listening on 192.168.1.5: every request needs the token; the traffic is not encrypted (use an SSH "
-                "tunnel or a TLS proxy); Host names accepted: 192.168.1.5:8765 (add more with ALLOWED_HOSTS)",
+                "tunnel or a TLS proxy); Host names accepted: 192.168.1.5:8765, ragbox:8765 (add more with "
+                "ALLOWED_HOSTS)",
             ],
         ),
     ],

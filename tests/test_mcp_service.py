@@ -140,8 +140,9 @@ class FakeStore:
             raise StoreNotReadyError("no documents are stored yet: run make ingest")
         return self
 
-    def search(self, query, search_mode=None, top_k=None):
+    def search(self, query, search_mode=None, top_k=None, principals=None):
         self.calls.append((query, search_mode, top_k))
+        self.principals = principals
         return [
             Document(
                 page_content="受付時間は平日9時から18時まで",
@@ -150,16 +151,16 @@ class FakeStore:
             )
         ]
 
-    def search_function(self, mode):
+    def search_function(self, mode, principals=None):
         return ("search", mode)
 
     def sync(self, data_dir, graph=True):
         return None, SimpleNamespace(summary=lambda: f"synced {data_dir}", failures=["x: bad"])
 
-    def list_documents(self):
+    def list_documents(self, principals=None):
         return [{"doc_id": "csv/faq.csv", "chunks": 22}]
 
-    def graph_search(self, llm=None, count_tokens=None):
+    def graph_search(self, llm=None, count_tokens=None, principals=None):
         return ("graph", llm, count_tokens)
 
 

@@ -127,16 +127,16 @@ def test_vector_and_keyword_search_return_one_chunk_per_source(mock_vectorstore,
         Document(page_content=f"t{i}", metadata={"source": s})
         for i, s in enumerate(["faq.csv:r2", "faq.csv:r2", "guide.pdf:p1", "guide.pdf:p2"])
     ]
-    mock_vectorstore.similarity_search_with_score.side_effect = lambda q, k: [
+    mock_vectorstore.similarity_search_with_score.side_effect = lambda q, k, principals: [
         (d, 0.1 * i) for i, d in enumerate(hits[:k])
     ]
-    out = vector_search(mock_vectorstore, "q", 2)
+    out = vector_search(mock_vectorstore, "q", 2, ("admin",))
     assert [(d.page_content, d.metadata["relevance_score"]) for d in out] == [("t0", 1.0), ("t2", 0.8)]
     asked = []
     monkeypatch.setattr(
         storage,
         "keyword_search",
-        lambda engine, name, terms, k: (
+        lambda engine, name, terms, k, principals: (
             asked.append(k)
             or [
                 ("a", "一", {"source": "x.pdf:p1"}, 3.0),
@@ -145,7 +145,7 @@ def test_vector_and_keyword_search_return_one_chunk_per_source(mock_vectorstore,
             ]
         ),
     )
-    assert [d.id for d in keyword_search(object(), "documents", "受付", 2)] == ["a", "c"] and asked == [6]
+    assert [d.id for d in keyword_search(object(), "documents", "受付", 2, ("admin",))] == ["a", "c"] and asked == [6]
 
 
 def test_hybrid_search_does_not_mutate_inputs():
@@ -162,12 +162,12 @@ def test_hybrid_search_returns_the_best_k_of_both_lists():
 
 
 def test_vector_search_scores_are_one_minus_distance(mock_vectorstore):
-    out = vector_search(mock_vectorstore, "q", 2)
+    out = vector_search(mock_vectorstore, "q", 2, ("admin",))
     assert [d.metadata["relevance_score"] for d in out] == [1.0, 0.9]
 
 
 def test_vector_search_blank_query(mock_vectorstore):
-    assert vector_search(mock_vectorstore, "  ", 3) == []
+    assert vector_search(mock_vectorstore, "  ", 3, ("admin",)) == []
 
 
 def test_search_retriever_is_a_langchain_retriever():

@@ -17,7 +17,7 @@ def store(no_db, mock_vectorstore, mock_documents):
     keyword_docs = [mock_documents[3], mock_documents[0]]
     mocker.patch(
         "app.store.keyword_search",
-        side_effect=lambda engine, coll, q, k: [
+        side_effect=lambda engine, coll, q, k, principals: [
             Document(page_content=d.page_content, id=d.metadata["source"], metadata=dict(d.metadata))
             for d in keyword_docs
         ][:k],
@@ -48,20 +48,25 @@ def test_search_default_mode_and_top_k_from_settings(store, mock_vectorstore):
     store.settings = Settings().changed(retrieval={"search_k": 2, "search_mode": "vector"})
     assert len(store.search("受付")) == 2
     assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {
-        "k": 6
+        "k": 6,
+        "principals": ("admin",),
     }  # 3 × k chunks: k distinct sources
 
 
 def test_search_k_vector_sets_candidates(store, mock_vectorstore):
     store.search("受付", search_mode="vector", top_k=1, k_vector=3)
-    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 9}
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 9, "principals": ("admin",)}
 
 
 def test_search_vector_filter_is_passed_to_pgvector(store, mock_vectorstore):
     mock_vectorstore.similarity_search_with_score.side_effect = None
     mock_vectorstore.similarity_search_with_score.return_value = []
     store.search("受付", search_mode="vector", vector_filter={"file": "faq.csv"})
-    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {"k": 12, "filter": {"file": "faq.csv"}}
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs == {
+        "k": 12,
+        "filter": {"file": "faq.csv"},
+        "principals": ("admin",),
+    }
 
 
 def test_search_rejects_unknown_mode(store):
@@ -160,7 +165,7 @@ def _store_with_broken_vectors(monkeypatch):
     monkeypatch.setattr(
         store_module,
         "keyword_search",
-        lambda engine, name, query, k: [
+        lambda engine, name, query, k, principals: [
             Document(page_content="受付時間", id="k1", metadata={"relevance_score": 3.0, "source": "faq.csv:r2"})
         ],
     )

@@ -20,7 +20,7 @@ class FakeService:
     def __init__(self, fail: Exception | None = None):
         self.fail, self.asked = fail, []
 
-    def ask(self, question, mode="hybrid", on_token=None):
+    def ask(self, question, mode="hybrid", on_token=None, who=None):
         self.asked.append((question, mode))
         if self.fail:
             raise self.fail
@@ -38,7 +38,7 @@ class FakeService:
             "timings": {"retrieve": 0.01},
         }
 
-    def list_documents(self):
+    def list_documents(self, who=None):
         return [{"doc_id": "csv/faq.csv", "chunks": 3}]
 
     def sync(self):
@@ -147,11 +147,15 @@ def test_documents_lists_the_store_and_the_last_sync():
     assert client.get("/api/documents").json() == {
         "documents": [{"doc_id": "csv/faq.csv", "chunks": 3}],
         "last_sync": None,
+        "user": "(this machine)",
+        "admin": False,
     }
     page = client.get("/documents")
     assert page.status_code == 200 and "保存されている文書" in page.text and "innerHTML" not in page.text
     synced = client.post("/api/sync")  # the test client is not loopback: refused
-    assert synced.status_code == 403 and synced.json() == {"error": "再同期はサーバーのマシンからだけ実行できます"}
+    assert synced.status_code == 403 and synced.json() == {
+        "error": "再同期は管理者（admin グループ）だけが実行できます"
+    }
 
 
 def test_an_administrator_on_this_machine_can_sync_and_sees_the_failures():
@@ -225,7 +229,7 @@ class GoneService(FakeService):
     def __init__(self):
         super().__init__(fail=stopped_database_error())
 
-    def list_documents(self):
+    def list_documents(self, who=None):
         raise self.fail
 
     def sync(self):
@@ -236,7 +240,7 @@ def test_a_stopped_database_is_one_line_503_on_every_route_and_no_traceback(capl
     """Issue 40, case 6: /api/documents, /api/source, /files, /api/sync answer 503 with one line, the
     answer's stream one error event saying the same; the log has one warning line each, no traceback."""
     service = GoneService()
-    gone = lambda _: (_ for _ in ()).throw(service.fail)  # noqa: E731 (a lookup that reaches the database)
+    gone = lambda *_: (_ for _ in ()).throw(service.fail)  # noqa: E731 (a lookup that reaches the database)
     client = TestClient(create_app(service, view_source=gone, document_path=gone), client=("127.0.0.1", 50000))
     with caplog.at_level("WARNING", logger="app.web.app"):
         answers = [

@@ -19,7 +19,7 @@ class SlowService:
     def __init__(self):
         self.ended: list[str] = []
 
-    def ask(self, question, mode="hybrid", on_token=None):
+    def ask(self, question, mode="hybrid", on_token=None, who=None):
         try:
             for _ in range(400):
                 on_token("あ")
@@ -30,7 +30,7 @@ class SlowService:
         self.ended.append("finished")
         return {"answer": "あ" * 400, "sources": [], "cited_sources": [], "timings": {}}
 
-    def list_documents(self):
+    def list_documents(self, who=None):
         return []
 
 

@@ -5,11 +5,20 @@ from starlette.testclient import TestClient
 
 from app.cli import web as web_cli
 from app.config import Settings
+from app.serving import hosts
+from app.serving.access import MachineNames
 from app.web.guard import COOKIE
 from app.web.server import guarded_app
 from tests.test_web_app import FakeService
 
 SECRET = "s3cret-web-token"
+MACHINE = MachineNames(("127.0.0.1", "::1", "192.0.2.10"), ("ragbox",))  # this machine, fixed for these tests
+
+
+@pytest.fixture(autouse=True)
+def fixed_machine(monkeypatch):
+    """Servers bound beyond loopback see :data:`MACHINE` instead of this machine's own names."""
+    monkeypatch.setattr(hosts, "this_machine", lambda: MACHINE)
 
 
 def client(host: str, port: int, token: str = "", **servers) -> TestClient:
@@ -66,15 +75,26 @@ def test_start_lines_on_loopback(host, expected):
 
 def test_start_lines_beyond_loopback_warn_and_never_show_the_secret():
     lines = web_cli.start_lines("0.0.0.0", 8780, SECRET)
-    assert lines[0] == "web page on http://127.0.0.1:8780/ (Ctrl-C to stop)"
-    assert lines[1].startswith("warning: listening on 0.0.0.0: every request needs WEB_TOKEN")
+    assert lines == [
+        "web page on http://192.0.2.10:8780/ (on this machine also http://127.0.0.1:8780/; Ctrl-C to stop)",
+        "colleagues open http://192.0.2.10:8780/?token=<token> once: <token> is their personal token (python -m "
+        "app.users token NAME) or the shared secret WEB_TOKEN, never shown here (the page keeps it in a cookie, off "
+        "the address bar); scripts send the header Authorization: Bearer <token>",
+        "warning: listening on 0.0.0.0: every request needs a token; the traffic is not encrypted (use an SSH "
+        "tunnel, or a TLS proxy and PUBLIC_URL); Host names accepted: 127.0.0.1:8780, localhost:8780, [::1]:8780, "
+        "192.0.2.10:8780, ragbox:8780 (add more with ALLOWED_HOSTS)",
+    ]
     assert SECRET not in "\n".join(lines)
 
 
 def test_listening_beyond_loopback_without_a_secret_is_one_line(clean_env, capsys):
     assert web_cli.main(["--host", "0.0.0.0"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("Error: listening on 0.0.0.0 lets other machines ask: set WEB_TOKEN") and err.count("\n") == 1
+    assert (
+        err.startswith("Error: listening on 0.0.0.0 lets other machines ask: write an access file")
+        and err.count("\n") == 1
+    )
+    assert "or set WEB_TOKEN to a shared secret" in err
 
 
 @pytest.mark.parametrize(("token", "warned"), [("a", True), ("x" * 15, True), ("x" * 16, False), ("", False)])

@@ -52,7 +52,9 @@ def test_the_routes_serve_what_the_lookups_find_and_404_otherwise(tmp_path):
     pdf.write_bytes(b"%PDF-1.4 test")
     views = {"faq.csv:r2": {"source": "faq.csv:r2", "kind": "row", "cells": [["質問", "受付時間は？"]]}}
     files = {"pdf/guide.pdf": pdf, "docs/a.md": tmp_path / "a.md"}
-    client = TestClient(create_app(FakeService(), view_source=views.get, document_path=files.get))
+    client = TestClient(
+        create_app(FakeService(), view_source=lambda s, who: views.get(s), document_path=lambda d, who: files.get(d))
+    )
     assert client.get("/api/source", params={"id": "faq.csv:r2"}).json()["cells"] == [["質問", "受付時間は？"]]
     missing = client.get("/api/source", params={"id": "nope.csv:r1"})
     assert missing.status_code == 404 and missing.json() == {"error": "この出典は保存されていません"}
@@ -62,7 +64,10 @@ def test_the_routes_serve_what_the_lookups_find_and_404_otherwise(tmp_path):
     assert served.headers["content-type"] == "application/pdf" and served.headers["content-disposition"].startswith(
         "inline"
     )
-    assert client.get("/files/docs/a.md").status_code == 404  # only PDFs open as files
+    (tmp_path / "a.md").write_text("# 見出し\n本文", encoding="utf-8")
+    other = client.get("/files/docs/a.md")  # any other file downloads, never renders in the page's origin
+    assert other.status_code == 200 and other.headers["content-type"] == "application/octet-stream"
+    assert other.headers["content-disposition"].startswith("attachment")
     assert client.get("/files/../etc/passwd").status_code == 404
 
 

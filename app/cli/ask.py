@@ -36,6 +36,9 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
     parser.add_argument(
         "--timings", action="store_true", help="print per-node timings and peak memory as JSON on stderr"
     )
+    parser.add_argument(
+        "--as", dest="as_user", default=None, metavar="NAME", help="answer as this user (only what they may read)"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     query = " ".join(args.query).strip()
@@ -53,7 +56,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         ctx = context
         if ctx is None:
             output.ensure_ingested(settings)
-            ctx = default_context(settings, mode=mode)
+            ctx = default_context(settings, mode=mode, principals=as_user(settings, args.as_user))
         first_token_at: list[float] = []
         if args.json:
             state = run_rag(query, ctx)
@@ -90,6 +93,16 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         return 0
 
     return run(body, debug=args.debug)
+
+
+def as_user(settings, name: str | None):
+    """The principals of ``--as NAME`` (None without it: full access); UnknownUserError for no such user."""
+    if name is None:
+        return None
+    from app.storage import get_engine
+    from app.users.identity import principals_for_user
+
+    return principals_for_user(get_engine(settings), name)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli import run
+from app.cli.ask import as_user
 from app.cli.output import ensure_ingested
 from app.config import Settings, get_settings, validate_mode
 from app.evaluation import report as evaluate_report
@@ -77,6 +78,9 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         help="retrieval and re-ranking only: the LLM is not loaded (seconds, not minutes)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--as", dest="as_user", default=None, metavar="NAME", help="evaluate as this user (only what they may read)"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -91,7 +95,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
 
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
-            ctx = default_context(settings, mode=mode, generate=not args.no_generate)
+            who = as_user(settings, args.as_user)
+            ctx = default_context(settings, mode=mode, generate=not args.no_generate, principals=who)
         results = evaluate.run_evaluation(questions, ctx, progress=not args.no_progress)
         summary = evaluate.summarize(results)
         reranked = any(r.get("reranked") for r in results)

@@ -9,21 +9,57 @@ from collections.abc import Sequence
 from app.cli import add_serving_arguments, run
 from app.config import get_settings
 from app.errors import RagError
-from app.serving.access import host_port, is_loopback, server_hosts, weak_token_warning
+from app.ingestion.readers import permissions_on
+from app.serving.access import (
+    UNSPECIFIED,
+    MachineNames,
+    colleague_url,
+    is_loopback,
+    public_host,
+    server_hosts,
+    weak_token_warning,
+)
 
 DEFAULT_PORT = 8780
+ACCESS_HINT = "data/access.toml: README, Users and permissions"
 
 
-def start_lines(host: str, port: int, token: str) -> list[str]:
-    """What the server says at start: the URL to open, and beyond loopback that the secret is needed
-    (never the secret itself)."""
-    url = f"http://{host_port('127.0.0.1' if host in ('0.0.0.0', '::', '') else host, port)}/"
-    lines = [f"web page on {url} (Ctrl-C to stop)"]
+def permissions_line(settings, data_dir) -> str:
+    """The start line saying who reads what: the access file in force, or single-team mode."""
+    if not permissions_on(settings, data_dir):
+        return (
+            "single-team mode: no access file, so whoever gets in reads every document "
+            f"(write {settings.access.file_in(data_dir)} to give folders to groups)"
+        )
+    source = "the files' own permissions (ACCESS_FROM_FS)" if settings.access.from_fs else ""
+    found = settings.access.file_in(data_dir)
+    named = f"{found}" + (f" and {source}" if source else "") if found.exists() else source
+    return f"permissions: {named}; every request needs a personal token (python -m app.users token NAME)"
+
+
+def start_lines(
+    host: str, port: int, token: str, public_url: str = "", machine: MachineNames | None = None
+) -> list[str]:
+    """What the server says at start: the URL people open (PUBLIC_URL, else beyond loopback this
+    machine's address, never only 127.0.0.1), and beyond loopback how the secret is sent and the Host
+    names accepted (never a token itself: ``<token>`` stands for it)."""
+    url = colleague_url(host, port, public_url, machine) + "/"
+    local = colleague_url(host if is_loopback(host) else "127.0.0.1", port) + "/"
+    serves_loopback = is_loopback(host) or host.strip().strip("[]") in UNSPECIFIED
+    also = f"on this machine also {local}; " if serves_loopback and url != local else ""
+    lines = [f"web page on {url} ({also}Ctrl-C to stop)"]
     if not is_loopback(host):
+        public = public_host(public_url)
+        names = server_hosts(host, port, machine) + ((public,) if public else ())
         lines.append(
-            f"warning: listening on {host}: every request needs WEB_TOKEN (people open {url}?token=<WEB_TOKEN> "
-            f"once); the traffic is not encrypted (use an SSH tunnel or a TLS proxy); Host names accepted: "
-            f"{', '.join(server_hosts(host, port)) or 'none'} (add more with ALLOWED_HOSTS)"
+            f"colleagues open {url}?token=<token> once: <token> is their personal token (python -m app.users "
+            "token NAME) or the shared secret WEB_TOKEN, never shown here (the page keeps it in a cookie, off the "
+            "address bar); scripts send the header Authorization: Bearer <token>"
+        )
+        lines.append(
+            f"warning: listening on {host}: every request needs a token; the traffic is not encrypted (use an "
+            f"SSH tunnel, or a TLS proxy and PUBLIC_URL); Host names accepted: "
+            f"{', '.join(dict.fromkeys(names)) or 'none'} (add more with ALLOWED_HOSTS)"
         )
     weak = weak_token_warning(token, "WEB_TOKEN")
     if weak:
@@ -46,22 +82,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         settings = get_settings()
         token = settings.servers.web_token
-        if not is_loopback(args.host) and not token:
+        data_dir = args.data_dir or settings.ingest.data_dir
+        users = permissions_on(settings, data_dir)
+        if not is_loopback(args.host) and not token and not users:
             raise RagError(
-                f"listening on {args.host} lets other machines ask: set WEB_TOKEN to a shared secret first "
+                f"listening on {args.host} lets other machines ask: write an access file ({ACCESS_HINT}) and "
+                "give people personal tokens (python -m app.users), or set WEB_TOKEN to a shared secret "
                 "(e.g. WEB_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe(24))'))"
             )
-        for line in start_lines(args.host, args.port, token):
+        for line in start_lines(args.host, args.port, token, settings.access.public_url):
             print(line, file=sys.stderr, flush=True)
-        serve(
-            settings,
-            args.data_dir or settings.ingest.data_dir,
-            args.host,
-            args.port,
-            args.watch,
-            args.debounce_ms,
-            preload_llm=not args.no_preload,
-        )
+        print(permissions_line(settings, data_dir), file=sys.stderr, flush=True)
+        serve(settings, data_dir, args.host, args.port, args.watch, args.debounce_ms, preload_llm=not args.no_preload)
         return 0
 
     return run(body, debug=args.debug, server=True)

@@ -30,6 +30,7 @@ from app.config.groups import (
     OCR_LANGS_DEFAULT,
     PROMPT_STYLES,
     SEARCH_MODES,
+    AccessSettings,
     AnswerSettings,
     DatabaseSettings,
     GraphSettings,
@@ -73,6 +74,7 @@ __all__ = [
     "LLMSettings",
     "ModelSettings",
     "RetrievalSettings",
+    "AccessSettings",
     "ServerSettings",
     "Settings",
     "get_connection_string",
@@ -124,6 +126,7 @@ class Settings:
         "answers": AnswerSettings,
         "graph": GraphSettings,
         "servers": ServerSettings,
+        "access": AccessSettings,
         "ingest": IngestSettings,
     }
     db: DatabaseSettings = field(default_factory=DatabaseSettings)
@@ -133,6 +136,7 @@ class Settings:
     answers: AnswerSettings = field(default_factory=AnswerSettings)
     graph: GraphSettings = field(default_factory=GraphSettings)
     servers: ServerSettings = field(default_factory=ServerSettings)
+    access: AccessSettings = field(default_factory=AccessSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
 
     @classmethod
@@ -148,6 +152,7 @@ class Settings:
             answers=AnswerSettings.from_env(_Declared(env, AnswerSettings), models.embed_model),
             graph=GraphSettings.from_env(_Declared(env, GraphSettings)),
             servers=ServerSettings.from_env(_Declared(env, ServerSettings)),
+            access=AccessSettings.from_env(_Declared(env, AccessSettings)),
             ingest=IngestSettings.from_env(_Declared(env, IngestSettings)),
         )
 

@@ -254,6 +254,72 @@ class ServerSettings:
         )
 
 
+AUDIT_RETENTION_DAYS_DEFAULT = 90
+
+
+@dataclass(frozen=True)
+class AccessSettings:
+    """Who may read what (docs/security.md): the access file, the file share's own permissions, the
+    identity a reverse proxy vouches for, the MCP stdio user, the page's public address and the audit log."""
+
+    VARIABLES: ClassVar[tuple[str, ...]] = (
+        "ACCESS_FILE",
+        "ACCESS_FROM_FS",
+        "AUTH_USER_HEADER",
+        "AUTH_GROUPS_HEADER",
+        "AUTH_PROXY_SECRET",
+        "AUTH_PROXY_SECRET_HEADER",
+        "MCP_AS_USER",
+        "PUBLIC_URL",
+        "AUDIT_LOG",
+        "AUDIT_LOG_QUESTIONS",
+        "AUDIT_RETENTION_DAYS",
+    )
+    access_file: Path | None = None  # ACCESS_FILE; None: <DATA_DIR>/access.toml
+    from_fs: bool = False  # ACCESS_FROM_FS: readers from the files' POSIX owner group, mode and ACL
+    user_header: str = ""  # AUTH_USER_HEADER: the header a signing-in proxy puts the user name in
+    groups_header: str = ""  # AUTH_GROUPS_HEADER: … and the user's groups (comma-separated)
+    proxy_secret: str = ""  # AUTH_PROXY_SECRET: the header values count only with this secret
+    proxy_secret_header: str = "X-Auth-Proxy-Secret"  # AUTH_PROXY_SECRET_HEADER: where the proxy sends it
+    mcp_as_user: str = ""  # MCP_AS_USER: who asks over MCP stdio ("": full access)
+    public_url: str = ""  # PUBLIC_URL: the address colleagues open (a TLS proxy in front)
+    audit: bool = False  # AUDIT_LOG: who asked, when, which sources were shown
+    audit_questions: bool = False  # AUDIT_LOG_QUESTIONS: the question text too
+    audit_retention_days: int = AUDIT_RETENTION_DAYS_DEFAULT  # AUDIT_RETENTION_DAYS
+
+    def __repr__(self) -> str:
+        """Shown with the proxy secret masked."""
+        return shown(self, frozenset({"proxy_secret"}))
+
+    def file_in(self, data_dir: Path) -> Path:
+        """The access file for ``data_dir``: ACCESS_FILE, or ``<data_dir>/access.toml``."""
+        return self.access_file if self.access_file is not None else Path(data_dir) / "access.toml"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> AccessSettings:
+        """The group from ``env`` (ValueError naming a bad variable)."""
+        days = env.get("AUDIT_RETENTION_DAYS", "").strip() or str(AUDIT_RETENTION_DAYS_DEFAULT)
+        if not days.isdigit() or int(days) < 1:
+            raise ValueError(f"AUDIT_RETENTION_DAYS must be a whole number of days, at least 1, got {days!r}")
+        public = env.get("PUBLIC_URL", "").strip().rstrip("/")
+        if public and not public.lower().startswith(("http://", "https://")):
+            raise ValueError(f"PUBLIC_URL must start with http:// or https://, got {public!r}")
+        access_file = env.get("ACCESS_FILE", "").strip()
+        return cls(
+            access_file=Path(access_file) if access_file else None,
+            from_fs=read.flag(env, "ACCESS_FROM_FS"),
+            user_header=read.text(env, "AUTH_USER_HEADER"),
+            groups_header=read.text(env, "AUTH_GROUPS_HEADER"),
+            proxy_secret=read.text(env, "AUTH_PROXY_SECRET"),
+            proxy_secret_header=read.text(env, "AUTH_PROXY_SECRET_HEADER", "X-Auth-Proxy-Secret"),
+            mcp_as_user=read.text(env, "MCP_AS_USER"),
+            public_url=public,
+            audit=read.flag(env, "AUDIT_LOG"),
+            audit_questions=read.flag(env, "AUDIT_LOG_QUESTIONS"),
+            audit_retention_days=int(days),
+        )
+
+
 ZIP_MB_PER_OFFICE_MB = 4  # MAX_ZIP_MB when unset: what the parts of the largest Office file read may inflate to
 
 

@@ -31,6 +31,7 @@ from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
 from app.graphrag.models import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
 from app.graphrag.router import route
 from app.llm import generate, is_chat_model, with_options
+from app.permissions.principals import FULL_ACCESS
 from app.retrieval.search import SCORE_KEY
 from app.storage import graph_store
 
@@ -136,6 +137,11 @@ class GraphSearch:
     llm: Any = None  # needed by global search only
     count_tokens: Callable[[str], int] | None = None  # the LLM's tokenizer; an estimate without one
     sleep: Callable[[float], None] = time.sleep
+    principals: tuple[str, ...] = FULL_ACCESS  # who asks: only graph rows all of whose sources they may read
+
+    def reading(self):
+        """A connection reading as :attr:`principals` (app.storage.readers.reading)."""
+        return storage.reading(self.engine, self.principals)
 
     @property
     def tokens(self) -> Callable[[str], int]:
@@ -172,8 +178,8 @@ class GraphSearch:
 
     def sources_of(self, chunk_ids: list[str]) -> list[str]:
         """The source IDs (``file.pdf:p3``) of the chunks that still exist, in order, without repeats."""
-        with self.engine.connect() as conn:
-            found = graph_store.chunk_documents(conn, chunk_ids)
+        with self.reading() as conn:
+            found = graph_store.chunk_documents(conn, chunk_ids, self.principals)
         return list(dict.fromkeys(found[c][1] for c in chunk_ids if c in found and found[c][1]))
 
     # --- local -------------------------------------------------------------------------
@@ -181,11 +187,17 @@ class GraphSearch:
     def entities_for(self, conn, collection, query: str) -> list[Entity]:
         """The question's entities: named in it, or near it by meaning (when an embedder is given)."""
         k = self.settings.graph.top_entities
-        named = [entity_from_row(r) for r in graph_store.entities_in_text(conn, collection, normalize(query), k)]
+        named = [
+            entity_from_row(r)
+            for r in graph_store.entities_in_text(conn, collection, normalize(query), k, self.principals)
+        ]
         similar = []
         if self.embeddings is not None:
             vector = self.embeddings.embed_query(query)
-            similar = [entity_from_row(r) for r in graph_store.entities_by_vector(conn, collection, vector, 2 * k)]
+            similar = [
+                entity_from_row(r)
+                for r in graph_store.entities_by_vector(conn, collection, vector, 2 * k, self.principals)
+            ]
         return map_query_to_entities(named, similar, k)
 
     def local(self, query: str, max_text_units: int | None = None) -> LocalResult:
@@ -195,23 +207,24 @@ class GraphSearch:
         clock = time.perf_counter
         start = clock()
         collection = self.collection()
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             entities = self.entities_for(conn, collection, query)
             t_entities = clock()
             ids = [e.id for e in entities]
             relationships = [
                 relationship_from_row(r)
-                for r in graph_store.relationships_of(conn, collection, ids)[:RELATIONSHIP_ROWS]
+                for r in graph_store.relationships_of(conn, collection, ids, self.principals)[:RELATIONSHIP_ROWS]
             ]
             others = {r.source for r in relationships} | {r.target for r in relationships}
             titles = {
-                row["id"]: row["title"] for row in graph_store.entities_by_id(conn, collection, others - set(ids))
+                row["id"]: row["title"]
+                for row in graph_store.entities_by_id(conn, collection, others - set(ids), self.principals)
             }
             for r in relationships:
                 r.attributes["source_title"] = titles.get(r.source, r.source)
                 r.attributes["target_title"] = titles.get(r.target, r.target)
             key_of = {e.attributes["key"]: e.id for e in entities}
-            rows = graph_store.text_units_of(conn, collection, list(key_of))
+            rows = graph_store.text_units_of(conn, collection, list(key_of), self.principals)
             units = [
                 TextUnit(
                     id=r["chunk_id"],
@@ -224,7 +237,7 @@ class GraphSearch:
             ]
             metadata = {r["chunk_id"]: dict(r["cmetadata"] or {}) for r in rows}
             community_ids = {e.attributes["communities"][-1] for e in entities if e.attributes["communities"]}
-            reports = graph_store.reports_by_id(conn, collection, sorted(community_ids))
+            reports = graph_store.reports_by_id(conn, collection, sorted(community_ids), self.principals)
         t_read = clock()
         builder = LocalContextBuilder(
             self.tokens,
@@ -249,12 +262,12 @@ class GraphSearch:
         graph has fewer), rank >= GRAPH_MIN_RANK, best first."""
         collection = self.collection()
         level = self.settings.graph.level if level is None else level
-        with self.engine.connect() as conn:
-            levels = graph_store.report_levels(conn, collection)
+        with self.reading() as conn:
+            levels = graph_store.report_levels(conn, collection, self.principals)
             if levels and level not in levels:
                 level = max(levels)
             return graph_store.reports_at_level(
-                conn, collection, level, self.settings.graph.min_rank if min_rank is None else min_rank
+                conn, collection, level, self.settings.graph.min_rank if min_rank is None else min_rank, self.principals
             )
 
     def llm_call(self, max_tokens: int) -> Callable[[str, str, int], str]:
@@ -299,7 +312,7 @@ class GraphSearch:
         collection = storage.collection_id(self.engine, self.settings.retrieval.collection_name)
         if collection is None:
             return {}
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             state = graph_store.state(conn, collection) or {}
             return {
                 **graph_store.counts(conn, collection),

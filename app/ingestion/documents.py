@@ -13,6 +13,7 @@ from app import storage
 from app.chunking import split_by_structure
 from app.config import Settings
 from app.formats.limits import strip_nul
+from app.ingestion.readers import api_document_readers
 from app.ingestion.staging import embed_with_reuse, extract_graphs, graph_extractor
 from app.text.chunks import build_chunks, text_hash
 
@@ -59,6 +60,7 @@ def write_api_document(doc: Document, embeddings: Any, engine: Any, settings: Se
         "content_hash": text_hash(text),
         "settings_hash": "document",
         "origin": ORIGIN_API,
+        "readers": api_document_readers(parent, settings),
     }
     storage.switch_document(engine, collection, row, run, len(chunks), extractor)
     return parent

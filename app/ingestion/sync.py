@@ -40,6 +40,7 @@ from app.config import Settings
 from app.errors import DataSourceError
 from app.graphrag import index
 from app.ingestion.datadir import SourceFile
+from app.ingestion.readers import readers_by_doc
 from app.ingestion.scan import scan
 from app.ingestion.staging import (
     FATAL_ERRORS,
@@ -51,6 +52,7 @@ from app.ingestion.staging import (
 )
 from app.ingestion.workers import Progress, stage_all
 from app.llm import get_llm
+from app.permissions.principals import FULL_ACCESS
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,7 @@ class SyncReport:
     doc_ids: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     graph: Any = None  # app.graphrag.index.BuildReport when the sync rebuilt the graph
+    readers_changed: int = 0  # documents whose readers the access file or the file share changed
 
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
@@ -114,6 +117,8 @@ class SyncReport:
         extra = f"; embedded {self.embedded} chunks, reused {self.reused}"
         if self.renamed:
             extra += f" ({self.renamed} renamed)"
+        if self.readers_changed:
+            extra += f"; readers changed for {self.readers_changed} documents"
         return line + extra
 
 
@@ -191,8 +196,9 @@ def sync(
         files, failures = scan(data_dir, settings)
     files = list(files)
     key = settings_hash(settings)
+    readers = readers_by_doc(files, data_dir, settings)  # a bad access file stops the sync before any write
     if stored is None:
-        stored = storage.list_documents(engine, settings.retrieval.collection_name)
+        stored = storage.list_documents(engine, settings.retrieval.collection_name, FULL_ACCESS)
     managed = [d for d in stored if d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
     if remove_missing and not files and not failures and managed and not allow_empty:
         raise DataSourceError(
@@ -214,7 +220,7 @@ def sync(
                 _fail(report, staged)
                 continue
             try:
-                write_document(engine, settings, key, source, run, staged.chunks)
+                write_document(engine, settings, key, source, run, staged.chunks, readers[source.doc_id])
             except FATAL_ERRORS:
                 raise
             except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
@@ -236,6 +242,7 @@ def sync(
     if remove_missing:
         names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures if doc_id]
         storage.delete_legacy_chunks(engine, settings.retrieval.collection_name, names)
+    report.readers_changed = storage.apply_readers(engine, settings.retrieval.collection_name, readers)
     if report.chunks_written >= ANALYZE_AFTER_CHUNKS:
         storage.analyze_keyword_stats(engine)
     long_chunks.warn()
@@ -269,9 +276,11 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
     return index.build(engine, settings, embeddings, llm=llm)
 
 
-def write_document(engine: Any, settings: Settings, key: str, source: SourceFile, run: str, chunks: int) -> None:
+def write_document(
+    engine: Any, settings: Settings, key: str, source: SourceFile, run: str, chunks: int, readers: Sequence[str]
+) -> None:
     """Switch ``source``'s document over to the ``chunks`` chunks ``run`` staged (and their entity
-    links), in one transaction (the caller holds the writer lock)."""
+    links), readable by ``readers``, in one transaction (the caller holds the writer lock)."""
     storage.switch_document(
         engine,
         settings.retrieval.collection_name,
@@ -281,6 +290,7 @@ def write_document(engine: Any, settings: Settings, key: str, source: SourceFile
             "content_hash": source.content_hash,
             "settings_hash": key,
             "origin": ORIGIN_DATA_DIR,
+            "readers": tuple(readers),
         },
         run,
         chunks,

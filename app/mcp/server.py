@@ -21,14 +21,26 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from app import storage
 from app.config import Settings
 from app.errors import RagError
-from app.serving.access import Token, guard, host_port, is_loopback, server_hosts, weak_token_warning
+from app.serving.access import (
+    UNSPECIFIED,
+    MachineNames,
+    Token,
+    colleague_url,
+    guard,
+    is_loopback,
+    public_host,
+    server_hosts,
+    weak_token_warning,
+)
+from app.serving.identify import Identifier
 from app.serving.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
+from app.users.identity import FULL, Identity, identity_for_token, principals_for_user
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +64,32 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
         raise ToolError(str(mapped)) from exc
 
 
-def build_server(get_service: Callable[[], RagService]) -> MCPServer:
-    """The MCP server; ``get_service()`` (called once, in the lifespan) makes the warm service."""
+def request_identity(ctx: Context | None, service: RagService, as_user: str = "") -> Identity:
+    """Who calls a tool: over HTTP the identity the guard found (a personal token's user, or ``everyone``
+    for MCP_TOKEN); over stdio MCP_AS_USER's user (looked up now, so a changed membership holds at once)
+    or, unset, full access (the client runs as someone who reads ``data/`` already)."""
+    request = None
+    if ctx is not None:
+        try:
+            request = ctx.request_context.request
+        except ValueError:  # no request context (called outside a request)
+            request = None
+    if request is not None:
+        found = getattr(getattr(request, "state", None), "identity", None)
+        if not isinstance(found, Identity):  # an HTTP request the guard did not pass: never full access
+            raise ToolError("who is asking is unknown; send Authorization: Bearer <token>")
+        return found
+    if as_user:
+        return Identity(as_user, principals_for_user(service.store.engine, as_user), "user")
+    return FULL
+
+
+def build_server(
+    get_service: Callable[[], RagService], as_user: str = "", permissions_on: Callable[[], bool] = lambda: False
+) -> MCPServer:
+    """The MCP server; ``get_service()`` (called once, in the lifespan) makes the warm service; over
+    stdio the tools answer as ``as_user`` (MCP_AS_USER), or with full access when it is empty.
+    ``permissions_on()``: an access file exists (then only group admin may sync)."""
     holder: dict[str, RagService] = {}
 
     @asynccontextmanager
@@ -68,30 +104,39 @@ def build_server(get_service: Callable[[], RagService]) -> MCPServer:
     server = MCPServer(name="rag-ja", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     @server.tool()
-    async def search_rag(query: str, k: int = DEFAULT_K, mode: str = "hybrid") -> list[SearchHit]:
+    async def search_rag(
+        query: str, k: int = DEFAULT_K, mode: str = "hybrid", ctx: Context | None = None
+    ) -> list[SearchHit]:
         """Search the documents. Returns up to k (1-50) passages, best first, each with id, score (0-1,
         higher is better, monotone with rank), snippet (about 120 characters around the best match) and
         payload (source, document_id, page or row, chunk_index, start/end of the snippet in the chunk).
         mode: hybrid (default), vector or keyword."""
-        return await _call(service().search, query, k, mode)
+        who = await _call(request_identity, ctx, service(), as_user)
+        return await _call(service().search, query, k, mode, who)
 
     @server.tool()
-    async def ask(question: str, mode: str = "hybrid") -> AskResult:
+    async def ask(question: str, mode: str = "hybrid", ctx: Context | None = None) -> AskResult:
         """Answer a question from the documents with the local LLM. mode: hybrid (default), vector,
         keyword, local or global (graph search), or auto (chosen per question; the answer's mode says
         which). Returns answer, mode, sources (cited ones first), cited_sources, abstained (why it
         said 資料に記載がありません, or null), withdrawn (the numbers or words of a withdrawn answer that
         no document states) and timings."""
-        return await _call(service().ask, question, mode)
+        who = await _call(request_identity, ctx, service(), as_user)
+        return await _call(service().ask, question, mode, None, who)
 
     @server.tool()
-    async def list_documents() -> list[dict[str, Any]]:
-        """The stored documents: doc_id, source_file, chunks, ingested_at, origin."""
-        return await _call(service().list_documents)
+    async def list_documents(ctx: Context | None = None) -> list[dict[str, Any]]:
+        """The stored documents you may read: doc_id, source_file, chunks, ingested_at, origin."""
+        who = await _call(request_identity, ctx, service(), as_user)
+        return await _call(service().list_documents, who)
 
     @server.tool()
-    async def sync() -> SyncResult:
-        """Re-ingest the data folder now (changed, new and deleted files only); returns the summary."""
+    async def sync(ctx: Context | None = None) -> SyncResult:
+        """Re-ingest the data folder now (changed, new and deleted files only); returns the summary.
+        Group admin only once permissions are on (an access file); before, anyone the server lets in."""
+        who = await _call(request_identity, ctx, service(), as_user)
+        if not who.admin and permissions_on():
+            raise ToolError("sync is for administrators (group admin) only")
         return await _call(service().sync_summary)
 
     return server
@@ -107,7 +152,8 @@ def parse_http(value: str) -> tuple[str, int]:
 
 
 def http_app(server: MCPServer, settings: Settings, host: str, port: int, token: Token):
-    """The SDK's streamable-HTTP Starlette app behind ``app.serving.access``'s Host/Origin/token guard.
+    """The SDK's streamable-HTTP Starlette app behind ``app.serving.access``'s Host/Origin/identity guard:
+    a personal token is its user, MCP_TOKEN is ``everyone`` (app.serving.identify).
 
     The SDK's own Host/Origin check is turned off: on loopback it would accept any
     ``http://localhost:<port>`` origin and refuse ALLOWED_HOSTS names; the guard checks both,
@@ -117,7 +163,19 @@ def http_app(server: MCPServer, settings: Settings, host: str, port: int, token:
     inner = server.streamable_http_app(
         host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
-    return guard(inner, token.value, host, port, settings.servers.allowed_hosts, settings.servers.allowed_origins)
+    identifier = Identifier.from_settings(
+        settings, lambda personal: identity_for_token(storage.get_engine(settings), personal), token.value
+    )
+    return guard(
+        inner,
+        token.value,
+        host,
+        port,
+        settings.servers.allowed_hosts,
+        settings.servers.allowed_origins,
+        public_url=settings.access.public_url,
+        identify=identifier.identify,
+    )
 
 
 class PathOnly(logging.Filter):
@@ -154,20 +212,29 @@ def serve_http(app: Any, host: str, port: int, log_level: str) -> None:
     anyio.run(uvicorn.Server(config).serve)
 
 
-def start_lines(host: str, port: int, token: Token) -> list[str]:
-    """What the HTTP server says at start: the URL, where the token is (never the token) and how a
-    client sends it, and a warning when it listens beyond loopback."""
+def start_lines(
+    host: str, port: int, token: Token, public_url: str = "", machine: MachineNames | None = None
+) -> list[str]:
+    """What the HTTP server says at start: the URL clients use (PUBLIC_URL, else beyond loopback this
+    machine's address, never only 127.0.0.1), where the token is (never the token) and how a client
+    sends it, and a warning when it listens beyond loopback."""
+    url = colleague_url(host, port, public_url, machine) + "/mcp"
+    local = colleague_url(host if is_loopback(host) else "127.0.0.1", port) + "/mcp"
+    serves_loopback = is_loopback(host) or host.strip().strip("[]") in UNSPECIFIED
+    also = f"on this machine also {local}; " if serves_loopback and url != local else ""
     lines = [
-        f"MCP server on http://{host_port(host, port)}/mcp (Ctrl-C to stop)",
+        f"MCP server on {url} ({also}Ctrl-C to stop)",
         f"token: {token.describe()}; clients send the header Authorization: Bearer <token>",
     ]
     weak = weak_token_warning(token.value, token.source)
     if weak:
         lines.append(weak)
     if not is_loopback(host):
+        public = public_host(public_url)
+        names = server_hosts(host, port, machine) + ((public,) if public else ())
         lines.append(
             f"warning: listening on {host}: every request needs the token; the traffic is not "
             f"encrypted (use an SSH tunnel or a TLS proxy); Host names accepted: "
-            f"{', '.join(server_hosts(host, port)) or 'none'} (add more with ALLOWED_HOSTS)"
+            f"{', '.join(dict.fromkeys(names)) or 'none'} (add more with ALLOWED_HOSTS)"
         )
     return lines

@@ -84,12 +84,15 @@ def _copy(doc: Document, **extra: Any) -> Document:
     return Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, **extra})
 
 
-def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = None) -> list[Document]:
-    """Top ``k`` chunks by cosine distance (through the HNSW index), one per source, best first."""
+def vector_search(
+    vectorstore: Any, query: str, k: int, principals: Sequence[str], filter: dict | None = None
+) -> list[Document]:
+    """Top ``k`` chunks ``principals`` may read by cosine distance (through the HNSW index), one per
+    source, best first."""
     if not query or not query.strip():
         return []
     hits = vectorstore.similarity_search_with_score(
-        query, k=k * COLLAPSE_DEPTH, **({"filter": filter} if filter else {})
+        query, k=k * COLLAPSE_DEPTH, principals=tuple(principals), **({"filter": filter} if filter else {})
     )
     return best_per_source(
         [
@@ -100,10 +103,10 @@ def vector_search(vectorstore: Any, query: str, k: int, filter: dict | None = No
     )
 
 
-def keyword_search(engine: Any, collection_name: str, query: str, k: int) -> list[Document]:
-    """Top ``k`` chunks by BM25 over Japanese-aware tokens (candidates from the GIN index), one per
-    source, best first."""
-    rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH)
+def keyword_search(engine: Any, collection_name: str, query: str, k: int, principals: Sequence[str]) -> list[Document]:
+    """Top ``k`` chunks ``principals`` may read by BM25 over Japanese-aware tokens (candidates from the
+    GIN index), one per source, best first."""
+    rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH, principals)
     return best_per_source(
         [
             Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})

@@ -6,9 +6,10 @@ Three checks, in this order, on every HTTP request (:class:`AccessGuard`, a pure
 2. **Origin** (a web page in a browser): a request that carries an ``Origin`` header must come from
    one of :func:`allowed_origins`, else **403**. Requests without ``Origin`` (non-browser clients,
    ``curl``, the MCP SDK) pass this check.
-3. **Token**: ``Authorization: Bearer <token>``, compared with :func:`hmac.compare_digest`; missing
-   or wrong gives **401** with ``WWW-Authenticate: Bearer`` and a short JSON body, before the app
-   (and so any tool) runs.
+3. **Who asks**: ``Authorization: Bearer <token>``: a user's personal token, or the shared token
+   (compared with :func:`hmac.compare_digest`; its holder is ``everyone``), or a signing-in proxy's
+   headers (app.serving.identify); nobody known gives **401** with ``WWW-Authenticate: Bearer`` and a
+   short JSON body, before the app (and so any tool) runs.
 
 The token is MCP_TOKEN when set, else the contents of MCP_TOKEN_FILE (default
 ``.secrets/mcp_token``), else a new ``secrets.token_urlsafe(32)`` written to that file (mode 0600,
@@ -16,21 +17,19 @@ its folder 0700 when this creates it). A token file that group or others may acc
 (:class:`TokenFileError`). Nothing here reads the environment: values come from
 :class:`app.config.Settings`.
 
-Host patterns (ALLOWED_HOSTS, comma-separated) are lower-cased ``name:port`` (exactly that port) or
-``name`` / ``name:*`` (that name with any port, or with none); IPv6 addresses in brackets
-(``[fe80::1]:8765``; a bare ``fe80::1`` means any port). Origins (ALLOWED_ORIGINS) are compared
-exactly as ``scheme://host[:port]`` (lower-cased, a trailing ``/`` dropped); there are no wildcards.
+The server's own names need no setting (app.serving.hosts): bound to 0.0.0.0 / ``::``, every address
+and name of this machine; PUBLIC_URL adds its host and origin; an Origin that is ``http://`` + an
+accepted Host is the page's own. ALLOWED_HOSTS / ALLOWED_ORIGINS add more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
-import ipaddress
 import os
-import re
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,12 +38,31 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import RagError
+from app.serving.hosts import (  # noqa: F401 - this module's names before the split, for its importers
+    ANY_PORT,
+    LOOPBACK_NAMES,
+    UNSPECIFIED,
+    MachineNames,
+    access_lists,
+    allowed_hosts,
+    allowed_origins,
+    colleague_url,
+    host_allowed,
+    host_pattern,
+    host_port,
+    is_loopback,
+    origin_allowed,
+    origin_value,
+    own_names,
+    public_host,
+    public_origin,
+    same_origins,
+    server_hosts,
+    this_machine,
+)
 
+SHARED_IDENTITY = "shared"  # who holds the shared token when no identify function is given (tests)
 TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 characters, 256 bits
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")  # the names a client on this machine uses
-UNSPECIFIED = ("0.0.0.0", "::", "")  # binding these listens on every address, loopback included
-ANY_PORT = "*"
-_HOST_NAME = re.compile(r"[a-z0-9._-]+|\[[0-9a-f:.]+\]")  # a DNS name, IPv4, or [IPv6]
 
 
 class TokenFileError(RagError):
@@ -172,109 +190,6 @@ def token_matches(given: str | None, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
-# --- addresses, hosts, origins ----------------------------------------------------------------
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost``, 127.0.0.0/8 and ::1 (brackets allowed, IPv4-mapped too); False for
-    every other name or address, including 0.0.0.0 and ``::`` (those listen on all addresses)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback
-
-
-def host_port(host: str, port: int | str) -> str:
-    """``host:port`` as in a Host header or URL: IPv6 addresses in brackets, lower-cased."""
-    name = host.strip().strip("[]").lower()
-    return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
-
-
-def server_hosts(bind_host: str, port: int) -> tuple[str, ...]:
-    """The ``host:port`` names of this server itself: the bound address, and the loopback names
-    when the server listens on loopback (a loopback address, or 0.0.0.0 / :: which include it).
-    0.0.0.0 and :: themselves are not names a client uses, so they are left out."""
-    names: list[str] = []
-    if bind_host.strip().strip("[]") not in UNSPECIFIED:
-        names.append(host_port(bind_host, port))
-    if is_loopback(bind_host) or bind_host.strip().strip("[]") in UNSPECIFIED:
-        names.extend(host_port(name, port) for name in LOOPBACK_NAMES)
-    return tuple(dict.fromkeys(names))
-
-
-def host_pattern(entry: str) -> str:
-    """One ALLOWED_HOSTS entry as a pattern: ``name:port`` kept, ``name`` becomes ``name:*``
-    (any port); a bare IPv6 address is bracketed. ValueError for anything else (no wildcard names)."""
-    raw = entry.strip().lower()
-    if raw.startswith("["):
-        name, _, rest = raw[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else ANY_PORT
-        ok = bool(name) and rest in ("", f":{port}")
-        name = f"[{name}]"
-    elif raw.count(":") > 1:  # a bare IPv6 address
-        name, port, ok = f"[{raw}]", ANY_PORT, True
-    else:
-        name, _, port = raw.partition(":")
-        port, ok = port or ANY_PORT, bool(name)
-    if not ok or not _HOST_NAME.fullmatch(name) or (port != ANY_PORT and not port.isdigit()):
-        raise ValueError(f"ALLOWED_HOSTS: {entry!r} is not a host name or host:port")
-    return f"{name}:{port}"
-
-
-def allowed_hosts(bind_host: str, port: int, extra: Iterable[str] = ()) -> tuple[str, ...]:
-    """Host patterns accepted: :func:`server_hosts` (with bare names too when the port is 80, the
-    port clients leave out) plus ``extra`` (ALLOWED_HOSTS) through :func:`host_pattern`."""
-    own = server_hosts(bind_host, port)
-    bare = tuple(name.rpartition(":")[0] for name in own) if port == 80 else ()
-    return tuple(dict.fromkeys(own + bare + tuple(host_pattern(e) for e in extra)))
-
-
-def host_allowed(host: str | None, patterns: Iterable[str]) -> bool:
-    """Whether a Host header value matches one of ``patterns`` (exact ``name:port``, or
-    ``name:*``: that name with any port or none)."""
-    value = (host or "").strip().lower()
-    if not value:
-        return False
-    for pattern in patterns:
-        if value == pattern:
-            return True
-        name, _, port = pattern.rpartition(":")
-        if port == ANY_PORT:
-            head, sep, tail = value.rpartition(":")
-            if value == name or (head == name and sep and tail.isdigit()):
-                return True
-    return False
-
-
-def origin_value(entry: str) -> str:
-    """An origin as compared: lower-cased, without a trailing ``/``; ValueError unless it looks
-    like ``http(s)://host[:port]``."""
-    value = entry.strip().lower().rstrip("/")
-    scheme, sep, rest = value.partition("://")
-    if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
-        raise ValueError(f"ALLOWED_ORIGINS: {entry!r} is not an origin such as https://rag.example.com")
-    return value
-
-
-def allowed_origins(bind_host: str, port: int, extra: Iterable[str] = ()) -> tuple[str, ...]:
-    """Origins accepted: exactly this server's own (``http://`` + each of :func:`server_hosts`),
-    plus ``extra`` (ALLOWED_ORIGINS). ``http://localhost:<another port>`` is not one of them."""
-    own = tuple(f"http://{name}" for name in server_hosts(bind_host, port))
-    return tuple(dict.fromkeys(own + tuple(origin_value(e) for e in extra)))
-
-
-def origin_allowed(origin: str | None, origins: Iterable[str]) -> bool:
-    """True when there is no Origin header (not a browser) or it is exactly one of ``origins``."""
-    if origin is None:
-        return True
-    return origin.strip().lower().rstrip("/") in origins
-
-
 # --- the middleware ----------------------------------------------------------------------------
 
 
@@ -285,44 +200,54 @@ def _refusal(status: int, error: str, detail: str, headers: dict[str, str] | Non
 
 @dataclass(frozen=True)
 class AccessGuard:
-    """ASGI middleware: Host (421), Origin (403), then bearer token (401) on every ``http`` and
+    """ASGI middleware: Host (421), Origin (403), then who asks (401) on every ``http`` and
     ``websocket`` request; ``lifespan`` and other scopes pass through untouched (so the wrapped
     app's startup and shutdown still run). ``hosts`` and ``origins`` come from
-    :func:`allowed_hosts` and :func:`allowed_origins`."""
+    :func:`~app.serving.hosts.access_lists`. Who asks: ``identify(headers)`` (a personal token's user,
+    a signing-in proxy's) or the shared ``token`` (``everyone``); it goes on in ``scope["state"]["identity"]``."""
 
     app: ASGIApp
     token: str = field(repr=False)
     hosts: tuple[str, ...]
     origins: tuple[str, ...]
+    identify: Callable[[Headers], object | None] | None = None
 
-    def refusal(self, headers: Headers) -> JSONResponse | None:
-        """The response refusing a request with these headers, or None when it may go on."""
+    def who(self, headers: Headers) -> object | None:
+        """The identity of a request with these headers; None: nobody known."""
+        if self.identify is not None:
+            return self.identify(headers)
+        return SHARED_IDENTITY if token_matches(bearer_token(headers.get("authorization")), self.token) else None
+
+    def refusal(self, headers: Headers) -> JSONResponse | object:
+        """The response refusing a request with these headers, or who asks when it may go on."""
         if not host_allowed(headers.get("host"), self.hosts):
             return _refusal(421, "misdirected_request", "this Host is not served here (add it to ALLOWED_HOSTS)")
         if not origin_allowed(headers.get("origin"), self.origins):
             return _refusal(
                 403, "forbidden_origin", "requests from this Origin are refused (add it to ALLOWED_ORIGINS)"
             )
-        given = bearer_token(headers.get("authorization"))
-        if not token_matches(given, self.token):
+        found = self.who(headers)
+        if found is None:
+            given = bearer_token(headers.get("authorization"))
             challenge = 'Bearer realm="rag-ja"' if given is None else 'Bearer realm="rag-ja", error="invalid_token"'
             return _refusal(
                 401, "unauthorized", "send the header Authorization: Bearer <token>", {"WWW-Authenticate": challenge}
             )
-        return None
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse or pass on one connection."""
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        refused = self.refusal(Headers(scope=scope))
-        if refused is None:
+        outcome = await asyncio.to_thread(self.refusal, Headers(scope=scope))
+        if not isinstance(outcome, JSONResponse):
+            scope.setdefault("state", {})["identity"] = outcome
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
-            await refused(scope, receive, send)
+            await outcome(scope, receive, send)
 
 
 def guard(
@@ -332,8 +257,12 @@ def guard(
     port: int,
     extra_hosts: Iterable[str] = (),
     extra_origins: Iterable[str] = (),
+    *,
+    public_url: str = "",
+    machine: MachineNames | None = None,
+    identify: Callable[[Headers], object | None] | None = None,
 ) -> AccessGuard:
-    """``app`` behind an :class:`AccessGuard` for a server bound to ``bind_host:port``."""
-    return AccessGuard(
-        app, token, allowed_hosts(bind_host, port, extra_hosts), allowed_origins(bind_host, port, extra_origins)
-    )
+    """``app`` behind an :class:`AccessGuard` for a server bound to ``bind_host:port`` (this
+    machine's names looked up once, unless ``machine`` is given)."""
+    hosts, origins = access_lists(bind_host, port, extra_hosts, extra_origins, public_url=public_url, machine=machine)
+    return AccessGuard(app, token, hosts, origins, identify)

@@ -26,6 +26,7 @@ from app.graph import default_context, run_rag
 from app.llm import generate, with_options
 from app.store import RagStore
 from app.text.keywords import normalize_text, query_tokens
+from app.users.identity import FULL, Identity, record
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +186,11 @@ def search_hit(doc: Document, query: str, mode: str, settings: Settings) -> Sear
     }
 
 
+def no_search(query: str, k: int) -> list[Document]:
+    """The served context's own search: never used (each ask names its own, as who asks); refuses."""
+    raise RuntimeError("a served question must name who asks (RagService.ask replaces the search)")
+
+
 def documents_for_json(docs: Sequence[dict]) -> list[dict[str, Any]]:
     """Stored documents as JSON-friendly dicts (times as ISO 8601 strings)."""
     return [
@@ -207,6 +213,7 @@ class RagService:
     _llm_lock: threading.Lock = field(default_factory=threading.Lock)
     _sync_lock: threading.Lock = field(default_factory=threading.Lock)
     last_sync: Any = None  # the SyncReport of the last sync this process ran (the web page's documents list)
+    surface: str = "mcp"  # what the audit log names: mcp or web
 
     @classmethod
     def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> RagService:
@@ -222,7 +229,8 @@ class RagService:
             settings=settings,
             store=store,
             data_dir=data_dir,
-            context_factory=lambda: default_context(settings, search=store.search_function(None)),
+            # each ask names its own search, as who asks: the context's own never runs
+            context_factory=lambda: default_context(settings, search=no_search),
         )
         if preload_llm:
             threading.Thread(target=service._load_context, name="load-llm", daemon=True).start()
@@ -243,33 +251,43 @@ class RagService:
                 self._context = self.context_factory()
             return self._context
 
-    def search(self, query: Any, k: Any = DEFAULT_K, mode: Any = "hybrid") -> list[SearchHit]:
-        """``search_rag``: the best ``k`` chunks with normalized scores, snippets and payloads."""
+    def search(self, query: Any, k: Any = DEFAULT_K, mode: Any = "hybrid", who: Identity = FULL) -> list[SearchHit]:
+        """``search_rag``: the best ``k`` chunks ``who`` may read, with normalized scores, snippets and payloads."""
         query, k, mode = validate_search(query, k, mode)
-        docs = self.store.search(query, search_mode=mode, top_k=k)
-        return [search_hit(doc, query, mode, self.settings) for doc in docs]
+        docs = self.store.search(query, search_mode=mode, top_k=k, principals=who.principals)
+        hits = [search_hit(doc, query, mode, self.settings) for doc in docs]
+        self.audit(who, "search", [h["payload"]["source"] for h in hits], query)
+        return hits
 
-    def ask(self, question: Any, mode: Any = "hybrid", on_token: Callable[[str], None] | None = None) -> AskResult:
-        """Answer with the LangGraph workflow: answer, sources (cited first), abstention, timings;
-        ``on_token`` gets each generated piece as it comes (the web page streams them)."""
+    def audit(self, who: Identity, action: str, sources: list[str], question: str | None) -> None:
+        """Record who was shown which sources (AUDIT_LOG); the surface is this service's."""
+        if self.settings.access.audit:
+            record(self.store.engine, self.settings, who, self.surface, action, sources, question)
+
+    def ask(
+        self, question: Any, mode: Any = "hybrid", on_token: Callable[[str], None] | None = None, who: Identity = FULL
+    ) -> AskResult:
+        """Answer with the LangGraph workflow from what ``who`` may read: answer, sources (cited first),
+        abstention, timings; ``on_token`` gets each generated piece as it comes (the web page streams them)."""
 
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
         self.store.warm_up()  # StoreNotReadyError (run make ingest) before anything reads a missing table
         ctx = self.context()
         if mode in SEARCH_MODES:
-            ctx = replace(ctx, search=self.store.search_function(mode), mode=mode)
+            ctx = replace(ctx, search=self.store.search_function(mode, who.principals), mode=mode)
         else:  # local, global, auto: the graph search with the context's LLM and its tokenizer
             ctx = replace(
                 ctx,
-                search=self.store.search_function("hybrid"),
+                search=self.store.search_function("hybrid", who.principals),
                 mode=mode,
-                graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens),
+                graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens, principals=who.principals),
             )
         if on_token is not None:
             ctx = replace(ctx, on_token=on_token)
         with self._llm_lock:
             state = run_rag(question, ctx)
         cited = list(state.get("cited_sources") or [])
+        self.audit(who, "ask", cited + [s for s in state["sources"] if s not in cited], question)
         return {
             "answer": state["answer"],
             "quote": (state.get("quote") or {}).get("line"),
@@ -293,9 +311,14 @@ class RagService:
         with self._llm_lock:
             return generate(prompt, llm, system=system)
 
-    def list_documents(self) -> list[dict[str, Any]]:
-        """The stored documents."""
-        return documents_for_json(self.store.list_documents())
+    def list_documents(self, who: Identity = FULL) -> list[dict[str, Any]]:
+        """The stored documents ``who`` may read (their readers shown to an admin only)."""
+        docs = documents_for_json(self.store.list_documents(who.principals))
+        return docs if who.admin else [{k: v for k, v in d.items() if k != "readers"} for d in docs]
+
+    def source_chunks(self, source: str, who: Identity = FULL) -> list[dict]:
+        """The stored chunks of one source that ``who`` may read (the page's source view)."""
+        return self.store.source_chunks(source, who.principals)
 
     def sync(self, data_dir: Path | None = None, graph: bool = True):
         """Re-ingest the data dir now (changed files only), one sync at a time: ``(plan, report)``

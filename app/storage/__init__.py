@@ -17,6 +17,8 @@ public functions, so callers write ``from app import storage`` and ``storage.lis
 * :mod:`app.storage.graph` — the graph's tables and the links written with the chunks;
 * :mod:`app.storage.graph_store` — the graph's reads and its build's writes (entities, relationships,
   communities, reports);
+* :mod:`app.storage.readers` — who may read each row: the readers columns, row-level security, the query role;
+* :mod:`app.storage.users` — users, groups, personal tokens (hashes) and the audit log;
 * :mod:`app.storage.vectors` — the vector column's size, its HNSW index and nearest-neighbour queries;
 * :mod:`app.storage.bulk` — bulk loading, index rebuilds and sizes (used by ``make bench``);
 * :mod:`app.storage.embedded` / :mod:`app.storage.pg_process` — the private PostgreSQL server (started
@@ -33,6 +35,7 @@ from app.storage.chunks import (
     SQL_CREATE_HNSW,
     SQL_UPSERT_DOCUMENT,
     SQL_UPSERT_EMBEDDING,
+    apply_readers,
     delete_document,
     delete_legacy_chunks,
     list_documents,
@@ -61,6 +64,7 @@ from app.storage.keywords import (
     upsert_keywords,
 )
 from app.storage.lock import writer_lock
+from app.storage.readers import reading
 from app.storage.schema import SCHEMA_VERSION, check_schema, create_schema, make_vectorstore, open_store, schema_version
 from app.storage.staging import claim_staged, clean_staging, stage_chunks, staged_progress, switch_document
 from app.storage.tables import (
@@ -97,6 +101,8 @@ __all__ = [
     "STAGING_TABLE",
     "TERM_STATS_TABLE",
     "analyze_keyword_stats",
+    "apply_readers",
+    "reading",
     "check_schema",
     "check_server",
     "claim_staged",

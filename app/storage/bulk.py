@@ -149,3 +149,40 @@ def exact_keyword_ids(engine: Any, collection, terms: Sequence[str], k: int) -> 
             conn.execute(text(statement))
         params = keyword_search_params(conn, collection, terms, k)
         return [r[0] for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
+
+
+# --- readers (the filtered-search benchmark, bench.access) -------------------------------------
+SQL_ADD_READER = sql(
+    "UPDATE {chunks} SET readers = array_append(readers, CAST(:principal AS text)) "
+    "WHERE collection_id = :collection AND id = ANY(CAST(:ids AS varchar[])) "
+    "AND NOT readers @> ARRAY[CAST(:principal AS text)]"
+)
+# the readers' predicate of app.storage.vectors, exact when index scans are off
+SQL_NEAREST_READABLE = sql(
+    "SELECT id FROM {chunks} WHERE collection_id = :collection AND readers && CAST(:principals AS text[]) "
+    "ORDER BY embedding <=> CAST(:vector AS vector) LIMIT :k"
+)
+
+
+def add_reader(engine: Any, collection, ids: Sequence[str], principal: str) -> int:
+    """Let ``principal`` read these chunks of the collection too (one UPDATE, bound parameters);
+    returns the rows changed. Bulk-loaded rows start as ``{admin}``."""
+    from sqlalchemy import text
+
+    params = {"collection": collection, "ids": [str(i) for i in ids], "principal": principal}
+    with engine.begin() as conn:
+        return conn.execute(text(SQL_ADD_READER), params).rowcount or 0
+
+
+def exact_filtered_ids(
+    engine: Any, collection, vector: Sequence[float], k: int, principals: Sequence[str]
+) -> list[str]:
+    """Top-k ids by cosine distance among the chunks ``principals`` may read, with index scans off
+    (a sequential scan and a sort: the exact answer the filtered HNSW search is measured against)."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        for statement in SQL_NO_INDEX_SCANS:
+            conn.execute(text(statement))
+        params = {"collection": collection, "vector": vector_literal(vector), "k": k, "principals": list(principals)}
+        return list(conn.execute(text(SQL_NEAREST_READABLE), params).scalars())

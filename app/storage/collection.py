@@ -37,8 +37,10 @@ def count_chunks(engine: Engine, collection_name: str) -> int:
     """Number of chunks in the collection (0 when it does not exist)."""
     from sqlalchemy import text
 
+    from app.storage.readers import ALL_ROWS, reading
+
     collection = collection_id(engine, collection_name)
     if collection is None:
         return 0
-    with engine.connect() as conn:
+    with reading(engine, ALL_ROWS) as conn:  # a count, whoever asks (a login bound by row-level security too)
         return int(conn.execute(text(SQL_COUNT_CHUNKS), {"collection": collection}).scalar())

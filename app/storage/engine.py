@@ -29,10 +29,13 @@ SQL_PING = "SELECT 1"
 #   a generic plan, which cannot see the keyword query's tsquery: measured at 100k chunks, 17.8 ms
 #   p50 with generic plans against 8.5 ms with custom ones (and 100+ ms runs in make bench);
 # * pgvector >= 0.8: when a filter (here: the collection) rejects rows the HNSW scan returned,
-#   keep scanning instead of returning fewer than k rows.
+#   keep scanning instead of returning fewer than k rows (a reader's filter: docs/benchmarks.md);
+# * ef_search 200: with the index's ef_construction 200, recall@10 0.96 at 100k chunks for every
+#   visible share (0.75 with pgvector's defaults); 400 made the planner leave the index for an exact
+#   sort at 5 % (2.5x slower) (docs/benchmarks.md, "Filtered vector search").
 SQL_SESSION_SETTINGS = (
     "SET plan_cache_mode = force_custom_plan",
-    "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 100",
+    "SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 200",
 )
 # Schema creation, a document's switch and a graph build may rewrite every row: no DB_STATEMENT_TIMEOUT_MS there.
 SQL_NO_TIMEOUT = "SET LOCAL statement_timeout = 0"

@@ -19,6 +19,7 @@ from app.storage.graph import create as create
 from app.storage.graph import mark_dirty as mark_dirty
 from app.storage.graph import mark_written as mark_written
 from app.storage.graph import write_chunk_graphs as write_chunk_graphs
+from app.storage.readers import principals_param, refresh_graph_readers
 from app.storage.tables import vector_literal
 
 # Re-exported above: the chunk writers' part of the graph (create, mark_*, write_chunk_graphs).
@@ -131,6 +132,7 @@ def save_build(
             _text(graph_sql.SQL_INSERT_REPORT),
             [{**params, **r, "findings": json.dumps(r["findings"], ensure_ascii=False)} for r in reports],
         )
+    refresh_graph_readers(conn, collection)
     conn.execute(
         _text(graph_sql.SQL_SAVE_STATE),
         {**params, "extractor": extractor, "stats": json.dumps(dict(stats), ensure_ascii=False)},
@@ -142,53 +144,62 @@ def counts(conn, collection) -> dict[str, int]:
     return dict(conn.execute(_text(graph_sql.SQL_COUNTS), {"collection": collection}).mappings().one())
 
 
-def entities_by_vector(conn, collection, vector: Sequence[float], k: int) -> list[dict]:
+def entities_by_vector(conn, collection, vector: Sequence[float], k: int, principals: Sequence[str]) -> list[dict]:
     """The ``k`` entities whose description embedding is nearest ``vector`` (HNSW), nearest first."""
     return [
         dict(r)
         for r in conn.execute(
             _text(graph_sql.SQL_ENTITIES_BY_VECTOR),
-            {"collection": collection, "vector": vector_or_none(vector), "k": k},
+            {
+                "collection": collection,
+                "vector": vector_or_none(vector),
+                "k": k,
+                "principals": principals_param(principals),
+            },
         ).mappings()
     ]
 
 
-def entities_in_text(conn, collection, text: str, k: int) -> list[dict]:
+def entities_in_text(conn, collection, text: str, k: int, principals: Sequence[str]) -> list[dict]:
     """Entities whose key occurs in ``text`` (already normalized), longest first."""
     return [
         dict(r)
         for r in conn.execute(
-            _text(graph_sql.SQL_ENTITIES_IN_TEXT), {"collection": collection, "text": text, "k": k}
+            _text(graph_sql.SQL_ENTITIES_IN_TEXT),
+            {"collection": collection, "text": text, "k": k, "principals": principals_param(principals)},
         ).mappings()
     ]
 
 
-def entities_by_id(conn, collection, ids: Iterable[str]) -> list[dict]:
+def entities_by_id(conn, collection, ids: Iterable[str], principals: Sequence[str]) -> list[dict]:
     """Entities by ID (any order)."""
     return [
         dict(r)
         for r in conn.execute(
-            _text(graph_sql.SQL_ENTITIES_BY_ID), {"collection": collection, "ids": list(ids)}
+            _text(graph_sql.SQL_ENTITIES_BY_ID),
+            {"collection": collection, "ids": list(ids), "principals": principals_param(principals)},
         ).mappings()
     ]
 
 
-def relationships_of(conn, collection, ids: Sequence[str]) -> list[dict]:
+def relationships_of(conn, collection, ids: Sequence[str], principals: Sequence[str]) -> list[dict]:
     """Relationships touching any of the entity ``ids``, heaviest first."""
     return [
         dict(r)
         for r in conn.execute(
-            _text(graph_sql.SQL_RELATIONSHIPS_OF), {"collection": collection, "ids": list(ids)}
+            _text(graph_sql.SQL_RELATIONSHIPS_OF),
+            {"collection": collection, "ids": list(ids), "principals": principals_param(principals)},
         ).mappings()
     ]
 
 
-def text_units_of(conn, collection, keys: Sequence[str]) -> list[dict]:
+def text_units_of(conn, collection, keys: Sequence[str], principals: Sequence[str]) -> list[dict]:
     """The chunks that name any of the entity ``keys``: chunk_id, document, cmetadata, keys, n."""
     return [
         dict(r)
         for r in conn.execute(
-            _text(graph_sql.SQL_TEXT_UNITS_OF), {"collection": collection, "keys": list(keys)}
+            _text(graph_sql.SQL_TEXT_UNITS_OF),
+            {"collection": collection, "keys": list(keys), "principals": principals_param(principals)},
         ).mappings()
     ]
 
@@ -208,27 +219,41 @@ def _report(row) -> CommunityReport:
     )
 
 
-def reports_by_id(conn, collection, ids: Sequence[str]) -> list[CommunityReport]:
+def reports_by_id(conn, collection, ids: Sequence[str], principals: Sequence[str]) -> list[CommunityReport]:
     """Community reports by ID (any order)."""
     return [
         _report(r)
-        for r in conn.execute(_text(graph_sql.SQL_REPORTS_BY_ID), {"collection": collection, "ids": list(ids)})
-    ]
-
-
-def reports_at_level(conn, collection, level: int, min_rank: float) -> list[CommunityReport]:
-    """The reports of one level with rank >= ``min_rank``, best rank first."""
-    return [
-        _report(r)
         for r in conn.execute(
-            _text(graph_sql.SQL_REPORTS_AT_LEVEL), {"collection": collection, "level": level, "min_rank": min_rank}
+            _text(graph_sql.SQL_REPORTS_BY_ID),
+            {"collection": collection, "ids": list(ids), "principals": principals_param(principals)},
         )
     ]
 
 
-def report_levels(conn, collection) -> dict[int, int]:
+def reports_at_level(conn, collection, level: int, min_rank: float, principals: Sequence[str]) -> list[CommunityReport]:
+    """The reports of one level with rank >= ``min_rank``, best rank first."""
+    return [
+        _report(r)
+        for r in conn.execute(
+            _text(graph_sql.SQL_REPORTS_AT_LEVEL),
+            {
+                "collection": collection,
+                "level": level,
+                "min_rank": min_rank,
+                "principals": principals_param(principals),
+            },
+        )
+    ]
+
+
+def report_levels(conn, collection, principals: Sequence[str]) -> dict[int, int]:
     """Level -> number of reports."""
-    return {int(level): int(n) for level, n in conn.execute(_text(graph_sql.SQL_LEVELS), {"collection": collection})}
+    return {
+        int(level): int(n)
+        for level, n in conn.execute(
+            _text(graph_sql.SQL_LEVELS), {"collection": collection, "principals": principals_param(principals)}
+        )
+    }
 
 
 def corpus_size(conn, collection) -> dict[str, int]:
@@ -245,8 +270,13 @@ def table_bytes(conn, collection) -> dict[str, int]:
     return {name: int(n) for name, n in zip(graph_sql.TABLE_BYTES_NAMES, row)}
 
 
-def chunk_documents(conn, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+def chunk_documents(conn, ids: Sequence[str], principals: Sequence[str]) -> dict[str, tuple[str, str]]:
     """Chunk ID -> (document ID, source ID) for the chunks that still exist."""
     if not ids:
         return {}
-    return {r[0]: (r[1], r[2]) for r in conn.execute(_text(graph_sql.SQL_DOCUMENT_OF_CHUNKS), {"ids": list(ids)})}
+    return {
+        r[0]: (r[1], r[2])
+        for r in conn.execute(
+            _text(graph_sql.SQL_DOCUMENT_OF_CHUNKS), {"ids": list(ids), "principals": principals_param(principals)}
+        )
+    }

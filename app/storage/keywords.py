@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from app.storage.collection import collection_id
+from app.storage.readers import principals_param, reading
 from app.storage.tables import sql
 from app.text import keywords as tokens
 
@@ -140,14 +141,14 @@ SQL_TERM_STATS = sql(
 # occurrence counting twice; BM25 with the idf values computed from the statistics.
 SQL_KEYWORD_SEARCH = sql(
     "WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idfs AS float8[])) AS q(term, idf)), "
-    "cand AS (SELECT k.id, k.tsv, k.dl FROM {keywords} k "
-    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) "
+    "cand AS (SELECT k.id, k.tsv, k.dl FROM {keywords} k JOIN {chunks} r ON r.id = k.id "
+    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) AND r.readers && CAST(:principals AS text[]) "
     "ORDER BY ts_rank(k.tsv, to_tsquery('simple', :tsquery), 1) DESC LIMIT :cap), "
     "scored AS (SELECT c.id, sum(q.idf * f.tf * (:k1 + 1) / (f.tf + :k1 * (1 - :b + :b * c.dl / :avgdl))) AS score "
     "FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(cardinality(u.positions), 1) "
     "+ coalesce(cardinality(array_positions(u.weights, 'A')), 0) AS tf FROM unnest(c.tsv) u) f "
     "JOIN q ON q.term = f.lexeme GROUP BY c.id ORDER BY score DESC, c.id LIMIT :k) "
-    "SELECT e.id, e.document, e.cmetadata, s.score FROM scored s JOIN {chunks} e ON e.id = s.id "
+    "SELECT e.id, e.document, e.cmetadata, s.score FROM scored s JOIN {chunks} e ON e.id = s.id AND e.readers && CAST(:principals AS text[]) "
     "ORDER BY s.score DESC, e.id"
 )
 
@@ -193,9 +194,15 @@ def backfill_keywords(conn) -> int:
 
 
 def keyword_search(
-    engine: Engine, collection_name: str, terms: Sequence[str], k: int, budget: int | None = None
+    engine: Engine,
+    collection_name: str,
+    terms: Sequence[str],
+    k: int,
+    principals: Sequence[str],
+    budget: int | None = None,
 ) -> list[tuple]:
-    """Rows ``(id, document, cmetadata, score)`` for the query ``terms``, best BM25 score first.
+    """Rows ``(id, document, cmetadata, score)`` for the query ``terms`` among the chunks ``principals``
+    may read, best BM25 score first (the statistics count every chunk: docs/security.md).
 
     Terms found in more than a tenth of the chunks, or beyond the postings budget, score but do
     not select candidates (app.text.keywords.candidate_terms), which keeps long Japanese queries fast.
@@ -208,9 +215,12 @@ def keyword_search(
     collection = collection_id(engine, collection_name)
     if collection is None:
         return []
-    with engine.connect() as conn:
+    with reading(engine, principals) as conn:
         params = keyword_search_params(conn, collection, terms, k, budget)
-        return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
+        if params is None:
+            return []
+        params["principals"] = principals_param(principals)
+        return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)]
 
 
 def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget: int | None = None) -> dict | None:

@@ -12,6 +12,7 @@ The role is created only when it is missing, and the session logs no statement o
 from __future__ import annotations
 
 CONNECT_TIMEOUT_S = 5
+QUERY_ROLE = "rag_query"  # app.storage.readers.QUERY_ROLE
 
 SQL_PROVISION_LOCK = "SELECT pg_advisory_lock(7046512)"  # serializes provision() across processes
 SQL_DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %s"
@@ -22,6 +23,9 @@ SQL_QUIET_ERRORS = "SET log_min_error_statement = panic"  # a failed statement i
 SQL_CREATE_DATABASE = "CREATE DATABASE {} OWNER {}"
 SQL_SET_DATABASE_OWNER = "ALTER DATABASE {} OWNER TO {}"
 SQL_CREATE_VECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
+# the role reads run as, bound by row-level security (app.storage.readers); the app's role may take it
+SQL_CREATE_QUERY_ROLE = "CREATE ROLE {} NOLOGIN NOINHERIT"
+SQL_GRANT_QUERY_ROLE = "GRANT {} TO {}"
 SQL_SET_OWNER = "ALTER {} {} OWNER TO {}"  # kind and name as SQL_NOT_OWNED returns them (already quoted)
 # What an older version made as the superuser in the public schema: handed to the app role.
 SQL_NOT_OWNED = (
@@ -64,6 +68,14 @@ def provision(admin_url: str, db_admin_url: str, dbname: str, role: str, passwor
                 errors.UniqueViolation,
             )
         conn.execute(sql.SQL(SQL_SET_APP_ROLE).format(sql.Identifier(role), verifier))
+        if conn.execute(SQL_ROLE_EXISTS, (QUERY_ROLE,)).fetchone() is None:
+            _ignore_races(
+                conn,
+                sql.SQL(SQL_CREATE_QUERY_ROLE).format(sql.Identifier(QUERY_ROLE)),
+                errors.DuplicateObject,
+                errors.UniqueViolation,
+            )
+        conn.execute(sql.SQL(SQL_GRANT_QUERY_ROLE).format(sql.Identifier(QUERY_ROLE), sql.Identifier(role)))
         if conn.execute(SQL_DATABASE_EXISTS, (dbname,)).fetchone() is None:
             _ignore_races(
                 conn,

@@ -8,19 +8,21 @@ Readers never create or migrate anything: they work for a read-only user and nev
 writer's locks; they only check the recorded version.
 
 Version history (the number is what ``rag_meta`` holds; stores made before 2 hold none, read as 0):
-2 documents and the keyword index · 3 BM25 statistics · 4 the graph's tables · 5 the ingest staging table.
+2 documents and the keyword index · 3 BM25 statistics · 4 the graph's tables · 5 the ingest staging table ·
+6 readers on every row, row-level security, users, tokens and the audit log.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.config import EMBED_DIM
 from app.errors import StoreNotReadyError
-from app.storage import chunks, graph, keywords, staging
+from app.storage import chunks, graph, keywords, readers, staging, users
 from app.storage.collection import collection_id
 from app.storage.engine import lift_statement_timeout
 from app.storage.tables import META_TABLE, sql
@@ -29,6 +31,8 @@ from app.storage.vectors import check_size, fit_size, nearest_chunks
 if TYPE_CHECKING:
     from langchain_postgres import PGVector
     from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
 
 SQL_CREATE_META_TABLE = sql("CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)")
 SQL_META_EXISTS = "SELECT to_regclass(CAST(:table AS text))"
@@ -87,6 +91,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the ingest staging table; the statistics trigger's set-based delete",
         (staging.SQL_CREATE_STAGING_TABLE, staging.SQL_CREATE_STAGING_HASH_INDEX, keywords.SQL_CREATE_STATS_FUNCTION),
     ),
+    # rows stored before are the admin's (the column's default) until the sync that migrates gives them theirs
+    Migration(
+        6,
+        "readers on every row, row-level security, users, tokens, the audit log",
+        readers.MIGRATION_STATEMENTS + users.MIGRATION_STATEMENTS,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -137,25 +147,47 @@ def check_schema(engine: Engine, collection_name: str) -> None:
 
 @functools.cache
 def sized_vectorstore_class() -> type:
-    """PGVector whose unfiltered nearest-neighbour search is :func:`app.storage.vectors.nearest_chunks`
-    (the HNSW index of the vectors' size); a metadata filter goes through PGVector's own query."""
+    """PGVector whose nearest-neighbour search is :func:`app.storage.vectors.nearest_chunks` (the HNSW
+    index of the vectors' size, the readers' predicate): ``principals`` (default: full access, the
+    spec's face) say who asks; a ``filter`` of ``{field: value}`` pairs is matched in the same SQL."""
     from langchain_core.documents import Document
     from langchain_postgres import PGVector
 
     class SizedPGVector(PGVector):
-        """PGVector over vectors of any size (app.storage.vectors)."""
+        """PGVector over vectors of any size (app.storage.vectors), read as given principals."""
 
-        def similarity_search_with_score_by_vector(self, embedding, k: int = 4, filter: dict | None = None):
+        def similarity_search_with_score(self, query: str, k: int = 4, filter: dict | None = None, **kwargs):
+            """``(Document, cosine distance)`` pairs for ``query``, nearest first."""
+            return self.similarity_search_with_score_by_vector(self.embeddings.embed_query(query), k, filter, **kwargs)
+
+        def similarity_search_with_score_by_vector(
+            self, embedding, k: int = 4, filter: dict | None = None, principals=("admin",), **kwargs
+        ):
             """``(Document, cosine distance)`` pairs, nearest first."""
-            if filter:
-                return super().similarity_search_with_score_by_vector(embedding, k=k, filter=filter)
-            rows = nearest_chunks(self._engine, self.collection_name, list(embedding), k)
+            rows = nearest_chunks(
+                self._engine, self.collection_name, list(embedding), k, principals, metadata_filter(filter)
+            )
             return [
                 (Document(id=str(id_), page_content=text, metadata=metadata or {}), float(distance))
                 for id_, text, metadata, distance in rows
             ]
 
     return SizedPGVector
+
+
+def metadata_filter(filter: dict | None) -> dict | None:
+    """A search filter as the metadata pairs it requires: ``{field: value}`` or ``{field: {"$eq": value}}``
+    with text, number or boolean values; ValueError for anything else (operators such as ``$in``)."""
+    if not filter:
+        return None
+    pairs = {}
+    for field, value in filter.items():
+        if isinstance(value, dict) and set(value) == {"$eq"}:
+            value = value["$eq"]
+        if not isinstance(field, str) or field.startswith("$") or not isinstance(value, (str, int, float, bool)):
+            raise ValueError(f"vector_filter takes {{field: value}} pairs (text, number or boolean), got {filter!r}")
+        pairs[field] = value
+    return pairs
 
 
 def make_vectorstore(
@@ -198,5 +230,8 @@ def create_schema(engine: Engine, embeddings, collection_name: str, size: int = 
         apply_migrations(conn, previous)
         fit_size(conn, size)
         keywords.backfill_keywords(conn)
+        missing = readers.ensure_query_role(conn)
         conn.execute(text(SQL_SET_SCHEMA_VERSION), {"version": str(SCHEMA_VERSION)})
+    if missing:
+        log.warning("%s", missing)
     return store

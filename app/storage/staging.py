@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from app.storage import graph
-from app.storage.chunks import SQL_DELETE_DOC_STAGING, SQL_UPSERT_DOCUMENT, document_params
+from app.storage import graph, readers
+from app.storage.chunks import SQL_DELETE_DOC_STAGING, SQL_UPSERT_DOCUMENT, document_params, document_readers
 from app.storage.collection import collection_id, require_collection
 from app.storage.engine import lift_statement_timeout
 from app.storage.keywords import keyword_row
@@ -223,6 +223,7 @@ def switch_document(
         elif gone:
             graph.mark_dirty(conn, collection)
         conn.execute(text(SQL_UPSERT_DOCUMENT), document_params(collection, doc, chunks))
+        readers.set_document_readers(conn, collection, doc["doc_id"], doc["source_file"], document_readers(doc))
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc["doc_id"]})
 
 

@@ -27,6 +27,10 @@ RELATIONSHIP_TABLE = "rag_graph_relationship"
 COMMUNITY_TABLE = "rag_graph_community"
 REPORT_TABLE = "rag_graph_report"
 GRAPH_STATE_TABLE = "rag_graph_state"
+# who may ask (app.storage.users): users with their groups, personal tokens (hashes), the audit log
+USER_TABLE = "rag_user"
+TOKEN_TABLE = "rag_token"
+AUDIT_TABLE = "rag_audit"
 
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 ENTITY_HNSW_INDEX = "rag_graph_entity_embedding_hnsw"
@@ -50,6 +54,18 @@ NAMES: dict[str, str] = {
     "communities": COMMUNITY_TABLE,
     "reports": REPORT_TABLE,
     "graph_state": GRAPH_STATE_TABLE,
+    "users": USER_TABLE,
+    "tokens": TOKEN_TABLE,
+    "audit": AUDIT_TABLE,
+    "token_user_index": "rag_token_user",
+    "audit_at_index": "rag_audit_at",
+    "chunk_readers_index": "rag_embedding_readers",
+    "document_readers_index": "rag_document_readers",
+    "principals_function": "rag_principals",
+    "intersect_function": "rag_readers_and",
+    "intersect_aggregate": "rag_readers_intersect",
+    "readers_policy": "rag_readers",
+    "query_role": "rag_query",
     "hnsw_index": HNSW_INDEX,
     "chunk_collection_index": "ix_langchain_pg_embedding_collection",
     "chunk_doc_id_index": "ix_langchain_pg_embedding_doc_id",

@@ -14,11 +14,13 @@ statistics object on ``vector_dims(embedding)`` tells the planner how many rows 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from app.errors import StoreNotReadyError
 from app.storage.collection import collection_id
+from app.storage.readers import principals_param, reading
 from app.storage.tables import (
     EMBEDDING_TABLE,
     ENTITY_HNSW_INDEX,
@@ -49,18 +51,18 @@ SQL_ANY_SIZE = "ALTER TABLE {table} ALTER COLUMN embedding TYPE vector"
 SQL_DROP_INDEX = "DROP INDEX IF EXISTS {index}"
 SQL_SIZED_INDEX = (
     "CREATE INDEX IF NOT EXISTS {index} ON {table} USING hnsw ((CAST(embedding AS vector({size}))) "
-    "vector_cosine_ops) WHERE vector_dims(embedding) = {size}"
+    "vector_cosine_ops) WITH (m = 16, ef_construction = 200) WHERE vector_dims(embedding) = {size}"
 )
 # A column of one size: its plain HNSW index (no size test, which would only blur the row estimate).
 SQL_NEAREST_CHUNKS_ONE_SIZE = (
     "SELECT id, document, cmetadata, embedding <=> CAST(:vector AS vector({size})) AS distance FROM {chunks} "
-    "WHERE collection_id = :collection ORDER BY distance LIMIT :k"
+    "WHERE collection_id = :collection AND readers && CAST(:principals AS text[]){filter} ORDER BY distance LIMIT :k"
 )
 # A column of any size: the partial index of the question's size (its predicate must be in the query).
 SQL_NEAREST_CHUNKS = (
     "SELECT id, document, cmetadata, CAST(embedding AS vector({size})) <=> CAST(:vector AS vector({size})) "
     "AS distance FROM {chunks} WHERE collection_id = :collection AND vector_dims(embedding) = {size} "
-    "ORDER BY distance LIMIT :k"
+    "AND readers && CAST(:principals AS text[]){filter} ORDER BY distance LIMIT :k"
 )
 # How many rows have each size, for the planner's estimate of the size test (ANALYZE fills it).
 SQL_SIZE_STATISTICS = sql(
@@ -121,14 +123,18 @@ def fit_size(conn: Connection, size: int) -> list[str]:
     return run
 
 
-def nearest_query(conn: Connection, collection_name: str, size: int) -> str:
+METADATA_FILTER = " AND cmetadata @> CAST(:metadata AS jsonb)"
+
+
+def nearest_query(conn: Connection, collection_name: str, size: int, metadata: bool = False) -> str:
     """The nearest-chunk statement for a ``size``-dimensional question: the one-size form on a column
-    of that size, the any-size form on a column of any size. StoreNotReadyError when the column
-    holds another size only."""
+    of that size, the any-size form on a column of any size; with ``metadata``, the filter on the
+    chunks' metadata too. StoreNotReadyError when the column holds another size only."""
     column = column_size(conn, EMBEDDING_TABLE)
     if column is not None and column != size:
         raise other_size(collection_name, column, size)
-    return sql_for_size(SQL_NEAREST_CHUNKS_ONE_SIZE if column is not None else SQL_NEAREST_CHUNKS, size)
+    template = SQL_NEAREST_CHUNKS_ONE_SIZE if column is not None else SQL_NEAREST_CHUNKS
+    return sql_for_size(template.replace("{filter}", METADATA_FILTER if metadata else ""), size)
 
 
 def other_size(collection_name: str, stored: int, size: int) -> StoreNotReadyError:
@@ -139,9 +145,18 @@ def other_size(collection_name: str, stored: int, size: int) -> StoreNotReadyErr
     )
 
 
-def nearest_chunks(engine: Engine, collection_name: str, vector: Sequence[float], k: int) -> list[tuple]:
-    """Rows ``(id, document, cmetadata, distance)``: the ``k`` chunks of the collection nearest to
-    ``vector`` by cosine distance, through the HNSW index of its size. StoreNotReadyError with one
+def nearest_chunks(
+    engine: Engine,
+    collection_name: str,
+    vector: Sequence[float],
+    k: int,
+    principals: Sequence[str],
+    metadata: Mapping[str, object] | None = None,
+) -> list[tuple]:
+    """Rows ``(id, document, cmetadata, distance)``: the ``k`` chunks of the collection that
+    ``principals`` may read (and whose metadata holds ``metadata``'s pairs, when given) nearest to
+    ``vector`` by cosine distance, through the HNSW index of its size (pgvector's iterative scan keeps
+    going past rows the filter drops, so a filter still gives ``k`` rows). StoreNotReadyError with one
     line when the collection does not exist, or holds vectors of another size (another embedding
     model made them)."""
     from sqlalchemy import text
@@ -150,9 +165,18 @@ def nearest_chunks(engine: Engine, collection_name: str, vector: Sequence[float]
     collection = collection_id(engine, collection_name)
     if collection is None:
         raise StoreNotReadyError(f"the collection '{collection_name}' does not exist; run `make ingest` first")
-    params = {"collection": collection, "vector": vector_literal(vector), "k": k}
-    with engine.connect() as conn:
-        rows = [tuple(r) for r in conn.execute(text(nearest_query(conn, collection_name, size)), params)]
+    params = {
+        "collection": collection,
+        "vector": vector_literal(vector),
+        "k": k,
+        "principals": principals_param(principals),
+    }
+    if metadata:
+        params["metadata"] = json.dumps(dict(metadata), ensure_ascii=False)
+    with reading(engine, principals) as conn:
+        rows = [
+            tuple(r) for r in conn.execute(text(nearest_query(conn, collection_name, size, bool(metadata))), params)
+        ]
         if not rows:
             stored = conn.execute(text(SQL_COLLECTION_SIZE), {"collection": collection}).scalar()
             if stored is not None and stored != size:

@@ -11,7 +11,8 @@ Routes:
   summary and failures (one line each); ``POST /api/sync`` — sync the data folder now (from this
   machine only: the administrator's);
 * ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources);
-* ``GET /files/<doc_id>`` — a stored PDF, for the browser's own viewer (``#page=N``).
+* ``GET /files/<doc_id>`` — a stored file the asker may read: a PDF in the browser's own viewer
+  (``#page=N``), any other as a download.
 
 The service (:class:`app.serving.service.RagService`: models and pool loaded once) is handed in, so tests
 pass a fake; questions take turns on the one in-process model (:class:`app.web.turns.Turns`).
@@ -35,7 +36,9 @@ from starlette.routing import Route
 from app import storage
 from app.errors import DatabaseUnavailableError, RagError
 from app.serving.access import is_loopback
+from app.users.identity import Identity
 from app.web.followup import standalone
+from app.web.guard import LOCAL
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
 from app.web.turns import Turns
 
@@ -93,7 +96,13 @@ Followup = Callable[[str, Sequence[str]], str]  # (question, earlier questions) 
 
 
 async def answer_events(
-    service: Any, turns: Turns, question: str, mode: str, history: Sequence[str] = (), followup: Followup = standalone
+    service: Any,
+    turns: Turns,
+    question: str,
+    mode: str,
+    history: Sequence[str] = (),
+    followup: Followup = standalone,
+    who: Identity = LOCAL,
 ) -> AsyncIterator[str]:
     """The answer to ``question`` (made to stand alone after ``history`` by ``followup``) as events,
     generated in a worker thread while this streams them; the rewrite takes the model's turn too (it
@@ -118,7 +127,7 @@ async def answer_events(
                     raise Cancelled
                 searched = followup(question, history) if history else question
                 put("searched", {"question": searched, "rewritten": searched != question})
-                result = service.ask(searched, mode, on_token=on_token)
+                result = service.ask(searched, mode, on_token=on_token, who=who)
             put("done", dict(result))
         except Cancelled:
             log.info("an answer was stopped: the asker closed the connection")
@@ -193,16 +202,30 @@ def with_database(handler: Callable[[Request], Any]) -> Callable[[Request], Any]
     return run
 
 
+def identity(request: Request) -> Identity:
+    """Who asks (set by app.web.guard); this machine's user when the app runs without the guard (tests)."""
+    return getattr(request.state, "identity", None) or LOCAL
+
+
+def may_administer(request: Request, who: Identity) -> bool:
+    """Sync from the page and see skipped files: group ``admin``, or in single-team mode this machine's
+    user from this machine."""
+    local = who.kind == "local" and is_loopback(request.client.host if request.client else "")
+    return who.admin or local
+
+
 def create_app(
     service: Any,
     turns: Turns | None = None,
-    view_source: Callable[[str], dict | None] = lambda source: None,
-    document_path: Callable[[str], Path | None] = lambda doc_id: None,
+    view_source: Callable[[str, Identity], dict | None] = lambda source, who: None,
+    document_path: Callable[[str, Identity], Path | None] = lambda doc_id, who: None,
     followup: Followup = standalone,
 ) -> Starlette:
     """The web app over ``service`` (``ask``, ``list_documents``); ``view_source`` and
-    ``document_path`` look a source and a stored document's file up (None: not in the store);
-    ``followup`` makes a follow-up stand alone (the rules, or :func:`app.web.rewrite.llm_standalone`)."""
+    ``document_path`` look a source and a stored document's file up as who asks (None: not in the
+    store, or not theirs to read); ``followup`` makes a follow-up stand alone (the rules, or
+    :func:`app.web.rewrite.llm_standalone`). Who asks is ``request.state.identity`` (app.web.guard);
+    a request without one is this machine's user in single-team mode."""
     turns = turns or Turns()
 
     async def page(request: Request) -> Response:
@@ -216,21 +239,25 @@ def create_app(
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return StreamingResponse(
-            answer_events(service, turns, question, mode, history, followup),
+            answer_events(service, turns, question, mode, history, followup, identity(request)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
     async def documents(request: Request) -> Response:
-        stored = await asyncio.to_thread(service.list_documents)
-        return JSONResponse({"documents": stored, "last_sync": sync_result(getattr(service, "last_sync", None))})
+        who = identity(request)
+        stored = await asyncio.to_thread(service.list_documents, who)
+        # the skipped files name paths of every folder: the administrator's only
+        admin = may_administer(request, who)
+        last_sync = sync_result(getattr(service, "last_sync", None)) if admin else None
+        return JSONResponse({"documents": stored, "last_sync": last_sync, "user": who.name, "admin": admin})
 
     async def documents_page(request: Request) -> Response:
         return HTMLResponse(DOCUMENTS_PAGE, headers=page_headers(DOCUMENTS_PAGE))
 
     async def resync(request: Request) -> Response:
-        if not is_loopback(request.client.host if request.client else ""):
-            return JSONResponse({"error": "再同期はサーバーのマシンからだけ実行できます"}, status_code=403)
+        if not may_administer(request, identity(request)):
+            return JSONResponse({"error": "再同期は管理者（admin グループ）だけが実行できます"}, status_code=403)
         try:
             _, report = await asyncio.to_thread(service.sync)
         except DatabaseUnavailableError:
@@ -241,16 +268,21 @@ def create_app(
 
     async def source(request: Request) -> Response:
         wanted = request.query_params.get("id", "")
-        view = await asyncio.to_thread(view_source, wanted) if wanted else None
+        view = await asyncio.to_thread(view_source, wanted, identity(request)) if wanted else None
         if view is None:
             return JSONResponse({"error": "この出典は保存されていません"}, status_code=404)
         return JSONResponse(view)
 
     async def document_file(request: Request) -> Response:
-        path = await asyncio.to_thread(document_path, request.path_params["doc_id"])
-        if path is None or path.suffix.lower() != ".pdf":
+        path = await asyncio.to_thread(document_path, request.path_params["doc_id"], identity(request))
+        if path is None:
             return JSONResponse({"error": "この文書は保存されていません"}, status_code=404)
-        return FileResponse(path, media_type="application/pdf", filename=path.name, content_disposition_type="inline")
+        if path.suffix.lower() == ".pdf":  # the browser's own viewer, at #page=N
+            return FileResponse(
+                path, media_type="application/pdf", filename=path.name, content_disposition_type="inline"
+            )
+        # any other stored file downloads: never rendered in the page's origin (an HTML file could run script)
+        return FileResponse(path, media_type="application/octet-stream", filename=path.name)
 
     return Starlette(
         routes=[

@@ -34,7 +34,7 @@ mark { background: #fff1a8; }
 </head>
 <body>
 <h1>社内文書に質問する</h1>
-<p><a href="/documents">保存されている文書</a></p>
+<p><a href="/documents">保存されている文書</a> · <a href="/signout">ログアウト</a></p>
 <form id="ask">
   <input id="question" name="question" maxlength="2000" autocomplete="off"
          placeholder="例: サポート窓口の受付時間は？" required>
@@ -272,7 +272,7 @@ td.n { text-align: right; }
 </style>
 </head>
 <body>
-<p><a href="/">← 質問に戻る</a></p>
+<p><a href="/">← 質問に戻る</a> · <span id="user"></span> <a href="/signout">ログアウト</a></p>
 <h1>保存されている文書</h1>
 <p id="summary"></p>
 <ul id="failures"></ul>
@@ -313,7 +313,9 @@ async function load() {
     chunks.className = "n";
     row.insertCell().textContent = (doc.ingested_at || "").replace("T", " ").slice(0, 19);
   }
-  showSync(body.last_sync);
+  $("user").textContent = body.user ? "ログイン中: " + body.user : "";
+  $("resync").hidden = !body.admin;  // re-sync and the skipped files are the administrator's
+  if (body.admin) showSync(body.last_sync);
 }
 
 $("resync").addEventListener("click", async () => {

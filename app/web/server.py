@@ -7,10 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
+from app.ingestion.readers import permissions_on
+from app.serving.identify import Identifier
 from app.serving.warm import make_service_factory
+from app.users.identity import identity_for_token
 from app.web.app import create_app
 from app.web.followup import standalone
 from app.web.guard import web_guard
+from app.web.headers import SecurityHeaders
 from app.web.rewrite import llm_standalone
 from app.web.sources import document_file, source_view
 
@@ -24,15 +28,18 @@ def followup_rewriter(service: Any, settings: Settings) -> Any:
 
 
 def guarded_app(service: Any, settings: Settings, host: str, port: int, data_dir: Path | None = None) -> Any:
-    """The web app over ``service`` behind :class:`app.web.guard.WebGuard` for ``host:port``; sources
-    and files come from the service's store, files from ``data_dir`` only."""
-    collection = settings.retrieval.collection_name
+    """The web app over ``service`` behind :class:`app.web.guard.WebGuard` for ``host:port``; who asks
+    is named by a personal token (looked up in the store's database), a signing-in proxy or WEB_TOKEN;
+    sources and files come from the service's store as who asks, files from ``data_dir`` only."""
     folder = data_dir or settings.ingest.data_dir
     app = create_app(
         service,
-        view_source=lambda source: source_view(service.store.engine, collection, source),
-        document_path=lambda doc_id: document_file(service.store.list_documents(), folder, doc_id),
+        view_source=lambda source, who: source_view(service.source_chunks(source, who), source),
+        document_path=lambda doc_id, who: document_file(service.list_documents(who), folder, doc_id),
         followup=followup_rewriter(service, settings),
+    )
+    identifier = Identifier.from_settings(
+        settings, lambda token: identity_for_token(service.store.engine, token), settings.servers.web_token
     )
     return web_guard(
         app,
@@ -41,6 +48,9 @@ def guarded_app(service: Any, settings: Settings, host: str, port: int, data_dir
         port,
         settings.servers.allowed_hosts,
         settings.servers.allowed_origins,
+        public_url=settings.access.public_url,
+        identifier=identifier,
+        permissions_on=lambda: permissions_on(settings, folder),
     )
 
 
@@ -51,5 +61,6 @@ def serve(
     import uvicorn
 
     service = make_service_factory(settings, data_dir, watch, debounce_ms, preload_llm)()
-    app = guarded_app(service, settings, host, port, data_dir)
+    service.surface = "web"  # what the audit log names
+    app = SecurityHeaders(guarded_app(service, settings, host, port, data_dir))
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from app import storage
 from app.web.markdown import markdown_blocks
 
 _KINDS = (
@@ -46,10 +45,10 @@ def row_cells(text: str) -> list[tuple[str, str]]:
     return cells
 
 
-def source_view(engine: Any, collection_name: str, source: str) -> dict[str, Any] | None:
-    """The view of one stored source: kind, number, document ID, context line, its text (chunks
-    joined) and, for a row, its cells; None when the store has no such source."""
-    chunks = storage.source_chunks(engine, collection_name, source)
+def source_view(chunks: list[dict], source: str) -> dict[str, Any] | None:
+    """The view of one stored source from its ``chunks`` (app.storage.source_chunks, read as who
+    asks): kind, number, document ID, context line, its text (chunks joined) and, for a row, its
+    cells; None when there are none (no such source, or not the asker's to read)."""
     if not chunks:
         return None
     kind, number = source_kind(source)
@@ -73,8 +72,8 @@ def is_markdown(doc_id: str) -> bool:
 
 
 def document_file(documents: Iterable[Mapping[str, Any]], data_dir: Path, doc_id: str) -> Path | None:
-    """The stored document ``doc_id``'s file inside ``data_dir``; None when no stored document has
-    that ID, or its file is gone or lies outside the folder (a link pointing elsewhere)."""
+    """The stored document ``doc_id``'s file inside ``data_dir``; None when none of ``documents`` (those
+    the asker may read) has that ID, or its file is gone or lies outside the folder (a link pointing elsewhere)."""
     if doc_id not in {str(d.get("doc_id")) for d in documents}:
         return None
     root = data_dir.resolve()

@@ -285,3 +285,64 @@ def hash_store(settings, engine):
     yield rs
     with rs.writing():
         rs.vectorstore.delete_collection()
+
+
+# --- who may read what (issue 38): two users, two departments, one access file ----------------
+ACL_SECRETS = ("3.7", "KX-4471", "賞与規程")  # what bob (営業) must never receive
+ACL_FILES = {
+    "docs/経理/賞与規程.md": "# 賞与規程\n\n## 支給率\n\n賞与の支給率は基本給の3.7か月分とする。管理番号は KX-4471 である。\n",
+    "docs/営業/営業手当.md": "# 営業手当\n\n## 支給額\n\n営業手当は外回り一日につき千二百円とする。管理番号は EG-2210 である。\n",
+    "docs/総務/未分類.md": "# 未分類メモ\n\n## 備考\n\nこの覚え書きの管理番号は MX-9090 である。\n",
+}
+ACL_ACCESS = '[folders]\n"csv" = ["everyone"]\n"docs/営業" = ["everyone"]\n"docs/経理" = ["経理"]\n'
+
+
+def write_acl_data(root: Path) -> Path:
+    """The scenario's data folder: the sample FAQ, an accounting and a sales document, one no key
+    covers (docs/総務), and the access file."""
+    (root / "csv").mkdir(parents=True)
+    shutil.copy(ROOT / "data" / "csv" / "faq.csv", root / "csv" / "faq.csv")
+    for name, text in ACL_FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    (root / "access.toml").write_text(ACL_ACCESS, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def acl(settings, engine, real_embeddings, tmp_path_factory):
+    """A synced collection of :func:`write_acl_data` (graph built by the fast extractor) and two users
+    with a personal token each: alice in 経理, bob in 営業 (names unique to this module)."""
+    import uuid
+    from types import SimpleNamespace
+
+    from app.permissions.principals import user_principals
+    from app.storage import users as user_rows
+    from app.store import RagStore
+    from app.users.identity import new_token, token_hash
+
+    suffix = uuid.uuid4().hex[:6]
+    data = write_acl_data(tmp_path_factory.mktemp("acl") / "data")
+    s = settings.changed(
+        retrieval={"collection_name": f"acl_{suffix}"}, graph={"extractor": "fast"}, ingest={"data_dir": data}
+    )
+    store = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine)
+    store.sync(data)
+    names = {"alice": f"alice_{suffix}", "bob": f"bob_{suffix}"}
+    groups = {"alice": ["経理"], "bob": ["営業"]}
+    tokens = {}
+    for who, name in names.items():
+        user_rows.upsert_user(engine, name, groups[who])
+        tokens[who] = new_token()
+        user_rows.add_token(engine, name, token_hash(tokens[who]))
+    yield SimpleNamespace(
+        settings=s,
+        store=store,
+        data=data,
+        names=names,
+        tokens=tokens,
+        principals={who: user_principals(names[who], groups[who]) for who in names},
+    )
+    for name in names.values():
+        user_rows.delete_user(engine, name)
+    store.vectorstore.delete_collection()

@@ -69,7 +69,7 @@ def plan(store: RagStore, size: int, force: bool = True) -> str:
             conn.execute(text(f"SET LOCAL {setting} = off"))
         rows = conn.execute(
             text("EXPLAIN " + nearest_query(conn, store.settings.retrieval.collection_name, size)),
-            {"collection": collection, "vector": "[" + ",".join(["0.1"] * size) + "]", "k": 5},
+            {"collection": collection, "vector": "[" + ",".join(["0.1"] * size) + "]", "k": 5, "principals": ["admin"]},
         )
         return "\n".join(r[0] for r in rows)
 
@@ -99,11 +99,11 @@ def test_collections_of_three_sizes_share_one_database_each_searched_through_its
     with big.writing():
         pass
     rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(5000, 256)).astype("float32")
+    vectors = rng.normal(size=(20000, 256)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [str(uuid.uuid4()) for _ in range(5000)]
+    ids = [str(uuid.uuid4()) for _ in range(20000)]
     collection = storage.collection_id(big.engine, "big256")
-    bench_bulk_load(big.engine, collection, ids, vectors, [f"filler {i}" for i in range(5000)], ["filler"] * 5000)
+    bench_bulk_load(big.engine, collection, ids, vectors, [f"filler {i}" for i in range(20000)], ["filler"] * 20000)
     with big.engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
     assert "Index Scan using langchain_pg_embedding_hnsw_256" in plan(big, 256, force=False)

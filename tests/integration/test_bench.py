@@ -34,6 +34,8 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
         "1",
         "--llm-tokens",
         "8",
+        "--filtered-size",
+        "2000",
         "--out",
         str(tmp_path),
         env={"GRAPH_MAP_MAX_BATCHES": "1"},
@@ -50,6 +52,8 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert "tiny (2-layer, random weights)" in data["rerank"]
     assert (tmp_path / "results.png").stat().st_size > 1000
     assert "Retrieval at 600 chunks" in result.stdout
+    assert [s["share"] for s in data["filtered"]["shares"]] == [0.5, 0.05, 0.005]
+    assert "Filtered vector search at 2,000 chunks" in result.stdout
     serve = data["serve"]
     assert serve["chunks"] == 600 and 0 < serve["start_to_first_search_s"] < 120
     assert serve["one_file_sync"]["embedding_ms"] > 0 and serve["one_file_sync"]["without_embedding_ms"] > 0
@@ -74,3 +78,33 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert llm["max_tokens"] == 8 and llm["in_process"]["tokens_per_s"] > 0 and llm["server"]["tokens_per_s"] > 0
     assert [b["requests"] for b in llm["server_concurrent"]] == [1, 2]
     assert "in process vs OpenAI-compatible server" in result.stdout
+
+
+def test_filtered_search_section_small(settings):
+    """bench.access at 2,000 chunks, 3 queries, in a bench database of its own (the section empties the
+    chunk tables): every share gives k rows through the product's path, as the query role."""
+    from app import db, storage
+    from bench.access import bench_filtered_search, format_filtered
+
+    s = settings.changed(db={"name": f"{settings.db.name}_bench_filtered", "statement_timeout_ms": 0})
+    engine = storage.get_engine(s)
+    db.init_db(s, engine=engine)
+    out = bench_filtered_search(s, engine, n=2000, shares=(0.5, 0.05, 0.005), queries=3)
+    assert out["size"] == 2000 and out["queries"] == 3 and out["k"] == 10
+    assert out["query_role"] == "rag_query"  # row-level security applies to the timed searches
+    assert out["pgvector_settings"]["hnsw.iterative_scan"] == "strict_order"
+    unfiltered = out["unfiltered"]
+    assert unfiltered["principal"] == "admin" and unfiltered["k_rows_always"] and unfiltered["p50_ms"] > 0
+    assert [(f["share"], f["principal"], f["visible_rows"]) for f in out["shares"]] == [
+        (0.5, "g50", 1000),
+        (0.05, "g5", 100),
+        (0.005, "g05", 10),
+    ]
+    for f in out["shares"]:
+        assert f["k_rows_always"] and f["rows_min"] == 10
+        assert 0 <= f["recall_at_10"] <= 1 and f["p95_ms"] >= f["p50_ms"] > 0 and f["p50_ratio"] > 0
+        assert isinstance(f["hnsw_used"], bool) and f["plan"]
+    assert out["shares"][-1]["recall_at_10"] == 1.0  # 10 readable rows: every one is in the top 10
+    lines = format_filtered(out)
+    assert "Filtered vector search at 2,000 chunks" in lines[1] and len(lines) == 3 + 1 + 3
+    assert storage.collection_id(engine, "bench_filtered_2000") is None  # loaded, measured, dropped

@@ -79,7 +79,7 @@ def state(engine, collection: str, doc_id: str = "csv/big.csv") -> dict:
 
 
 def hits(engine, collection: str, query: str) -> int:
-    return len(keyword_search(engine, collection, query, 10))
+    return len(keyword_search(engine, collection, query, 10, ("admin",)))
 
 
 def test_a_killed_ingest_of_a_big_csv_shows_no_half_document_and_resumes(hash_store, engine, tmp_path):

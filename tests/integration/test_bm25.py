@@ -69,7 +69,9 @@ def test_scores_are_exactly_bm25(store):
         add(store, key, body)
     (n, total), dfs = stats(store)
     avgdl = total / n
-    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, ["信用", "サー"], 10)
+    hits = storage.keyword_search(
+        store.engine, store.settings.retrieval.collection_name, ["信用", "サー"], 10, ("admin",)
+    )
     got = {row[2]["doc_id"]: row[3] for row in hits}
     for key, body in DOCS.items():
         tokens = tokenize(body)
@@ -93,7 +95,7 @@ def test_short_page_with_the_rare_term_outranks_a_long_page_of_common_bigrams(st
 def test_context_tokens_count_double(store):
     store.add_document(Document(page_content="バージョン一覧", id="x", metadata={"context": "ubuntu.csv"}))
     store.add_document(Document(page_content="ubuntu のバージョン一覧", id="y"))
-    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, ["ubuntu"], 10)
+    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, ["ubuntu"], 10, ("admin",))
     scores = {row[2]["doc_id"]: row[3] for row in hits}
     assert scores["x"] > scores["y"] > 0
 
@@ -111,7 +113,7 @@ def test_frequent_terms_beyond_the_postings_budget_score_but_do_not_select(store
         monkeypatch.setattr(keywords, "CANDIDATE_POSTINGS", 3)
         params = storage.keyword_search_params(conn, cid, terms, 10)
     assert params["tsquery"] == "'芝浦'" and params["terms"] == terms  # サー still scores
-    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, terms, 10)
+    hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, terms, 10, ("admin",))
     assert [row[2]["doc_id"] for row in hits] == ["rare"]
 
 
@@ -123,4 +125,4 @@ def test_app_sessions_plan_every_query_for_its_own_values(store):
             conn.execute(text(f"SHOW {name}")).scalar()
             for name in ("plan_cache_mode", "hnsw.iterative_scan", "hnsw.ef_search")
         ]
-    assert settings == ["force_custom_plan", "strict_order", "100"]
+    assert settings == ["force_custom_plan", "strict_order", "200"]

@@ -78,8 +78,8 @@ def test_ingest_builds_the_graph_of_the_sample_corpus(ingested, settings, engine
     assert counts["links"] >= counts["entities"]
     with engine.connect() as conn:
         collection = storage.collection_id(engine, settings.retrieval.collection_name)
-        vpn = graph_store.entities_in_text(conn, collection, "ミナトvpnに接続する", 5)
-        units = graph_store.text_units_of(conn, collection, [vpn[0]["key"]])
+        vpn = graph_store.entities_in_text(conn, collection, "ミナトvpnに接続する", 5, ("admin",))
+        units = graph_store.text_units_of(conn, collection, [vpn[0]["key"]], ("admin",))
     assert vpn[0]["title"] == "ミナトVPN"
     assert {u["cmetadata"]["source"] for u in units} == {"it_helpdesk.md#vpn接続"}
 
@@ -198,7 +198,7 @@ def test_ask_global_json_has_traceability_and_map_results(qwen_env, ingested, se
     out = json.loads(result.stdout)
     assert out["mode"] == "global" and out["answer"]
     trace = out["traceability"]
-    stored = {d["doc_id"] for d in storage.list_documents(engine, settings.retrieval.collection_name)}
+    stored = {d["doc_id"] for d in storage.list_documents(engine, settings.retrieval.collection_name, ("admin",))}
     assert trace["report_ids"] and set(trace["document_ids"]) <= stored and trace["chunk_ids"]
     assert all(m["attempts"] >= 1 for m in out["map_results"]) and out["graph"]["reports_considered"] >= 1
     assert {"global_context", "global_map", "global_reduce"} <= set(out["timings"])

@@ -37,16 +37,25 @@ def test_keyword_index_is_in_step_with_vector_rows(ingested, engine):
 
 def test_keyword_search_finds_an_exact_japanese_proper_noun_first(ingested, engine):
     # (with all-MiniLM-L6-v2 the vector search missed this page; multilingual-e5 finds it too)
-    assert keyword_search(engine, "documents", "芝浦信用金庫", 3)[0].metadata["source"] == "company_overview.pdf:p3"
+    assert (
+        keyword_search(engine, "documents", "芝浦信用金庫", 3, ("admin",))[0].metadata["source"]
+        == "company_overview.pdf:p3"
+    )
 
 
 def test_keyword_search_matches_latin_codes_and_full_width_input(ingested, engine):
-    assert keyword_search(engine, "documents", "Ｅ３０１０", 1)[0].metadata["source"] == "technical_guide.pdf:p3"
-    assert keyword_search(engine, "documents", "iso/iec 27001", 1)[0].metadata["source"] == "company_overview.pdf:p2"
+    assert (
+        keyword_search(engine, "documents", "Ｅ３０１０", 1, ("admin",))[0].metadata["source"]
+        == "technical_guide.pdf:p3"
+    )
+    assert (
+        keyword_search(engine, "documents", "iso/iec 27001", 1, ("admin",))[0].metadata["source"]
+        == "company_overview.pdf:p2"
+    )
 
 
 def test_keyword_search_with_no_usable_token_returns_nothing(ingested, engine):
-    assert keyword_search(engine, "documents", "。、！", 5) == []
+    assert keyword_search(engine, "documents", "。、！", 5, ("admin",)) == []
 
 
 def test_deleting_a_chunk_row_removes_its_keyword_row(own_store, engine, tmp_path):
@@ -54,10 +63,10 @@ def test_deleting_a_chunk_row_removes_its_keyword_row(own_store, engine, tmp_pat
     (tmp_path / "csv" / "tmp.csv").write_text("項目\n削除テスト用の行\n", encoding="utf-8")
     own_store.sync(tmp_path)
     name = own_store.settings.retrieval.collection_name
-    assert keyword_search(engine, name, "削除テスト", 1)[0].metadata["source"] == "tmp.csv:r1"
+    assert keyword_search(engine, name, "削除テスト", 1, ("admin",))[0].metadata["source"] == "tmp.csv:r1"
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM langchain_pg_embedding WHERE cmetadata->>'file' = 'tmp.csv'"))
-    assert keyword_search(engine, name, "削除テスト", 10) == []
+    assert keyword_search(engine, name, "削除テスト", 10, ("admin",)) == []
 
 
 def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
@@ -101,6 +110,7 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
     with engine.begin() as conn:
         conn.execute(text(f"ANALYZE {storage.KEYWORD_TABLE}"))
         params = storage.keyword_search_params(conn, storage.collection_id(engine, name), query_tokens("受付時間"), 10)
+        params["principals"] = ["admin"]
         plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN " + storage.SQL_KEYWORD_SEARCH), params))
     big.delete_collection()
     assert f"{storage.KEYWORD_TABLE}_tsv_gin" in plan, plan

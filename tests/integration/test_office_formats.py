@@ -75,15 +75,15 @@ def test_office_formats_sync_search_and_remove(own_store, engine, tmp_path):
         "防災.pptx:s1",
         "wifi.html#来客用wi-fi",
     } <= stored
-    assert keyword_search(engine, name, "延長コード", 1)[0].metadata["source"] == "備品.xlsx:備品台帳!r2"
+    assert keyword_search(engine, name, "延長コード", 1, ("admin",))[0].metadata["source"] == "備品.xlsx:備品台帳!r2"
     hits = own_store.search("プロジェクターはどこに保管されていますか", search_mode="hybrid", top_k=3)
     assert hits[0].metadata["source"] == "備品.xlsx:備品台帳!r1"
     assert hits[0].metadata["context"] == "備品 — 備品台帳 — 備品台帳 2024年度 — 品名, 保管場所, 数量"
-    assert keyword_search(engine, name, "日当", 1)[0].metadata["source"] == "出張規程.docx#日当"
-    assert keyword_search(engine, name, "北公園", 1)[0].metadata["source"] == "防災.pptx:s1"
-    assert keyword_search(engine, name, "GUEST-NET", 1)[0].metadata["source"] == "wifi.html#来客用wi-fi"
+    assert keyword_search(engine, name, "日当", 1, ("admin",))[0].metadata["source"] == "出張規程.docx#日当"
+    assert keyword_search(engine, name, "北公園", 1, ("admin",))[0].metadata["source"] == "防災.pptx:s1"
+    assert keyword_search(engine, name, "GUEST-NET", 1, ("admin",))[0].metadata["source"] == "wifi.html#来客用wi-fi"
     if OCR_READY:
-        assert keyword_search(engine, name, "駐車場", 1)[0].metadata["source"] == "駐車場.png"
+        assert keyword_search(engine, name, "駐車場", 1, ("admin",))[0].metadata["source"] == "駐車場.png"
 
     _, again = own_store.sync(data, graph=False)  # unchanged: nothing read again (no OCR), nothing embedded
     assert (again.added, again.updated, again.removed, again.embedded) == (0, 0, 0, 0)
@@ -92,4 +92,4 @@ def test_office_formats_sync_search_and_remove(own_store, engine, tmp_path):
     _, removed = own_store.sync(data, graph=False)
     assert removed.removed == 1
     assert not any(source.startswith("防災.pptx") for source, _ in rows(engine, name))
-    assert not keyword_search(engine, name, "北公園", 5)
+    assert not keyword_search(engine, name, "北公園", 5, ("admin",))

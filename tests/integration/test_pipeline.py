@@ -83,7 +83,7 @@ def test_init_db_twice_is_harmless(store, settings, engine, real_embeddings):
 
 
 def test_vector_search_finds_the_faq_row(ingested, store):
-    hits = vector_search(store, "サポート窓口の受付時間を教えてください", 10)
+    hits = vector_search(store, "サポート窓口の受付時間を教えてください", 10, ("admin",))
     assert len(hits) == 10
     assert hits[0].metadata["source"] == "faq.csv:r2"
     scores = [h.metadata["relevance_score"] for h in hits]
@@ -116,7 +116,7 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
 
     event.listen(engine, "before_cursor_execute", capture)
     try:
-        hits = vector_search(big, "データのバックアップは何時ですか", 10)
+        hits = vector_search(big, "データのバックアップは何時ですか", 10, ("admin",))
     finally:
         event.remove(engine, "before_cursor_execute", capture)
     assert len(hits) == 10 and captured, "PGVector ran no cosine-distance query"
@@ -132,7 +132,9 @@ def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings
     """retrieve → rerank (real CrossEncoderReranker over a tiny BERT) → generate (real GGUF)."""
     from functools import partial
 
-    ctx = default_context(settings, search=partial(vector_search, store))  # vector mode: the spec's path
+    ctx = default_context(
+        settings, search=partial(vector_search, store, principals=("admin",))
+    )  # vector mode: the spec's path
     assert ctx.reranker is not None
     ctx.min_confidence = ctx.min_coverage = 0.0  # the tiny cross-encoder's picks may hold few question terms
     state = run_rag("サポート窓口の受付時間を教えてください", ctx)

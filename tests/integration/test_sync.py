@@ -84,9 +84,11 @@ def test_edited_file_replaces_only_its_chunks_in_both_indexes(own_store, engine,
     assert (report.updated, report.unchanged, report.embedded + report.reused) == (1, 6, 22)
     assert report.reused >= 21  # only the edited row is new text
     assert len(rows(engine, name)) == 50 and rows(engine, name, "keyword") == 50
-    hit = keyword_search(engine, name, "平日10時から17時", 1)[0]
+    hit = keyword_search(engine, name, "平日10時から17時", 1, ("admin",))[0]
     assert hit.metadata["source"] == "faq.csv:r2" and "10時" in hit.page_content
-    assert all("平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 50))
+    assert all(
+        "平日9時から18時" not in d.page_content for d in keyword_search(engine, name, "平日9時から18時", 50, ("admin",))
+    )
     after = _row_versions(engine, name, "csv/faq.csv")
     rewritten = {i for i in after if before.get(i) != after[i]}
     assert len(after) == len(before) == 22 and len(rewritten) == 1  # the edited row only; 21 rows untouched
@@ -102,7 +104,9 @@ def test_deleted_file_is_purged_from_both_indexes(own_store, engine, data):
     assert not [s for s, _ in rows(engine, name) if s.startswith("technical_guide")]
     assert rows(engine, name, "keyword") == 46
     assert "pdf/technical_guide.pdf" not in [d["doc_id"] for d in own_store.list_documents()]
-    assert all(d.metadata["file"] != "technical_guide.pdf" for d in keyword_search(engine, name, "E3010", 10))
+    assert all(
+        d.metadata["file"] != "technical_guide.pdf" for d in keyword_search(engine, name, "E3010", 10, ("admin",))
+    )
 
 
 def test_renamed_file_is_not_re_embedded(own_store, engine, data):
@@ -253,7 +257,7 @@ def test_docs_and_remove_cli(ingested, integration_env):
 def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(own_store, engine, data):
     name = own_store.settings.retrieval.collection_name
     own_store.sync(data)
-    hit = keyword_search(engine, name, "ミナトVPN", 1)[0]
+    hit = keyword_search(engine, name, "ミナトVPN", 1, ("admin",))[0]
     assert hit.metadata["source"] == "it_helpdesk.md#vpn接続"
     assert hit.metadata["title"] == "情報システム部 ヘルプデスク手順書 > VPN接続"
     assert (
@@ -269,15 +273,15 @@ def test_markdown_sections_are_searchable_with_heading_weight_and_follow_edits(o
     )
     _, report = own_store.sync(data)
     assert (report.added, report.unchanged) == (1, 7)
-    ranked = [d.metadata["source"] for d in keyword_search(engine, name, "経費精算", 5)]
+    ranked = [d.metadata["source"] for d in keyword_search(engine, name, "経費精算", 5, ("admin",))]
     assert ranked[0] == "notes.md#経費精算" and ranked.index("notes.md#経費精算") < ranked.index("notes.md#出張")
 
     guide = data / "docs" / "it_helpdesk.md"
     guide.write_text(guide.read_text(encoding="utf-8").replace("ミナトVPN", "ZephyrNet"), encoding="utf-8")
     _, report = own_store.sync(data)
     assert (report.updated, report.unchanged, report.embedded) == (1, 7, 1)  # one section's text is new
-    assert keyword_search(engine, name, "zephyrnet", 1)[0].metadata["source"] == "it_helpdesk.md#vpn接続"
-    assert all("ミナトVPN" not in d.page_content for d in keyword_search(engine, name, "ミナトvpn", 50))
+    assert keyword_search(engine, name, "zephyrnet", 1, ("admin",))[0].metadata["source"] == "it_helpdesk.md#vpn接続"
+    assert all("ミナトVPN" not in d.page_content for d in keyword_search(engine, name, "ミナトvpn", 50, ("admin",)))
 
     guide.unlink()
     _, report = own_store.sync(data)

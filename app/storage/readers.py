@@ -1,0 +1,215 @@
+"""Who may read each row, enforced twice inside PostgreSQL.
+
+Every chunk, document, graph entity, relationship and community report has ``readers text[]``: the
+principals that may read it (group names, ``user:NAME``, always ``admin``; a GIN index on the chunks'
+and documents'). A new row is ``{admin}`` until a sync gives it its readers (deny by default).
+
+1. **The application's predicate**: every read statement of app.storage carries
+   ``readers && CAST(:principals AS text[])`` in its own WHERE clause.
+2. **Row-level security**: a SELECT policy on the same tables with the same test against the
+   principals set for the transaction (:data:`SQL_AS_READER`: ``set_config('rag.principals', …, true)``).
+   Reads run as the query role ``rag_query`` (``set_config('role', 'rag_query', true)``), which owns
+   nothing and cannot bypass RLS, so the policies bind the application's own queries; writers run as
+   the owner and are not filtered. The embedded server's superuser creates the role
+   (app.storage.provision); on a DATABASE_URL server the schema's writer creates it when it may, else
+   says which two statements an administrator runs. Without the role, the first wall stands alone.
+
+Derived rows carry the **intersection** of their sources' readers (:data:`SQL_REFRESH_GRAPH_READERS`):
+an entity is readable by the principals common to every chunk naming it, a relationship by those
+common to its two entities, a report by those common to all of its entities. Conservative: a user
+in two groups whose documents both name an entity does not see that entity unless one group reads
+every chunk naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from app.storage.tables import NAMES, sql
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+log = logging.getLogger(__name__)
+
+QUERY_ROLE = NAMES["query_role"]
+DEFAULT_READERS = ("admin",)
+ALL_ROWS = ("admin",)  # principals every row's readers hold: counts that name no document
+# the tables whose rows carry readers, each with a SELECT policy
+RLS_TABLES = ("chunks", "documents", "entities", "relationships", "reports")
+# what the query role may SELECT (nothing of users, tokens or the audit)
+QUERY_ROLE_TABLES = (
+    "chunks",
+    "collections",
+    "keywords",
+    "term_stats",
+    "collection_stats",
+    "documents",
+    "meta",
+    "mentions",
+    "pairs",
+    "entities",
+    "relationships",
+    "communities",
+    "reports",
+    "graph_state",
+)
+
+# --- schema (migration 6, app.storage.schema) ------------------------------------------------
+SQL_ADD_READERS = tuple(
+    sql("ALTER TABLE {" + table + "} ADD COLUMN IF NOT EXISTS readers text[] NOT NULL DEFAULT '{{admin}}'")
+    for table in RLS_TABLES
+)
+SQL_READERS_INDEXES = (
+    sql("CREATE INDEX IF NOT EXISTS {chunk_readers_index} ON {chunks} USING gin (readers)"),
+    sql("CREATE INDEX IF NOT EXISTS {document_readers_index} ON {documents} USING gin (readers)"),
+)
+# The principals of this transaction as text[] ('{}' when unset: nothing is readable).
+SQL_PRINCIPALS_FUNCTION = sql(
+    "CREATE OR REPLACE FUNCTION {principals_function}() RETURNS text[] LANGUAGE sql STABLE AS "
+    "$$ SELECT coalesce(CAST(nullif(current_setting('rag.principals', true), '') AS text[]), '{{}}') $$"
+)
+SQL_INTERSECT_FUNCTION = sql(
+    "CREATE OR REPLACE FUNCTION {intersect_function}(a text[], b text[]) RETURNS text[] LANGUAGE sql IMMUTABLE AS "
+    "$$ SELECT CASE WHEN a IS NULL THEN b WHEN b IS NULL THEN a "
+    "ELSE ARRAY(SELECT x FROM (SELECT unnest(a) INTERSECT SELECT unnest(b)) s(x) ORDER BY x) END $$"
+)
+SQL_INTERSECT_AGGREGATE = sql(
+    "CREATE OR REPLACE AGGREGATE {intersect_aggregate}(text[]) (SFUNC = {intersect_function}, STYPE = text[])"
+)
+SQL_POLICIES = tuple(
+    statement
+    for table in RLS_TABLES
+    for statement in (
+        sql("ALTER TABLE {" + table + "} ENABLE ROW LEVEL SECURITY"),
+        sql("DROP POLICY IF EXISTS {readers_policy} ON {" + table + "}"),
+        sql("CREATE POLICY {readers_policy} ON {" + table + "} FOR SELECT USING (readers && {principals_function}())"),
+    )
+)
+# Rows stored before readers existed are the admin's until the next sync gives them theirs.
+MIGRATION_STATEMENTS = (
+    *SQL_ADD_READERS,
+    *SQL_READERS_INDEXES,
+    SQL_PRINCIPALS_FUNCTION,
+    SQL_INTERSECT_FUNCTION,
+    SQL_INTERSECT_AGGREGATE,
+    *SQL_POLICIES,
+)
+
+# --- the query role --------------------------------------------------------------------------
+SQL_ROLE_EXISTS = "SELECT to_regrole(:role) IS NOT NULL"
+SQL_IS_MEMBER = "SELECT pg_has_role(current_user, CAST(:role AS name), 'MEMBER')"
+SQL_CREATE_ROLE = sql("CREATE ROLE {query_role} NOLOGIN NOINHERIT")
+SQL_GRANT_ROLE = sql("GRANT {query_role} TO CURRENT_USER")
+SQL_GRANT_SELECT = sql("GRANT SELECT ON " + ", ".join("{" + t + "}" for t in QUERY_ROLE_TABLES) + " TO {query_role}")
+
+# --- each read transaction -------------------------------------------------------------------
+# The caller's principals for this transaction, and the query role when the login may take it.
+SQL_AS_READER = (
+    "SELECT set_config('rag.principals', CAST(CAST(:principals AS text[]) AS text), true), "
+    "CASE WHEN to_regrole(:role) IS NOT NULL AND pg_has_role(current_user, CAST(:role AS name), 'MEMBER') "
+    "THEN set_config('role', :role, true) END"
+)
+# The application's predicate, for statements on a table aliased ``alias`` (or unaliased).
+PREDICATE = "readers && CAST(:principals AS text[])"
+
+# --- writes ------------------------------------------------------------------------------------
+_DOC_CHUNKS = (
+    "collection_id = :collection AND (cmetadata->>'doc_id' = :doc "
+    "OR (cmetadata->>'doc_id' IS NULL AND cmetadata->>'file' = :file))"
+)
+SQL_SET_DOCUMENT_READERS = sql(
+    "UPDATE {documents} SET readers = CAST(:readers AS text[]) WHERE collection_id = :collection AND doc_id = :doc "
+    "AND readers IS DISTINCT FROM CAST(:readers AS text[])"
+)
+SQL_SET_CHUNK_READERS = sql(
+    "UPDATE {chunks} SET readers = CAST(:readers AS text[]) WHERE "
+    + _DOC_CHUNKS
+    + " AND readers IS DISTINCT FROM CAST(:readers AS text[])"
+)
+SQL_STORED_READERS = sql("SELECT doc_id, source_file, readers FROM {documents} WHERE collection_id = :collection")
+SQL_REFRESH_GRAPH_READERS = (
+    sql(
+        "UPDATE {entities} g SET readers = r.readers FROM (SELECT m.entity, "
+        "{intersect_aggregate}(e.readers) AS readers FROM {mentions} m JOIN {chunks} e ON e.id = m.chunk_id "
+        "WHERE m.collection_id = :collection GROUP BY m.entity) r "
+        "WHERE g.collection_id = :collection AND g.key = r.entity AND g.readers IS DISTINCT FROM r.readers"
+    ),
+    sql(
+        "UPDATE {relationships} r SET readers = {intersect_function}(a.readers, b.readers) "
+        "FROM {entities} a, {entities} b WHERE r.collection_id = :collection AND a.collection_id = :collection "
+        "AND b.collection_id = :collection AND a.id = r.source AND b.id = r.target "
+        "AND r.readers IS DISTINCT FROM {intersect_function}(a.readers, b.readers)"
+    ),
+    sql(
+        "UPDATE {reports} p SET readers = x.readers FROM (SELECT p2.id, {intersect_aggregate}(g.readers) AS readers "
+        "FROM {reports} p2 JOIN {entities} g ON g.collection_id = p2.collection_id AND g.id = ANY(p2.entity_ids) "
+        "WHERE p2.collection_id = :collection GROUP BY p2.id) x "
+        "WHERE p.collection_id = :collection AND p.id = x.id AND p.readers IS DISTINCT FROM x.readers"
+    ),
+)
+
+
+def principals_param(principals: Sequence[str]) -> list[str]:
+    """The bound value of ``:principals``: a list of strings (ValueError for anything else, or none)."""
+    values = [principals] if isinstance(principals, str) else list(principals)
+    if not values or not all(isinstance(p, str) and p for p in values):
+        raise ValueError(f"principals must be non-empty strings, got {principals!r}")
+    return values
+
+
+@contextmanager
+def reading(engine: Engine, principals: Sequence[str]) -> Iterator[Connection]:
+    """A connection whose transaction reads as ``principals``: set for the row-level security
+    policies, and as the query role when the login may take it. Ends with a rollback (reads only)."""
+    from sqlalchemy import text
+
+    params = principals_param(principals)
+    with engine.connect() as conn:
+        conn.execute(text(SQL_AS_READER), {"principals": params, "role": QUERY_ROLE})
+        yield conn
+
+
+def ensure_query_role(conn: Connection) -> str | None:
+    """Write path, the owner's transaction: the query role exists, this login may take it, and it may
+    SELECT the store's tables. Returns None, or the one line saying why the second wall is missing
+    (the caller warns; the application's predicate still holds)."""
+    from sqlalchemy import text
+
+    role = {"role": QUERY_ROLE}
+    try:
+        with conn.begin_nested():
+            if not conn.execute(text(SQL_ROLE_EXISTS), role).scalar():
+                conn.execute(text(SQL_CREATE_ROLE))
+            if not conn.execute(text(SQL_IS_MEMBER), role).scalar():
+                conn.execute(text(SQL_GRANT_ROLE))
+            conn.execute(text(SQL_GRANT_SELECT))
+    except Exception as exc:  # InsufficientPrivilege: a login that may not create or grant roles
+        from app.storage.engine import first_line
+
+        return (
+            f"row-level security has no query role ({first_line(exc)}): ask an administrator to run "
+            f"CREATE ROLE {QUERY_ROLE} NOLOGIN NOINHERIT; GRANT {QUERY_ROLE} TO <this database user>; "
+            "then `python -m app.db init` (the application's own filter still applies)"
+        )
+    return None
+
+
+def set_document_readers(conn: Connection, collection, doc_id: str, source_file: str, readers: Sequence[str]) -> int:
+    """Give one document and its chunks these readers (the caller's transaction); returns the rows changed."""
+    from sqlalchemy import text
+
+    params = {"collection": collection, "doc": doc_id, "file": source_file, "readers": list(readers)}
+    changed = conn.execute(text(SQL_SET_DOCUMENT_READERS), params).rowcount or 0
+    return changed + (conn.execute(text(SQL_SET_CHUNK_READERS), params).rowcount or 0)
+
+
+def refresh_graph_readers(conn: Connection, collection) -> None:
+    """Derived rows' readers from their sources' (the caller's transaction): entities, relationships, reports."""
+    from sqlalchemy import text
+
+    for statement in SQL_REFRESH_GRAPH_READERS:
+        conn.execute(text(statement), {"collection": collection})
