@@ -233,3 +233,29 @@ def run_ask(module, argv: list[str]) -> str:
     out = io.StringIO()
     assert module.main(argv, out=out) == 0
     return out.getvalue()
+
+
+def test_the_audit_records_who_was_shown_what_and_the_question_only_when_asked(acl, engine):
+    """AUDIT_LOG=1: who, where, which sources; AUDIT_LOG_QUESTIONS=1 adds the question; `python -m
+    app.users audit --json` prints them; off by default, nothing is written."""
+    from app.serving.service import RagService
+    from app.users.identity import Identity
+
+    bob = Identity(acl.names["bob"], acl.principals["bob"])
+
+    def service(**access):
+        settings = acl.settings.changed(access=access)
+        return RagService(settings=settings, store=acl.store, context_factory=lambda: None)
+
+    def rows():
+        return [r for r in user_rows.audit_rows(engine, 1) if r["user_name"] == bob.name]
+
+    service().search("営業手当", 5, "keyword", bob)
+    assert rows() == []  # off by default
+    service(audit=True).search("営業手当", 5, "keyword", bob)
+    service(audit=True, audit_questions=True).search("営業手当の支給額", 5, "keyword", bob)
+    newest, first = rows()[:2]
+    assert (first["surface"], first["action"], first["question"]) == ("mcp", "search", None)
+    assert "営業手当.md#支給額" in first["sources"] and newest["question"] == "営業手当の支給額"
+    printed = run_in_process("app.cli.users", ["audit", "--json", "--days", "1"], {})
+    assert printed.returncode == 0 and f'"user_name": "{bob.name}"' in printed.stdout
