@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -30,9 +31,10 @@ FILE = "docs/経理/賞与規程.md"
 
 
 def strings(value) -> list[str]:
-    """Every string in a JSON value (numbers such as timings may hold "3.7" by chance)."""
+    """Every string in a JSON value but times (numbers such as timings, and times such as
+    ``…T21:38:03.712…``, may hold "3.7" by chance)."""
     if isinstance(value, str):
-        return [value]
+        return [] if re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.+-]+", value) else [value]
     if isinstance(value, dict):
         return [t for k, v in value.items() for t in [k, *strings(v)]]
     if isinstance(value, list):

@@ -285,3 +285,13 @@ def test_the_page_recovers_by_itself_once_the_database_is_back():
     back = client.get("/api/documents")
     assert back.status_code == 200 and back.json()["documents"] == [{"doc_id": "csv/faq.csv", "chunks": 3}]
     assert events(client.post("/api/ask", json={"question": "受付時間は？"}).text)[-1][0] == "done"
+
+
+def test_the_done_event_gives_timings_in_whole_milliseconds():
+    from app.web.app import page_result
+
+    assert page_result({"answer": "a", "timings": {"retrieve": 0.0137, "generate": 13.7125}}) == {
+        "answer": "a",
+        "timings_ms": {"retrieve": 14, "generate": 13712},
+    }
+    assert page_result({"answer": "a"}) == {"answer": "a", "timings_ms": {}}

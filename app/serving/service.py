@@ -192,9 +192,13 @@ def no_search(query: str, k: int) -> list[Document]:
 
 
 def documents_for_json(docs: Sequence[dict]) -> list[dict[str, Any]]:
-    """Stored documents as JSON-friendly dicts (times as ISO 8601 strings)."""
+    """Stored documents as JSON-friendly dicts (times as ISO 8601 strings, to the second)."""
     return [
-        {key: (value.isoformat() if hasattr(value, "isoformat") else value) for key, value in d.items()} for d in docs
+        {
+            key: (value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else value)
+            for key, value in d.items()
+        }
+        for d in docs
     ]
 
 

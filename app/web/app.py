@@ -6,7 +6,7 @@ Routes:
 * ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid", "history": ["earlier question", …]}``;
   the answer as Server-Sent Events: ``searched`` (the question as searched: a follow-up made to stand
   alone, app.web.followup), ``queued`` (questions ahead), ``token`` (a generated piece), then
-  ``done`` (the answer, its quote, sources cited first, abstention, timings) or ``error`` (one line);
+  ``done`` (the answer, its quote, sources cited first, abstention, timings in milliseconds) or ``error`` (one line);
 * ``GET /documents`` — the documents page; ``GET /api/documents`` — what is stored, and the last sync's
   summary and failures (one line each); ``POST /api/sync`` — sync the data folder now (from this
   machine only: the administrator's);
@@ -88,6 +88,14 @@ def read_question(body: Any) -> tuple[str, str, list[str]]:
     return question.strip(), mode, [h[:MAX_QUESTION_CHARS] for h in history[-HISTORY_KEPT:]]
 
 
+def page_result(result: Any) -> dict[str, Any]:
+    """The ``done`` event: the service's answer with its timings in whole milliseconds
+    (``timings_ms``), as the page shows them."""
+    out = dict(result)
+    out["timings_ms"] = {name: round(seconds * 1000) for name, seconds in (out.pop("timings", None) or {}).items()}
+    return out
+
+
 class Cancelled(Exception):
     """The asker closed the connection: the answer is stopped at its next token."""
 
@@ -128,7 +136,7 @@ async def answer_events(
                 searched = followup(question, history) if history else question
                 put("searched", {"question": searched, "rewritten": searched != question})
                 result = service.ask(searched, mode, on_token=on_token, who=who)
-            put("done", dict(result))
+            put("done", page_result(result))
         except Cancelled:
             log.info("an answer was stopped: the asker closed the connection")
         except Exception as exc:  # the page gets one line; the log keeps the type, never the question
