@@ -35,6 +35,7 @@ from typing import Any
 
 from app import db, storage
 from app.config import Settings, get_settings
+from app.permissions.principals import FULL_ACCESS
 from app.storage import bulk
 from bench.kit import (
     ROOT,
@@ -147,15 +148,15 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
         t, exact = timed(lambda: sql_vector_search(engine, collection, v, 10, exact=True), 1)
         exact_t += t
         recalls.append(len(set(approx) & set(exact)) / 10)
-    kw = lambda q: keyword_search(engine, name, q, 10)  # noqa: E731
+    kw = lambda q: keyword_search(engine, name, q, 10, FULL_ACCESS)  # noqa: E731
     for q in qtexts:  # untimed pass: a server's steady state, not pages the bulk load left unread
         kw(q)
     keyword_each = [timed(lambda q=q: kw(q), 1)[0][0] for q in qtexts]
     # the budgeted candidates (app.text.keywords.CANDIDATE_POSTINGS) against every match as a candidate
     keyword_agree = [
         len(
-            {r[0] for r in storage.keyword_search(engine, name, query_tokens(q), 10)}
-            & {r[0] for r in storage.keyword_search(engine, name, query_tokens(q), 10, budget=2**62)}
+            {r[0] for r in storage.keyword_search(engine, name, query_tokens(q), 10, FULL_ACCESS)}
+            & {r[0] for r in storage.keyword_search(engine, name, query_tokens(q), 10, FULL_ACCESS, budget=2**62)}
         )
         / 10
         for q in qtexts

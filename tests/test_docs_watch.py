@@ -28,7 +28,14 @@ def test_format_documents_empty():
 
 @pytest.mark.parametrize(
     "path,expected",
-    [("/d/csv/a.csv", True), ("/d/pdf/B.PDF", True), ("/d/csv/.~lock.a.csv#", False), ("/d/csv/a.csv.swp", False)],
+    [
+        ("/d/csv/a.csv", True),
+        ("/d/pdf/B.PDF", True),
+        ("/d/csv/.~lock.a.csv#", False),
+        ("/d/csv/a.csv.swp", False),
+        ("/d/access.toml", True),  # who may read what changed: applied at once
+        ("/d/other.toml", False),
+    ],
 )
 def test_watch_relevant(path, expected):
     assert relevant(path) is expected

@@ -295,3 +295,21 @@ def test_the_done_event_gives_timings_in_whole_milliseconds():
         "timings_ms": {"retrieve": 14, "generate": 13712},
     }
     assert page_result({"answer": "a"}) == {"answer": "a", "timings_ms": {}}
+
+
+@pytest.mark.parametrize("name", ["PAGE", "DOCUMENTS_PAGE"])
+def test_each_pages_script_parses(name, tmp_path):
+    """The inline script is valid JavaScript (Node's own parser; a stray newline in a string literal
+    once stopped the whole page). The browser test runs it for real."""
+    import shutil
+    import subprocess
+
+    from app.web import page
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("Node.js is not installed (the browser test still runs the script)")
+    script = tmp_path / "page.js"
+    script.write_text(getattr(page, name).split("<script>", 1)[1].split("</script>", 1)[0], encoding="utf-8")
+    checked = subprocess.run([node, "--check", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr

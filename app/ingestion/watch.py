@@ -24,9 +24,16 @@ from app.ingestion.scan import SUPPORTED
 log = logging.getLogger(__name__)
 
 
+ACCESS_FILE_NAME = "access.toml"  # the data dir's access file: a change gives documents new readers
+
+
 def relevant(change_path: str) -> bool:
-    """Only the files a sync reads count (app.ingestion.scan.SUPPORTED; editors' temp files are ignored)."""
-    return Path(change_path).suffix.lower() in {suffix for suffixes in SUPPORTED.values() for suffix in suffixes}
+    """Only the files a sync reads count (app.ingestion.scan.SUPPORTED; editors' temp files are ignored),
+    and the access file (a change of who may read what is applied at once)."""
+    path = Path(change_path)
+    return path.name == ACCESS_FILE_NAME or path.suffix.lower() in {
+        suffix for suffixes in SUPPORTED.values() for suffix in suffixes
+    }
 
 
 GRAPH_QUIET_S = 10.0

@@ -147,7 +147,7 @@ def exact_keyword_ids(engine: Any, collection, terms: Sequence[str], k: int) -> 
     with engine.begin() as conn:
         for statement in SQL_NO_INDEX_SCANS:
             conn.execute(text(statement))
-        params = keyword_search_params(conn, collection, terms, k)
+        params = keyword_search_params(conn, collection, terms, k, ("admin",))  # every row
         return [r[0] for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
 
 

@@ -216,15 +216,14 @@ def keyword_search(
     if collection is None:
         return []
     with reading(engine, principals) as conn:
-        params = keyword_search_params(conn, collection, terms, k, budget)
-        if params is None:
-            return []
-        params["principals"] = principals_param(principals)
-        return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)]
+        params = keyword_search_params(conn, collection, terms, k, principals, budget)
+        return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
 
 
-def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget: int | None = None) -> dict | None:
-    """Bound values for SQL_KEYWORD_SEARCH: idf per term from the statistics, candidate terms
+def keyword_search_params(
+    conn, collection, terms: Sequence[str], k: int, principals: Sequence[str], budget: int | None = None
+) -> dict | None:
+    """Bound values for SQL_KEYWORD_SEARCH, read as ``principals``: idf per term from the statistics, candidate terms
     (within ``budget`` postings, default app.text.keywords.CANDIDATE_POSTINGS), average length;
     None when no term occurs in the collection."""
     from sqlalchemy import text
@@ -247,6 +246,7 @@ def keyword_search_params(conn, collection, terms: Sequence[str], k: int, budget
         "b": tokens.B,
         "avgdl": max(total / n, 1.0),
         "cap": max(CANDIDATE_CAP, k),
+        "principals": principals_param(principals),
     }
 
 

@@ -208,7 +208,7 @@ function showDone(result) {
     list.appendChild(item);
   }
   $("sources-box").hidden = list.children.length === 0;
-  $("timings").textContent = Object.entries(result.timings_ms || {}).map(([k, v]) => k + ": " + v + " ms").join("\n");
+  $("timings").textContent = Object.entries(result.timings_ms || {}).map(([k, v]) => k + ": " + v + " ms").join(", ");
   $("timings-box").hidden = false;
 }
 

@@ -109,9 +109,9 @@ def test_frequent_terms_beyond_the_postings_budget_score_but_do_not_select(store
     cid = storage.collection_id(store.engine, store.settings.retrieval.collection_name)
     terms = ["芝浦", "サー"]  # df 1 and 5
     with store.engine.connect() as conn:
-        assert storage.keyword_search_params(conn, cid, terms, 10)["tsquery"] == "'芝浦' | 'サー'"
+        assert storage.keyword_search_params(conn, cid, terms, 10, ["admin"])["tsquery"] == "'芝浦' | 'サー'"
         monkeypatch.setattr(keywords, "CANDIDATE_POSTINGS", 3)
-        params = storage.keyword_search_params(conn, cid, terms, 10)
+        params = storage.keyword_search_params(conn, cid, terms, 10, ["admin"])
     assert params["tsquery"] == "'芝浦'" and params["terms"] == terms  # サー still scores
     hits = storage.keyword_search(store.engine, store.settings.retrieval.collection_name, terms, 10, ("admin",))
     assert [row[2]["doc_id"] for row in hits] == ["rare"]

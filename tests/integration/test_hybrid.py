@@ -109,8 +109,8 @@ def test_keyword_query_uses_the_gin_index(store, engine, real_embeddings):
     )
     with engine.begin() as conn:
         conn.execute(text(f"ANALYZE {storage.KEYWORD_TABLE}"))
-        params = storage.keyword_search_params(conn, storage.collection_id(engine, name), query_tokens("受付時間"), 10)
-        params["principals"] = ["admin"]
+        collection = storage.collection_id(engine, name)
+        params = storage.keyword_search_params(conn, collection, query_tokens("受付時間"), 10, ["admin"])
         plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN " + storage.SQL_KEYWORD_SEARCH), params))
     big.delete_collection()
     assert f"{storage.KEYWORD_TABLE}_tsv_gin" in plan, plan
