@@ -116,3 +116,15 @@ def test_a_token_shorter_than_16_characters_is_warned_about_at_start(token, warn
             if warned
             else []
         )
+
+
+def test_a_browser_without_a_token_gets_a_page_saying_how_to_sign_in_and_a_script_gets_json():
+    c = client("0.0.0.0", 8780, token=SECRET)
+    page = c.get("/", headers={"Accept": "text/html,application/xhtml+xml"})
+    assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
+    assert "ログインが必要です" in page.text and "?token=" in page.text
+    assert page.headers["content-security-policy"] == "default-src 'none'"
+    script = c.get("/api/documents", headers={"Accept": "text/html"})  # an API route: always JSON
+    assert script.status_code == 401 and script.json()["error"].startswith("ログインが必要です")
+    signed_out = c.get("/signout", follow_redirects=False)
+    assert signed_out.status_code == 303 and f'{COOKIE}=""' in signed_out.headers["set-cookie"]

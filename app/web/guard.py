@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 
 from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.permissions.principals import SHARED_SECRET
@@ -34,6 +34,13 @@ from app.serving.identify import Identifier
 from app.users.identity import Identity
 
 COOKIE = "rag_session"
+SIGN_IN = "ログインが必要です: 管理者から受け取った URL（…/?token=…）を開くか、トークンを送ってください"
+SIGN_IN_PAGE = (
+    '<!doctype html><html lang="ja"><head><meta charset="utf-8"><title>ログインが必要です</title></head>'
+    "<body><h1>ログインが必要です</h1><p>管理者から受け取った URL（<code>…/?token=…</code>）を一度開いてください。"
+    "トークンは <code>python -m app.users token 名前</code> で発行されます。</p></body></html>"
+)
+SIGN_IN_HEADERS = {"Content-Security-Policy": "default-src 'none'", "X-Content-Type-Options": "nosniff"}
 # single-team mode, nobody named: this machine's user, reading what everyone reads
 LOCAL = Identity("(this machine)", SHARED_SECRET, "local")
 
@@ -78,11 +85,10 @@ class WebGuard:
         found = self.who(headers, cookie_parser(headers.get("cookie", "")).get(COOKIE)) or self.anonymous()
         if found is not None:
             return found
-        return JSONResponse(
-            {"error": "ログインが必要です: 管理者から受け取った URL（…/?token=…）を開くか、トークンを送ってください"},
-            status_code=401,
-            headers={"WWW-Authenticate": 'Bearer realm="rag-ja"'},
-        )
+        challenge = {"WWW-Authenticate": 'Bearer realm="rag-ja"'}
+        if path in ("/", "/documents") and "text/html" in headers.get("accept", ""):  # a person, in a browser
+            return HTMLResponse(SIGN_IN_PAGE, status_code=401, headers={**challenge, **SIGN_IN_HEADERS})
+        return JSONResponse({"error": SIGN_IN}, status_code=401, headers=challenge)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse or pass on one request (with ``state.identity``); other scopes (lifespan) pass untouched."""

@@ -259,3 +259,29 @@ def test_the_audit_records_who_was_shown_what_and_the_question_only_when_asked(a
     assert "営業手当.md#支給額" in first["sources"] and newest["question"] == "営業手当の支給額"
     printed = run_in_process("app.cli.users", ["audit", "--json", "--days", "1"], {})
     assert printed.returncode == 0 and f'"user_name": "{bob.name}"' in printed.stdout
+
+
+def test_evaluate_as_bob_retrieves_nothing_of_accounting(acl, monkeypatch, tmp_path):
+    """``python -m app.evaluate --as bob``: the same question set, retrieval only, as bob and as alice."""
+    questions = tmp_path / "questions.json"
+    item = {"query": QUESTION, "expected_source": "賞与規程.md#支給率", "expected_keywords": ["3.7"]}
+    questions.write_text(json.dumps([item], ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setattr("app.cli.evaluate.get_settings", lambda: acl.settings)
+    monkeypatch.setattr("app.cli.evaluate.ensure_ingested", lambda settings: None)
+    retrieved = {}
+    for who in ("bob", "alice"):
+        out = tmp_path / f"{who}.json"
+        argv = [
+            "--as",
+            acl.names[who],
+            "--no-generate",
+            "--no-progress",
+            "--questions",
+            str(questions),
+            "--json",
+            str(out),
+        ]
+        assert run_in_process("app.cli.evaluate", argv, {}).returncode == 0
+        retrieved[who] = json.loads(out.read_text(encoding="utf-8"))["results"][0]["retrieved"]
+    assert retrieved["bob"] and not any(s.startswith("賞与規程") for s in retrieved["bob"])
+    assert "賞与規程.md#支給率" in retrieved["alice"]
