@@ -21,22 +21,16 @@ from app.config import Settings
 from app.errors import RagError
 from app.mcp.server import build_server, http_app, start_lines
 from app.serving import hosts
-from app.serving.access import (
+from app.serving.access import Token, TokenFileError, bearer_token, guard, read_token_file, resolve_token, token_matches
+from app.serving.hosts import (
     MachineNames,
-    Token,
-    TokenFileError,
     allowed_hosts,
     allowed_origins,
-    bearer_token,
-    guard,
     host_allowed,
     host_pattern,
     is_loopback,
     origin_allowed,
     origin_value,
-    read_token_file,
-    resolve_token,
-    token_matches,
 )
 
 TOKEN = "s3cret-token_for-tests"

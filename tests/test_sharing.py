@@ -20,13 +20,12 @@ from app.cli import web as web_cli
 from app.config import Settings
 from app.mcp.server import start_lines as mcp_start_lines
 from app.serving import hosts
-from app.serving.access import (
+from app.serving.access import Token, guard
+from app.serving.hosts import (
     MachineNames,
-    Token,
     access_lists,
     allowed_hosts,
     colleague_url,
-    guard,
     own_names,
     public_host,
     public_origin,

@@ -6,7 +6,7 @@ from starlette.testclient import TestClient
 from app.cli import web as web_cli
 from app.config import Settings
 from app.serving import hosts
-from app.serving.access import MachineNames
+from app.serving.hosts import MachineNames
 from app.web.guard import COOKIE
 from app.web.server import guarded_app
 from tests.test_web_app import FakeService
@@ -128,3 +128,13 @@ def test_a_browser_without_a_token_gets_a_page_saying_how_to_sign_in_and_a_scrip
     assert script.status_code == 401 and script.json()["error"].startswith("ログインが必要です")
     signed_out = c.get("/signout", follow_redirects=False)
     assert signed_out.status_code == 303 and f'{COOKIE}=""' in signed_out.headers["set-cookie"]
+
+
+def test_behind_an_https_public_url_the_session_cookie_is_secure():
+    settings = Settings().changed(servers={"web_token": SECRET}, access={"public_url": "https://rag.example.co.jp"})
+    app = guarded_app(FakeService(), settings, "0.0.0.0", 8780)
+    c = TestClient(app, base_url="https://rag.example.co.jp")
+    cookie = c.get(f"/?token={SECRET}", follow_redirects=False).headers["set-cookie"]
+    assert "Secure" in cookie and "HttpOnly" in cookie
+    plain = client("0.0.0.0", 8780, token=SECRET).get(f"/?token={SECRET}", follow_redirects=False)
+    assert "Secure" not in plain.headers["set-cookie"]

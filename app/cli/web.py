@@ -10,15 +10,8 @@ from app.cli import add_serving_arguments, run
 from app.config import get_settings
 from app.errors import RagError
 from app.ingestion.readers import permissions_on
-from app.serving.access import (
-    UNSPECIFIED,
-    MachineNames,
-    colleague_url,
-    is_loopback,
-    public_host,
-    server_hosts,
-    weak_token_warning,
-)
+from app.serving.access import weak_token_warning
+from app.serving.hosts import MachineNames, is_loopback, public_host, server_hosts, serving_line
 
 DEFAULT_PORT = 8780
 ACCESS_HINT = "data/access.toml: README, Users and permissions"
@@ -43,11 +36,8 @@ def start_lines(
     """What the server says at start: the URL people open (PUBLIC_URL, else beyond loopback this
     machine's address, never only 127.0.0.1), and beyond loopback how the secret is sent and the Host
     names accepted (never a token itself: ``<token>`` stands for it)."""
-    url = colleague_url(host, port, public_url, machine) + "/"
-    local = colleague_url(host if is_loopback(host) else "127.0.0.1", port) + "/"
-    serves_loopback = is_loopback(host) or host.strip().strip("[]") in UNSPECIFIED
-    also = f"on this machine also {local}; " if serves_loopback and url != local else ""
-    lines = [f"web page on {url} ({also}Ctrl-C to stop)"]
+    url, first = serving_line("web page", host, port, "/", public_url, machine)
+    lines = [first]
     if not is_loopback(host):
         public = public_host(public_url)
         names = server_hosts(host, port, machine) + ((public,) if public else ())

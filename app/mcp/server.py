@@ -27,17 +27,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from app import storage
 from app.config import Settings
 from app.errors import RagError
-from app.serving.access import (
-    UNSPECIFIED,
-    MachineNames,
-    Token,
-    colleague_url,
-    guard,
-    is_loopback,
-    public_host,
-    server_hosts,
-    weak_token_warning,
-)
+from app.serving.access import Token, guard, weak_token_warning
+from app.serving.hosts import MachineNames, is_loopback, public_host, server_hosts, serving_line
 from app.serving.identify import Identifier
 from app.serving.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
 from app.users.identity import FULL, Identity, identity_for_token, principals_for_user
@@ -218,14 +209,8 @@ def start_lines(
     """What the HTTP server says at start: the URL clients use (PUBLIC_URL, else beyond loopback this
     machine's address, never only 127.0.0.1), where the token is (never the token) and how a client
     sends it, and a warning when it listens beyond loopback."""
-    url = colleague_url(host, port, public_url, machine) + "/mcp"
-    local = colleague_url(host if is_loopback(host) else "127.0.0.1", port) + "/mcp"
-    serves_loopback = is_loopback(host) or host.strip().strip("[]") in UNSPECIFIED
-    also = f"on this machine also {local}; " if serves_loopback and url != local else ""
-    lines = [
-        f"MCP server on {url} ({also}Ctrl-C to stop)",
-        f"token: {token.describe()}; clients send the header Authorization: Bearer <token>",
-    ]
+    _, first = serving_line("MCP server", host, port, "/mcp", public_url, machine)
+    lines = [first, f"token: {token.describe()}; clients send the header Authorization: Bearer <token>"]
     weak = weak_token_warning(token.value, token.source)
     if weak:
         lines.append(weak)

@@ -38,30 +38,9 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import RagError
-from app.serving.hosts import (  # noqa: F401 - this module's names before the split, for its importers
-    ANY_PORT,
-    LOOPBACK_NAMES,
-    UNSPECIFIED,
-    MachineNames,
-    access_lists,
-    allowed_hosts,
-    allowed_origins,
-    colleague_url,
-    host_allowed,
-    host_pattern,
-    host_port,
-    is_loopback,
-    origin_allowed,
-    origin_value,
-    own_names,
-    public_host,
-    public_origin,
-    same_origins,
-    server_hosts,
-    this_machine,
-)
+from app.serving.hosts import MachineNames, access_lists, host_allowed, origin_allowed
+from app.users.identity import SHARED, Identity
 
-SHARED_IDENTITY = "shared"  # who holds the shared token when no identify function is given (tests)
 TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 characters, 256 bits
 
 
@@ -210,13 +189,13 @@ class AccessGuard:
     token: str = field(repr=False)
     hosts: tuple[str, ...]
     origins: tuple[str, ...]
-    identify: Callable[[Headers], object | None] | None = None
+    identify: Callable[[Headers], Identity | None] | None = None
 
-    def who(self, headers: Headers) -> object | None:
+    def who(self, headers: Headers) -> Identity | None:
         """The identity of a request with these headers; None: nobody known."""
         if self.identify is not None:
             return self.identify(headers)
-        return SHARED_IDENTITY if token_matches(bearer_token(headers.get("authorization")), self.token) else None
+        return SHARED if token_matches(bearer_token(headers.get("authorization")), self.token) else None
 
     def refusal(self, headers: Headers) -> JSONResponse | object:
         """The response refusing a request with these headers, or who asks when it may go on."""

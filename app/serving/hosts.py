@@ -304,3 +304,15 @@ def access_lists(
     hosts = allowed_hosts(bind_host, port, extra_hosts, public_url=public_url, machine=machine)
     origins = allowed_origins(bind_host, port, extra_origins, hosts=hosts, public_url=public_url, machine=machine)
     return hosts, origins
+
+
+def serving_line(
+    what: str, bind_host: str, port: int, path: str, public_url: str = "", machine: MachineNames | None = None
+) -> tuple[str, str]:
+    """``(url, line)``: the URL people open (:func:`colleague_url` + ``path``) and the start line that
+    names it, with this machine's own loopback URL too when the server also listens there."""
+    url = colleague_url(bind_host, port, public_url, machine) + path
+    local = colleague_url(bind_host if is_loopback(bind_host) else "127.0.0.1", port) + path
+    serves_loopback = is_loopback(bind_host) or bind_host.strip().strip("[]") in UNSPECIFIED
+    also = f"on this machine also {local}; " if serves_loopback and url != local else ""
+    return url, f"{what} on {url} ({also}Ctrl-C to stop)"

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 QUERY_ROLE = NAMES["query_role"]
-DEFAULT_READERS = ("admin",)
 ALL_ROWS = ("admin",)  # principals every row's readers hold: counts that name no document
 # the tables whose rows carry readers, each with a SELECT policy
 RLS_TABLES = ("chunks", "documents", "entities", "relationships", "reports")

@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from app import storage
 from app.errors import DatabaseUnavailableError, RagError
-from app.serving.access import is_loopback
+from app.serving.hosts import is_loopback
 from app.users.identity import Identity
 from app.web.followup import standalone
 from app.web.guard import LOCAL

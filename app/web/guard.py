@@ -29,7 +29,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.permissions.principals import SHARED_SECRET
-from app.serving.access import access_lists, host_allowed, origin_allowed
+from app.serving.hosts import access_lists, host_allowed, origin_allowed
 from app.serving.identify import Identifier
 from app.users.identity import Identity
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -289,6 +290,32 @@ def hash_store(settings, engine):
 
 # --- who may read what (issue 38): two users, two departments, one access file ----------------
 ACL_SECRETS = ("3.7", "KX-4471", "賞与規程")  # what bob (営業) must never receive
+ACL_QUESTION = "賞与の支給率は基本給の何か月分ですか？"
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(?:[+-]\d\d:\d\d|Z)?")
+
+
+def json_strings(value):
+    """Every string in a JSON value (keys too), but timestamps: a measured time such as ``…:33.7`` is
+    no document's text. Numbers (timings, scores) are skipped for the same reason."""
+    if isinstance(value, str):
+        if not _TIMESTAMP.fullmatch(value):
+            yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_strings(item)
+
+
+def assert_no_secret(value, where: str = "") -> None:
+    """None of ACL_SECRETS in any string of ``value`` (a JSON value, or a raw body as text)."""
+    for text in json_strings(value):
+        for secret in ACL_SECRETS:
+            assert secret not in text, f"{secret!r} leaked {where}: {text[:300]!r}"
+
+
 ACL_FILES = {
     "docs/経理/賞与規程.md": "# 賞与規程\n\n## 支給率\n\n賞与の支給率は基本給の3.7か月分とする。管理番号は KX-4471 である。\n",
     "docs/営業/営業手当.md": "# 営業手当\n\n## 支給額\n\n営業手当は外回り一日につき千二百円とする。管理番号は EG-2210 である。\n",
@@ -346,3 +373,19 @@ def acl(settings, engine, real_embeddings, tmp_path_factory):
     for name in names.values():
         user_rows.delete_user(engine, name)
     store.vectorstore.delete_collection()
+
+
+@pytest.fixture(scope="module")
+def acl_service(acl):
+    """The real service over the acl collection (the stand-in LLM and tiny re-ranker, loaded once). The
+    re-ranker keeps all 10 hits: the tiny one, trained on the FAQ, would keep only FAQ rows, and the
+    answer step is to see everything the asker's search returned."""
+    from app.graph import default_context
+    from app.serving.service import RagService, no_search
+
+    settings = acl.settings.changed(retrieval={"rerank_top_k": 10})
+    made = RagService(
+        settings=settings, store=acl.store, context_factory=lambda: default_context(settings, search=no_search)
+    )
+    made.context()
+    return made

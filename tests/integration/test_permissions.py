@@ -15,11 +15,11 @@ from app.permissions.principals import FULL_ACCESS, SHARED_SECRET
 from app.permissions.rules import AccessFileError
 from app.storage import users as user_rows
 from app.users.identity import identity_for_token, principals_for_user
-from tests.integration.conftest import ACL_ACCESS, ACL_SECRETS, run_in_process
+from tests.integration.conftest import ACL_ACCESS, ACL_QUESTION, ACL_SECRETS, json_strings, run_in_process
 
 pytestmark = pytest.mark.integration
 
-QUESTION = "賞与の支給率は基本給の何か月分ですか？"
+QUESTION = ACL_QUESTION
 BONUS_DOC = "docs/経理/賞与規程.md"
 
 
@@ -207,23 +207,12 @@ def test_ask_as_bob_on_the_command_line_never_shows_accounting(acl, monkeypatch)
     monkeypatch.setattr("app.cli.ask.get_settings", lambda: acl.settings)
     monkeypatch.setattr("app.cli.output.ensure_ingested", lambda settings: None)
     shown = json.loads(run_ask(ask_cli, ["--as", acl.names["bob"], "--json", "--", QUESTION]))
-    blob = " ".join(strings(shown))  # numbers (seconds such as 13.71, scores) may hold "3.7" by chance
+    blob = " ".join(json_strings(shown))  # numbers (seconds such as 13.71, scores) may hold "3.7" by chance
     assert [s for s in ACL_SECRETS if s in blob] == [], blob
     alice = json.loads(run_ask(ask_cli, ["--as", acl.names["alice"], "--json", "--mode", "keyword", "--", QUESTION]))
     assert any(source.startswith("賞与規程.md") for source in alice["sources"])
     unknown = run_in_process("app.cli.ask", ["--as", "nobody_here", "--", QUESTION], {})
     assert unknown.returncode == 1 and "no user 'nobody_here'" in unknown.stderr
-
-
-def strings(value) -> list[str]:
-    """Every string in a JSON value, keys included."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for k, v in value.items() for t in [k, *strings(v)]]
-    if isinstance(value, list):
-        return [t for v in value for t in strings(v)]
-    return []
 
 
 def run_ask(module, argv: list[str]) -> str:

@@ -8,53 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import asynccontextmanager
 
 import httpx
 import pytest
 
-from app.graph import default_context
 from app.mcp.server import build_server, http_app, request_identity
 from app.serving.access import Token
-from app.serving.service import RagService, no_search
 from app.storage import users as user_rows
 from app.users.identity import FULL, UnknownUserError, new_token, token_hash
-from tests.integration.conftest import ACL_FILES, ACL_SECRETS, free_port
+from tests.integration.conftest import ACL_FILES, ACL_QUESTION, free_port
+from tests.integration.conftest import assert_no_secret as shared_assert_no_secret
+from tests.integration.test_mcp_auth import INITIALIZE, MCP_HEADERS, mcp_client
 
 pytestmark = pytest.mark.integration
 
 SHARED_TOKEN = "shared-mcp-token-value-123"
 ACCOUNTING = next(name for name in ACL_FILES if "賞与規程" in name)  # 経理 only
 MISC = next(name for name in ACL_FILES if "未分類" in name)  # no key covers it: admin only
-QUESTION = "賞与の支給率は基本給の何か月分ですか？"
+QUESTION = ACL_QUESTION
 SYNC_REFUSED = "Error executing tool sync: sync is for administrators (group admin) only"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "acl-test", "version": "0"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(?:[+-]\d\d:\d\d|Z)?")
-
-
-def strings(value) -> Iterator[str]:
-    """Every string in a JSON value (keys too), but timestamps: a measured time such as ``…:33.7`` is no
-    document's text. Numbers (timings, scores) are skipped for the same reason."""
-    if isinstance(value, str):
-        if not _TIMESTAMP.fullmatch(value):
-            yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings(item)
 
 
 def assert_no_secret(result, where: str) -> None:
@@ -67,21 +42,7 @@ def assert_no_secret(result, where: str) -> None:
             parts.append(json.loads(text))
         except ValueError:
             parts.append(text)
-    for text in strings(parts):
-        for secret in ACL_SECRETS:
-            assert secret not in text, f"{secret!r} leaked {where}: {text[:300]!r}"
-
-
-@asynccontextmanager
-async def mcp_client(url: str, token: str):
-    """The SDK's client over streamable HTTP, sending ``Authorization: Bearer <token>``."""
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
+    shared_assert_no_secret(parts, where)
 
 
 def call(url: str, token: str, name: str, arguments: dict | None = None):
@@ -112,24 +73,12 @@ def initialize(url: str, headers: dict) -> httpx.Response:
 
 
 @pytest.fixture(scope="module")
-def service(acl) -> RagService:
-    """The real service over the acl collection (the stand-in LLM and tiny re-ranker, loaded once); the
-    re-ranker keeps all 10 hits, so the answer step sees everything the asker's search returned."""
-    settings = acl.settings.changed(retrieval={"rerank_top_k": 10})
-    made = RagService(
-        settings=settings, store=acl.store, context_factory=lambda: default_context(settings, search=no_search)
-    )
-    made.context()
-    return made
-
-
-@pytest.fixture(scope="module")
-def url(service, acl) -> Iterator[str]:
+def url(acl_service, acl) -> Iterator[str]:
     """The MCP server over HTTP (permissions on, MCP_TOKEN shared) served by uvicorn in a thread."""
     import uvicorn
 
     port = free_port()
-    server = build_server(lambda: service, permissions_on=lambda: True)
+    server = build_server(lambda: acl_service, permissions_on=lambda: True)
     app = http_app(server, acl.settings, "127.0.0.1", port, Token(SHARED_TOKEN, "MCP_TOKEN"))
     runner = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=runner.run, name="mcp-http", daemon=True)
@@ -206,11 +155,11 @@ def test_bob_asks_about_the_bonus(url, acl, mode):
 # --- 14. sync ----------------------------------------------------------------------------------
 
 
-def test_bob_may_not_sync(url, acl, service):
-    before = service.last_sync
+def test_bob_may_not_sync(url, acl, acl_service):
+    before = acl_service.last_sync
     assert error_text(call(url, acl.tokens["bob"], "sync")) == SYNC_REFUSED
     assert error_text(call(url, SHARED_TOKEN, "sync")) == SYNC_REFUSED
-    assert service.last_sync is before  # nothing ran
+    assert acl_service.last_sync is before  # nothing ran
 
 
 # --- 15. who is refused --------------------------------------------------------------------------
@@ -254,18 +203,18 @@ def test_a_removed_group_membership_holds_at_once(url, acl):
 # --- 16. stdio: MCP_AS_USER --------------------------------------------------------------------
 
 
-def test_stdio_identity_is_mcp_as_user(service, acl):
-    bob = request_identity(None, service, as_user=acl.names["bob"])
+def test_stdio_identity_is_mcp_as_user(acl_service, acl):
+    bob = request_identity(None, acl_service, as_user=acl.names["bob"])
     assert bob.name == acl.names["bob"] and bob.principals == acl.principals["bob"] and not bob.admin
-    assert request_identity(None, service) == FULL
+    assert request_identity(None, acl_service) == FULL
     with pytest.raises(UnknownUserError):
-        request_identity(None, service, as_user=f"nobody_{acl.names['bob']}")
+        request_identity(None, acl_service, as_user=f"nobody_{acl.names['bob']}")
 
 
-def test_stdio_server_as_bob_keeps_the_accounting_document_away(service, acl):
+def test_stdio_server_as_bob_keeps_the_accounting_document_away(acl_service, acl):
     from mcp import Client
 
-    server = build_server(lambda: service, as_user=acl.names["bob"], permissions_on=lambda: True)
+    server = build_server(lambda: acl_service, as_user=acl.names["bob"], permissions_on=lambda: True)
 
     async def session():
         async with Client(server) as client:
@@ -281,10 +230,10 @@ def test_stdio_server_as_bob_keeps_the_accounting_document_away(service, acl):
     assert error_text(synced) == SYNC_REFUSED
 
 
-def test_stdio_server_as_an_unknown_user_refuses_every_tool(service, acl):
+def test_stdio_server_as_an_unknown_user_refuses_every_tool(acl_service, acl):
     from mcp import Client
 
-    server = build_server(lambda: service, as_user=f"nobody_{acl.names['bob']}", permissions_on=lambda: True)
+    server = build_server(lambda: acl_service, as_user=f"nobody_{acl.names['bob']}", permissions_on=lambda: True)
 
     async def session():
         async with Client(server) as client:

@@ -7,19 +7,15 @@ every path trick to reach the accounting document; none of ACL_SECRETS may reach
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
 
-from app.graph import default_context
-from app.serving.service import RagService, no_search
 from app.storage import users as user_rows
 from app.users.identity import new_token, token_hash
 from app.web.server import guarded_app
-from tests.integration.conftest import ACL_FILES, ACL_SECRETS
+from tests.integration.conftest import ACL_FILES, ACL_QUESTION, assert_no_secret
 
 pytestmark = pytest.mark.integration
 
@@ -28,30 +24,7 @@ ACCOUNTING = next(name for name in ACL_FILES if "賞与規程" in name)  # 経�
 SALES = next(name for name in ACL_FILES if "営業手当" in name)  # everyone
 MISC = next(name for name in ACL_FILES if "未分類" in name)  # no key covers it: admin only
 ACCOUNTING_DIR, SALES_DIR = ACCOUNTING.rsplit("/", 1)[0], SALES.rsplit("/", 1)[0]
-QUESTION = "賞与の支給率は基本給の何か月分ですか？"
-_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(?:[+-]\d\d:\d\d|Z)?")
-
-
-def strings(value) -> Iterator[str]:
-    """Every string in a JSON value (keys too), but timestamps: a measured time such as ``…:33.7`` is no
-    document's text. Numbers (timings, scores) are skipped for the same reason."""
-    if isinstance(value, str):
-        if not _TIMESTAMP.fullmatch(value):
-            yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings(item)
-
-
-def assert_no_secret(value, where: str = "") -> None:
-    """None of ACL_SECRETS in any string of ``value`` (a JSON value, or a raw body as text)."""
-    for text in strings(value):
-        for secret in ACL_SECRETS:
-            assert secret not in text, f"{secret!r} leaked {where}: {text[:300]!r}"
+QUESTION = ACL_QUESTION
 
 
 def events(body: str) -> list[tuple[str, dict]]:
@@ -90,22 +63,9 @@ def ask(client: TestClient, headers: dict, question: str, mode: str, history: li
 
 
 @pytest.fixture(scope="module")
-def service(acl) -> RagService:
-    """The real service over the acl collection (the stand-in LLM and tiny re-ranker, loaded once). The
-    re-ranker keeps all 10 hits: the tiny one, trained on the FAQ, would keep only FAQ rows, and the
-    answer step is to see everything the asker's search returned."""
-    settings = acl.settings.changed(retrieval={"rerank_top_k": 10})
-    made = RagService(
-        settings=settings, store=acl.store, context_factory=lambda: default_context(settings, search=no_search)
-    )
-    made.context()
-    return made
-
-
-@pytest.fixture(scope="module")
-def web(service, acl) -> TestClient:
+def web(acl_service, acl) -> TestClient:
     """The guarded page, as run by ``python -m app.web`` on 127.0.0.1:8780."""
-    return client_for(guarded_app(service, acl.settings, "127.0.0.1", 8780, acl.data))
+    return client_for(guarded_app(acl_service, acl.settings, "127.0.0.1", 8780, acl.data))
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +243,7 @@ def test_a_removed_group_membership_holds_at_once(web, acl):
 
 
 @pytest.fixture(scope="module")
-def proxied(service, acl) -> TestClient:
+def proxied(acl_service, acl) -> TestClient:
     """The page behind a signing-in proxy: X-Forwarded-User (and groups) count with the proxy's secret only."""
     settings = acl.settings.changed(
         access={
@@ -292,7 +252,7 @@ def proxied(service, acl) -> TestClient:
             "proxy_secret": "s3cret-proxy-value",
         }
     )
-    return client_for(guarded_app(service, settings, "127.0.0.1", 8780, acl.data))
+    return client_for(guarded_app(acl_service, settings, "127.0.0.1", 8780, acl.data))
 
 
 @pytest.mark.parametrize("secret", [None, "", "wrong", "s3cret-proxy-valu", "S3CRET-PROXY-VALUE"])
@@ -344,9 +304,9 @@ def bob_token_still_works(client: TestClient, acl) -> bool:
 # --- 9, 10. the shared secret and the admin's sync ------------------------------------------------
 
 
-def test_the_shared_web_token_reads_as_everyone_only(service, acl):
+def test_the_shared_web_token_reads_as_everyone_only(acl_service, acl):
     settings = acl.settings.changed(servers={"web_token": "shared-web-token-value-123"})
-    shared = client_for(guarded_app(service, settings, "127.0.0.1", 8780, acl.data))
+    shared = client_for(guarded_app(acl_service, settings, "127.0.0.1", 8780, acl.data))
     assert shared.get("/api/documents").status_code == 401
     listed = shared.get("/api/documents", headers=bearer("shared-web-token-value-123"))
     assert ACCOUNTING not in doc_ids(listed) and MISC not in doc_ids(listed) and "csv/faq.csv" in doc_ids(listed)
@@ -354,12 +314,12 @@ def test_the_shared_web_token_reads_as_everyone_only(service, acl):
     assert shared.get(f"/files/{ACCOUNTING}", headers=bearer("shared-web-token-value-123")).status_code == 404
 
 
-def test_bob_may_not_sync_and_sees_no_last_sync(web, acl, service):
+def test_bob_may_not_sync_and_sees_no_last_sync(web, acl, acl_service):
     got = web.post("/api/sync", headers=bearer(acl.tokens["bob"]))
     assert got.status_code == 403 and "admin" in got.json()["error"]
-    assert service.last_sync is None  # nothing ran
-    service.last_sync = acl.store.sync(acl.data)[1]  # an administrator's sync, with its summary
+    assert acl_service.last_sync is None  # nothing ran
+    acl_service.last_sync = acl.store.sync(acl.data)[1]  # an administrator's sync, with its summary
     try:
         assert web.get("/api/documents", headers=bearer(acl.tokens["bob"])).json()["last_sync"] is None
     finally:
-        service.last_sync = None
+        acl_service.last_sync = None
