@@ -24,7 +24,12 @@ N_BATCH = 512
 
 # Generation ends where the answer ends: a small model otherwise goes on to invent the next
 # "質問:" turn, or to copy the next numbered context ("\n[2]（出典: …"), as Qwen 1.5B did in `make demo`.
-STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", "\n[", "（出典", "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
+# Only a context's whole header stops it (issue 39): the earlier "\n[" and "（出典" also cut answers the
+# model was still writing — a list whose line starts with a citation (`以下の通りです。\n\n1. [2]`), a
+# value after a citation written with its source (`…キーは、[3]（出典: …）「s」`); a source named inline
+# is removed by the citation pass (app.workflow.checks.citations).
+CONTEXT_HEADERS = [f"\n[{n}]（出典" for n in range(1, 10)]
+STOP_SEQUENCES = ["\n質問:", "\n質問：", "指示:", *CONTEXT_HEADERS, "\n\n\n", "</s>", "<|im_end|>", "<|endoftext|>"]
 
 
 def get_llm(settings: Settings | None = None):

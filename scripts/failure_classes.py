@@ -15,6 +15,21 @@ Each question lands in exactly one row, the first that applies:
 * ``4 unanswerable, answered`` / ``unanswerable, refused``: the questions no document answers;
 * class 5 (long prompts) is not a per-question class: the summary's first-token median and context
   characters are printed under the table.
+
+Issue 39's reader failures come before the rows above (``c`` for the classes of that issue), from the
+answer as given:
+
+* ``c1 cut short``: the answer stops before its value or points at a context instead
+  (app.workflow.checks.restated.stops_before_value);
+* ``c2 question given back``: every content term of the answer is the question's
+  (app.workflow.checks.restated.adds_nothing);
+* ``c3 right row, wrong cell``: the expected source is a table row among the contexts, the answer misses
+  its keywords;
+* ``c4 value past the table's end``: the question names a value no row of the asked table holds among
+  the contexts (app.workflow.checks.cells), and the answer was given;
+* ``c5 another chunk of the source``: the expected source is among the contexts, its chunk given to the
+  model does not hold the keywords (another chunk of that page or section does), the answer is wrong;
+* ``c6 neighbouring fact, cited``: the keywords are in the contexts, the answer cites one and misses them.
 """
 
 from __future__ import annotations
@@ -28,6 +43,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.workflow.checks.cells import absent_from_rows, table_of
+from app.workflow.checks.restated import adds_nothing, stops_before_value
+
 BEFORE_LLM = {"no_context", "no_entities", "low_confidence", "low_rerank", "absent_value", "low_coverage"}
 
 
@@ -40,8 +58,38 @@ def plain_contains(text: str, keyword: str) -> bool:
     return bool(fold(keyword)) and fold(keyword) in fold(text)
 
 
+def reader_class(result: dict) -> str | None:
+    """Issue 39's class of ``result`` (see the module docstring), or None."""
+    answer, query, given = result.get("answer") or "", result.get("query") or "", not result.get("abstained")
+    contexts = result.get("contexts") or []
+    ranked = list(zip(result.get("retrieved") or [], contexts))
+    if result.get("answerable", True) and result.get("faithfulness") == 1.0:
+        return None
+    if given and not result.get("evidence_shown"):
+        if stops_before_value(answer):
+            return "c1 cut short"
+        if adds_nothing(answer, query):
+            return "c2 question given back"
+    if given and absent_from_rows(query, ranked, []):
+        return "c4 value past the table's end"
+    if not result.get("answerable", True) or result.get("faithfulness") == 1.0 or not given:
+        return None
+    expected = result.get("expected_source")
+    shown = [source for source, _ in ranked]
+    if table_of(expected or "") and expected in shown:
+        return "c3 right row, wrong cell"
+    if expected in shown and (result.get("context_keywords") or 0.0) < 1.0:
+        return "c5 another chunk of the source"
+    if (result.get("context_keywords") or 0.0) >= 1.0 and result.get("cited_sources"):
+        return "c6 neighbouring fact, cited"
+    return None
+
+
 def classify(result: dict) -> str:
     """The row of ``result`` (one question of an evaluation's ``results``)."""
+    reader = reader_class(result)
+    if reader:
+        return reader
     if not result.get("answerable", True):
         return "4 unanswerable, answered" if not result.get("abstained") else "unanswerable, refused"
     if result.get("faithfulness") == 1.0:

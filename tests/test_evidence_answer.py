@@ -8,7 +8,8 @@ from app.workflow.evidence.answer import grammar_text, with_grammar
 def test_grammar_ends_the_answer_with_one_existing_passage_or_refuses():
     assert grammar_text(3) == (
         'root ::= answer ref | "資料に記載がありません" "。"?\n'
-        "answer ::= [^\\n\\[\\]［］【】]+\n"
+        'answer ::= line ("\\n" "\\n"? line)*\n'
+        "line ::= [^\\n\\[\\]［］【】]+\n"
         'ref ::= "[1]" | "[2]" | "[3]"\n'
     )
     assert grammar_text(0).endswith('ref ::= "[1]"\n')

@@ -165,3 +165,48 @@ def test_an_office_file_of_any_size_is_read_in_its_bounded_child(tmp_path, monke
         ("質問:休日は？\n回答:土日です。", "faq.csv:r1", "faq — 質問, 回答")
     ]
     assert calls == ["rule.docx"]
+
+
+# A DocBook-made page (as xsltproc writes them): no <main> or <article>, each heading deep in its
+# "titlepage" divs, the chapter's heading with no text of its own; trafilatura drops every heading (issue 39).
+DOCBOOK = """<html><head><meta http-equiv="Content-Type" content="text/html; charset={charset}"><title>メニューのコマンド</title></head>
+<body><div class="section"><div class="titlepage"><div><div><h3 class="title">メニューのコマンド</h3></div></div></div>
+<div class="section"><div class="titlepage"><div><div><h4 class="title">アクションメニュー</h4></div></div></div>
+<p>アクションメニューではパッケージ一覧の更新やインストールの実行ができます。更新するには u を押します。</p></div>
+<div class="section"><div class="titlepage"><div><div><h4 class="title">取り消しメニュー</h4></div></div></div>
+<p>取り消しメニューでは最後の変更を取り消せます。取り消すには Control+u を押します。</p></div></div></body></html>"""
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "shift_jis"])
+def test_html_headings_trafilatura_drops_are_read_from_the_page(tmp_path, charset):
+    path = tmp_path / "ch02s01s02.html"
+    path.write_bytes(DOCBOOK.format(charset=charset).encode(charset))
+    _, units = html_document(path)
+    assert [(source, heading) for _, source, heading in units] == [
+        ("ch02s01s02.html#アクションメニュー", "メニューのコマンド > アクションメニュー"),
+        ("ch02s01s02.html#取り消しメニュー", "メニューのコマンド > 取り消しメニュー"),
+    ]
+    assert units[1][0] == "取り消しメニューでは最後の変更を取り消せます。取り消すには Control+u を押します。"
+
+
+def test_with_headings_exact_values():
+    from app.formats.html import with_headings
+
+    markdown = "目次の後の本文です。\n\n**図1 コマンド**\n\n| キー | 説明 |\n\n見出しだけの行\n\n最後の段落です。"
+    headings = [
+        (2, "章", "目次\n目次の後の本文です。"),  # the table of contents is passed over
+        (3, "節", "図1 コマンド\nキー"),
+        (3, "消えた節", "どこにもない文"),  # its text was dropped: left out
+        (3, "見出しだけの行", "最後の段落です。"),  # a line that is the heading's text becomes the heading
+    ]
+    assert with_headings(markdown, headings) == (
+        "## 章\n\n目次の後の本文です。\n\n### 節\n\n**図1 コマンド**\n\n| キー | 説明 |\n\n### 見出しだけの行\n\n最後の段落です。"
+    )
+    assert with_headings("# 既にある\n\n本文", [(2, "別", "本文")]) == "# 既にある\n\n本文"  # trafilatura kept them
+
+
+def test_page_headings_reads_each_heading_with_the_text_after_it():
+    from app.formats.html import page_headings
+
+    raw = "<html><body><h1>題 <b>一</b></h1><p>本文A</p><script>x()</script><h2>題二</h2>後<i>B</i></body></html>"
+    assert page_headings(raw.encode()) == [(1, "題 一", "本文A"), (2, "題二", "後\nB")]

@@ -38,7 +38,9 @@ def test_get_llm_sets_stop_sequences_and_threads(fake_llamacpp, gguf, clean_env)
     clean_env.setenv("LLM_N_THREADS", "2")
     llm.get_llm()
     kw = fake_llamacpp.call_args.kwargs
-    assert {"\n質問:", "指示:", "\n[", "（出典", "<|im_end|>"} <= set(kw["stop"]) and kw["n_threads"] == 2
+    assert {"\n質問:", "指示:", "\n[1]（出典", "\n[9]（出典", "<|im_end|>"} <= set(kw["stop"]) and kw["n_threads"] == 2
+    # issue 39: a list line starting with a citation, or a source named after a citation, is not an end
+    assert not {"\n[", "（出典"} & set(kw["stop"])
 
 
 def test_get_llm_is_a_singleton(fake_llamacpp, gguf):

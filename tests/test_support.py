@@ -5,7 +5,7 @@ tests/integration/test_real_answers.py)."""
 import pytest
 
 from app.workflow.checks.support import added_terms, content_terms, support, unstated_words
-from app.workflow.generate import answer_check
+from app.workflow.reply import answer_check
 
 
 def test_content_terms_keep_katakana_kanji_bigrams_and_latin_words():

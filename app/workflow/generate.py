@@ -1,36 +1,25 @@
-"""The generate node (app.graph): the abstention checks before the LLM, the prompt, the call (streamed),
-and the checks on what came back — citations, numbers no context states, the quote the answer came from —
-with the passage shown instead of an unsupported answer (PROMPT_STYLE=evidence)."""
+"""The generate node (app.graph): the abstention checks before the LLM, the prompt, the call (streamed) or
+the answer read from a table's cell; what came back is checked by app.workflow.reply."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
 
 from app.llm import generate
 from app.reranker import SCORE_KEY as RERANK_SCORE
-from app.workflow.checks.citations import (
-    CitationFilter,
-    cited_numbers,
-    clean_citations,
-    ordered_sources,
-    says_not_in_documents,
-    strip_echo,
-    without_citations,
-)
-from app.workflow.checks.coverage import best_matching_context, question_coverage
-from app.workflow.checks.guard import answer_warnings
-from app.workflow.checks.numbers import absent_values, unsupported_numbers
-from app.workflow.checks.quote import evidence_instead, find_quote
-from app.workflow.checks.support import support, unstated_words
+from app.workflow.checks.cells import absent_from_rows, cell_answer
+from app.workflow.checks.citations import CitationFilter, cited_numbers, clean_citations, strip_echo
+from app.workflow.checks.coverage import question_coverage
+from app.workflow.checks.numbers import absent_values
 from app.workflow.evidence.answer import refusal_cited, with_grammar
 from app.workflow.evidence.windows import select_evidence
 from app.workflow.prompts import ABSTAIN_ANSWER, build_prompt, focus_context, system_prompt
+from app.workflow.reply import Asked, answered
 from app.workflow.state import RAGContext, RAGState
 
 log = logging.getLogger(__name__)
@@ -104,6 +93,11 @@ def with_context_line(doc: Document) -> str:
     return f"{context}\n{doc.page_content}" if context else doc.page_content
 
 
+def _sourced(docs: Sequence[Document]) -> list[tuple[str, str]]:
+    """``(source, text)`` of each chunk (app.workflow.checks.cells reads table rows by their source)."""
+    return [(str(d.metadata.get("source", "")), d.page_content) for d in docs]
+
+
 def pre_llm_abstention(
     ctx: RAGContext,
     query: str,
@@ -116,7 +110,8 @@ def pre_llm_abstention(
     ``absent_value``, ``low_coverage``), or None. The coverage counts the question's tokens in the chunks (with their
     context lines) and in ``preamble`` (local search's graph tables, which the LLM reads too);
     ``absent_value``: the question names a code, version or number that none of ``candidates`` (all
-    SEARCH_K of them; default ``docs``) holds."""
+    SEARCH_K of them; default ``docs``) holds, or, when the best chunk is a table row, that no candidate
+    row of that table holds in a cell (app.workflow.checks.cells)."""
     if not docs:
         return "no_context"
     if conf is not None and conf < ctx.min_confidence:
@@ -127,6 +122,8 @@ def pre_llm_abstention(
     extra = [preamble] if preamble else []
     if absent_values(query, [with_context_line(d) for d in (candidates or docs)] + extra):
         return "absent_value"
+    if absent_from_rows(query, _sourced(docs), _sourced(candidates or docs)):
+        return "absent_value"  # a value the asked table's key cells do not hold (issue 39)
     if question_coverage(query, [with_context_line(d) for d in docs] + extra) < ctx.min_coverage:
         return "low_coverage"
     return None
@@ -172,19 +169,6 @@ def call_llm(
     return raw, first
 
 
-@dataclass
-class Asked:
-    """What the model was given and what it answered: contexts with their sources, the prompt, the
-    answer (citations cleaned) with the contexts it cites, the first token's time."""
-
-    contexts: list[str]
-    sources: list[str]
-    prompt: str
-    answer: str
-    cited: list[int]
-    first: list[float]
-
-
 def ask_with_chunks(ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str, start: float) -> Asked | None:
     """The ``cited``/``spec`` styles: the re-ranked chunks as numbered contexts, citations in the answer."""
     system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble)
@@ -195,6 +179,23 @@ def ask_with_chunks(ctx: RAGContext, query: str, docs: Sequence[Document], pream
     return Asked(
         contexts, sources, prompt, clean_citations(raw, len(contexts)), cited_numbers(raw, len(contexts)), first
     )
+
+
+def ask_the_cell(ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str) -> Asked | None:
+    """The answer read from a table row's cell when the question names the row and the column (``日本の3文字の国コードは？`` → ``JPN（alpha_3）[1]``; app.workflow.checks.cells), without
+    asking the model; None otherwise. The prompt the model would have read is kept: the checks read it."""
+    found = None if preamble else cell_answer(query, _sourced(docs))
+    if found is None:
+        return None
+    number, column, value = found
+    system, prompt, contexts = prepare_prompt(ctx, query, docs, preamble)
+    if not contexts:
+        return None
+    answer = f"{value}（{column}）[{number}]"
+    if ctx.on_token:
+        ctx.on_token(answer)
+    sources = unique_sources_per_doc(docs)[: len(contexts)]
+    return Asked(contexts, sources, prompt, answer, [number], [], from_cell=True)
 
 
 def ask_with_evidence(
@@ -223,7 +224,8 @@ def ask_with_evidence(
 
 def generate_node(state: RAGState, runtime) -> dict:
     """Ask the LLM with the re-ranked chunks (or, PROMPT_STYLE=evidence, evidence windows from all the
-    candidates) as numbered contexts, or abstain.
+    candidates) as numbered contexts, or abstain; when the question names a table row among the chunks and
+    its column, the answer is that cell, the LLM not called.
 
     Abstains (answer ``資料に記載がありません``, the closest sources) without an
     LLM call when there is no chunk, the best vector similarity is below
@@ -253,7 +255,7 @@ def generate_node(state: RAGState, runtime) -> dict:
     asked = None
     if reason is None:
         evidence = ctx.prompt_style == "evidence" and not preamble
-        asked = (
+        asked = ask_the_cell(ctx, query, docs, preamble) or (
             ask_with_evidence(ctx, query, docs, candidates, start)
             if evidence
             else ask_with_chunks(ctx, query, docs, preamble, start)
@@ -261,120 +263,6 @@ def generate_node(state: RAGState, runtime) -> dict:
     if asked is None:
         return abstain(docs, reason or "no_context", conf, ctx.on_token, start)
     return answered(ctx, query, docs, asked, conf, start)
-
-
-def answered(ctx: RAGContext, query: str, docs: Sequence[Document], asked: Asked, conf, start: float) -> dict:
-    """The state for the model's answer after the checks: an abstention (the model said so, or stated a
-    number or words no context holds: its text kept as ``model_answer``), or the answer with its citations,
-    sources, warnings and quote."""
-    answer, cited, contexts = asked.answer, asked.cited, asked.contexts
-    abstained = answer_check(answer, cited, [asked.prompt], query, ctx.min_support)
-    withdrawn = abstained in ("unsupported", "unstated")
-    unsupported = (  # what is named when the answer is withdrawn
-        unsupported_numbers(answer, [asked.prompt], query)
-        if abstained == "unsupported"
-        else unstated_words(answer, [asked.prompt], query)
-        if withdrawn
-        else []
-    )
-    base = {
-        "contexts": contexts,
-        "numbered_sources": list(asked.sources),
-        "prompt": asked.prompt,
-        "abstained": abstained,
-        "confidence": conf,
-        "timings": timings_of(start, asked.first),
-    }
-    shown = (
-        evidence_instead(query, contexts, cited, ctx.evidence_min_coverage)
-        if withdrawn and ctx.prompt_style == "evidence"
-        else None
-    )
-    if shown:  # the passage instead of an answer with a number or words no passage states
-        number = int(shown.rsplit("[", 1)[1].rstrip("]"))
-        return {
-            **base,
-            "abstained": None,
-            "answer": shown,
-            "evidence_shown": abstained,
-            "model_answer": answer,
-            "unsupported": unsupported,
-            "cited_sources": [asked.sources[number - 1]],
-            "sources": [src for src, _ in ordered_sources(asked.sources, [number])],
-        }
-    if withdrawn or not without_citations(answer).strip(" 。.、"):
-        # the model's text (a number or words no passage states, or nothing but ``[1]``) is kept for the
-        # record, not given as the answer
-        return {
-            **base,
-            "answer": ABSTAIN_ANSWER,
-            "model_answer": answer,
-            "cited_sources": [],
-            "unsupported": unsupported,
-            "sources": list(dict.fromkeys(asked.sources)),
-        }
-    matched = None if cited or abstained else best_matching_context(answer, contexts)
-    if matched:  # the model cited nothing: the context its text was taken from is cited for it
-        answer += f"[{matched}]"
-        if ctx.on_token:
-            ctx.on_token(f"[{matched}]")
-    ordered = ordered_sources(asked.sources, cited or ([matched] if matched else []))
-    warnings = answer_warnings(answer, query, contexts, asked.sources)
-    return {
-        **base,
-        "answer": answer,
-        "model_cited": bool(cited),
-        "sources": [src for src, _ in ordered],
-        "cited_sources": [src for src, c in ordered if c],
-        "warnings": warnings,
-        "quote": quote_of(answer, contexts, asked.sources, query, cited or ([matched] if matched else [])),
-    }
-
-
-def quote_of(
-    answer: str, contexts: Sequence[str], sources: Sequence[str], query: str, cited: Sequence[int]
-) -> dict | None:
-    """The sentence of a context the answer was taken from (app.workflow.evidence), with its number and source;
-    None for an abstention or when no sentence holds most of the answer."""
-    if not answer or answer == ABSTAIN_ANSWER:
-        return None
-    quote = find_quote(answer, contexts, query, cited)
-    if quote is None:
-        return None
-    return {
-        "number": quote.number,
-        "text": quote.text,
-        "source": sources[quote.number - 1] if quote.number <= len(sources) else "unknown",
-        "line": quote.line(),
-    }
-
-
-def timings_of(start: float, first: list[float]) -> dict[str, float]:
-    """The generate node's timings: the whole node, and the first token when one came."""
-    timings = {"generate": time.perf_counter() - start}
-    if first:
-        timings["first_token"] = first[0]
-    return timings
-
-
-def answer_check(
-    answer: str, cited: Sequence[int], stated: Sequence[str], query: str, min_support: float = 0.0
-) -> str | None:
-    """Why the model's answer counts as an abstention, or None:
-
-    ``model``: it is empty (or only citations), or says the documents do not hold the answer and cites nothing;
-    ``unsupported``: it states a number found nowhere in ``stated`` (the prompt) nor in the question;
-    ``unstated``: less than ``min_support`` of the words it adds to the question are in ``stated``
-    (app.workflow.checks.support; 0 turns the check off).
-    """
-    if not without_citations(answer).strip(" 。.、") or (says_not_in_documents(answer) and not cited):
-        return "model"  # nothing but citations, or "資料に記載がありません"
-    if unsupported_numbers(answer, stated, query):
-        return "unsupported"
-    share = support(answer, stated, query) if min_support > 0 else None
-    if share is not None and share < min_support:
-        return "unstated"
-    return None
 
 
 def unique_sources_per_doc(documents: Sequence[Document]) -> list[str]:

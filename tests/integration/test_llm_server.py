@@ -102,7 +102,9 @@ def test_server_answers_like_the_same_model_in_process(llm_server):
     short = _ask({"LLM_BASE_URL": llm_server, "LLM_MAX_TOKENS": "3"}, "--no-stream")
     assert short.returncode == 0, short.stderr
     short_answer = short.stdout.split("=== Answer ===")[1].split("=== Sources")[0].split("\n根拠:")[0].strip()
-    assert len(short_answer) < len(answer) and len(short_answer) <= 20, short_answer
+    # three tokens make no whole answer: it is withdrawn and the passage shown instead (a longer one
+    # would have been shown as written)
+    assert short_answer.startswith("資料の該当箇所") or len(short_answer) <= 20, short_answer
     # and as a user runs it: LLM_BASE_URL=… make ask Q=… (PY: this interpreter, no setup step)
     made = subprocess.run(
         ["make", "-s", "ask", f"Q={QUESTION}", "MODE=keyword", f"PY={sys.executable}"],

@@ -6,7 +6,9 @@
 * :mod:`app.workflow.checks.support` — how much of an answer the contexts state;
 * :mod:`app.workflow.checks.quote` — the verbatim quote under an answer, and the passage instead
   of a withdrawn answer;
-* :mod:`app.workflow.checks.guard` — answers that carry a document's instructions or links.
+* :mod:`app.workflow.checks.guard` — answers that carry a document's instructions or links;
+* :mod:`app.workflow.checks.restated` — answers that give the question back or stop before their value;
+* :mod:`app.workflow.checks.cells` — table rows read as cells: the asked cell, values no row holds.
 
 May import :mod:`app.config`, :mod:`app.text` and :mod:`app.workflow.prompts`.
 """

@@ -19,6 +19,11 @@ _ABSTAIN = re.compile(
 )
 
 
+# A source named inline, as the numbered contexts' headers name theirs (``[3]（出典: aptitude.pdf:p11）``):
+# the model copies the header's form; the citation says the same, so the mention is dropped.
+SOURCE_MENTION = re.compile(r"\s*[（(]\s*出典\s*[:：][^）)\n]*[）)]")
+
+
 def _numbers(group: str) -> list[int]:
     """The numbers in the inside of one citation, e.g. ``1, 2`` → [1, 2]."""
     return [int(unicodedata.normalize("NFKC", n)) for n in re.findall(r"[0-9０-９]+", group)]
@@ -40,13 +45,14 @@ def without_citations(answer: str) -> str:
 
 
 def clean_citations(answer: str, n_contexts: int) -> str:
-    """``answer`` with every citation rewritten as ``[n]`` and numbers outside 1..n_contexts dropped."""
+    """``answer`` with every citation rewritten as ``[n]``, numbers outside 1..n_contexts dropped, and a
+    source named inline (``（出典: faq.csv:r2）``) removed."""
 
     def fix(match: re.Match) -> str:
         valid = [n for n in _numbers(match.group(1)) if 1 <= n <= n_contexts]
         return "".join(f"[{n}]" for n in dict.fromkeys(valid))
 
-    cleaned = CITATION.sub(fix, answer or "")
+    cleaned = CITATION.sub(fix, SOURCE_MENTION.sub("", answer or ""))
     return re.sub(r"[ \t]+([。．、,.])", r"\1", cleaned).strip()
 
 
@@ -70,11 +76,20 @@ def strip_echo(answer: str) -> str:
     return _ECHO.sub("", answer or "", count=1)
 
 
+def _may_become_mention(text: str, limit: int) -> bool:
+    """Whether ``text`` (starting with an opening parenthesis) may still grow into a SOURCE_MENTION."""
+    head = re.sub(r"\s", "", text[1:])
+    if len(text) >= limit or re.search(r"[）)\n]", text):
+        return False
+    return "出典".startswith(head[:2]) and (len(head) <= 2 or head[2] in ":：")
+
+
 class CitationFilter:
     """Streams answer text through :func:`clean_citations`: text that may be a citation (from an
     opening bracket to its closing one, at most 16 characters) is held back until it is complete."""
 
-    OPEN, MAX_HELD = "[［【", 16
+    OPEN, MAX_HELD = "[［【（(", 16
+    MAX_SOURCE = 80  # a source named inline (``（出典: …）``) is held back until it closes, at most this long
 
     ECHO_LIMIT = 400  # an echo of the question longer than this is shown as it is
 
@@ -106,6 +121,17 @@ class CitationFilter:
                 break
             out.append(text[:start])
             rest = text[start:]
+            if rest[0] in "（(":
+                mention = SOURCE_MENTION.match(rest)
+                if mention:  # dropped, as clean_citations drops it
+                    text = rest[mention.end() :]
+                    continue
+                if _may_become_mention(rest, self.MAX_SOURCE):
+                    self.held = rest
+                    break
+                out.append(rest[0])
+                text = rest[1:]
+                continue
             match = CITATION.match(rest)
             if match:
                 out.append(clean_citations(match.group(0), self.n_contexts))

@@ -37,3 +37,20 @@ def best_matching_context(answer: str, contexts: Sequence[str], min_share: float
     shares = [len(tokens & set(tokenize(c))) / len(tokens) for c in contexts]
     best = max(range(len(contexts)), key=lambda i: (shares[i], -i))
     return best + 1 if shares[best] >= min_share else None
+
+
+def cited_coverage(query: str, contexts: Sequence[str], cited: Sequence[int]) -> float | None:
+    """The question coverage (:func:`question_coverage`) of the best of the ``cited`` contexts (1-based):
+    how much of the question the passage an answer names shares with it; None when none is cited."""
+    shares = [question_coverage(query, [contexts[n - 1]]) for n in cited if 1 <= n <= len(contexts)]
+    return max(shares) if shares else None
+
+
+def best_covering_context(query: str, contexts: Sequence[str]) -> tuple[int, float] | None:
+    """``(number, coverage)`` of the context (1-based) that holds the most of the question; None without
+    contexts. Ties go to the first."""
+    if not contexts:
+        return None
+    shares = [question_coverage(query, [c]) for c in contexts]
+    best = max(range(len(shares)), key=lambda i: (shares[i], -i))
+    return best + 1, shares[best]

@@ -1,7 +1,7 @@
 """The answer, then the number of the passage it was taken from: ``答え[n]``, or the refusal.
 
 A GBNF grammar (llama.cpp's constrained decoding: LangChain's ``LlamaCpp`` takes it, and a llama.cpp
-server reads it from the request body) allows only an answer on one line ended by one citation of a
+server reads it from the request body) allows only an answer (lines without brackets) ended by one citation of a
 passage that exists, or ``資料に記載がありません``: the small model cannot stop without naming its
 passage, cite a passage that is not there, or run on into a second turn. A model without the grammar
 (another server, a test's fake) is read as the cited style reads it (app.workflow.checks.citations). A reply that
@@ -14,14 +14,19 @@ from __future__ import annotations
 from app.workflow.checks.citations import says_not_in_documents, without_citations
 from app.workflow.prompts import ABSTAIN_ANSWER
 
-# What the answer may hold: one line, no brackets (the one citation ends it).
+# What a line of the answer may hold: no brackets (the one citation ends the answer).
 _ANSWER_CHARS = r"[^\n\[\]［］【】]"
 
 
 def grammar_text(n_passages: int) -> str:
-    """The GBNF grammar of a reply for ``n_passages`` numbered passages (at least 1)."""
+    """The GBNF grammar of a reply for ``n_passages`` numbered passages (at least 1). The answer may run over
+    lines (a blank line between them at most): a one-line grammar cut numbered and bulleted answers after
+    their first line, the model's newline being forbidden (issue 39)."""
     refs = " | ".join(f'"[{i}]"' for i in range(1, max(n_passages, 1) + 1))
-    return f'root ::= answer ref | "{ABSTAIN_ANSWER}" "。"?\nanswer ::= {_ANSWER_CHARS}+\nref ::= {refs}\n'
+    return (
+        f'root ::= answer ref | "{ABSTAIN_ANSWER}" "。"?\n'
+        f'answer ::= line ("\\n" "\\n"? line)*\nline ::= {_ANSWER_CHARS}+\nref ::= {refs}\n'
+    )
 
 
 def with_grammar(llm: object, n_passages: int) -> object:
