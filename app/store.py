@@ -35,7 +35,7 @@ from app.ingestion.documents import write_api_document
 from app.ingestion.scan import resolve_file, scan
 from app.ingestion.sync import sync, update_graph
 from app.permissions.principals import FULL_ACCESS
-from app.retrieval.search import SearchRetriever, hybrid_search, keyword_search, vector_search
+from app.retrieval.search import SearchRetriever, current_first, hybrid_search, keyword_search, vector_search
 
 log = logging.getLogger(__name__)
 _POOL_LOCK = threading.Lock()
@@ -288,9 +288,10 @@ class RagStore:
             return self._graph_search(query, mode, top_k, who)
         keyword = partial(keyword_search, self.engine, self.settings.retrieval.collection_name, principals=who)
         if mode == "vector":
-            return vector_search(self.vectorstore, query, k_vector or top_k, who, filter=vector_filter)[:top_k]
+            hits = vector_search(self.vectorstore, query, k_vector or top_k, who, filter=vector_filter)
+            return self._versions(query, hits[:top_k], who)
         if mode == "keyword":
-            return keyword(query, k_keyword or top_k)[:top_k]
+            return self._versions(query, keyword(query, k_keyword or top_k)[:top_k], who)
 
         def vector_or_nothing(q: str) -> list[Document]:
             try:
@@ -312,7 +313,14 @@ class RagStore:
             rrf_k=self.settings.retrieval.rrf_k,
             weights=self.settings.retrieval.hybrid_weights,
         )
-        return fused[:top_k]
+        return self._versions(query, fused[:top_k], who)
+
+    def _versions(self, query: str, docs: list[Document], who: tuple[str, ...]) -> list[Document]:
+        """The chunks with their versions (``superseded_by``, ``effective``), past versions below the
+        current ones (app.retrieval.search.current_first)."""
+        if not docs:
+            return docs
+        return current_first(self.engine, self.settings.retrieval.collection_name, query, docs, who)
 
     def graph_search(self, llm: Any = None, count_tokens: Any = None, principals: Sequence[str] | None = None):
         """Local and global search over this store's graph as ``principals`` (default: this store's):

@@ -192,6 +192,7 @@ def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, mon
     )
     monkeypatch.setattr("app.storage.delete_legacy_chunks", lambda *a: 0)
     monkeypatch.setattr("app.storage.apply_readers", lambda *a: 0)
+    monkeypatch.setattr("app.ingestion.sync.update_versions", lambda *a: 0)
     data_dir = big_csv.path.parents[1]
     _, report = sync.sync(data_dir, CountingEmbeddings(), None, SETTINGS, progress=True, graph=False)
     total = len(reading.chunk_file(big_csv, SETTINGS))

@@ -42,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             make_service_factory(settings, data_dir, args.watch, args.debounce_ms, preload_llm=not args.no_preload),
             as_user=settings.access.mcp_as_user if http is None else "",
             permissions_on=lambda: permissions_on(settings, Path(data_dir)),
+            feedback=settings.memory.feedback,
         )
         if http is None:
             if settings.access.mcp_as_user:  # an unknown user fails now, not at the first tool call

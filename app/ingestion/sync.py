@@ -50,6 +50,7 @@ from app.ingestion.staging import (
     generation,
     graph_extractor,
 )
+from app.ingestion.versions import load_version_overrides, update_versions
 from app.ingestion.workers import Progress, stage_all
 from app.llm import get_llm
 from app.permissions.principals import FULL_ACCESS
@@ -107,6 +108,7 @@ class SyncReport:
     failures: list[str] = field(default_factory=list)
     graph: Any = None  # app.graphrag.index.BuildReport when the sync rebuilt the graph
     readers_changed: int = 0  # documents whose readers the access file or the file share changed
+    versions_changed: int = 0  # documents whose family, effective date or current version changed
 
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
@@ -119,6 +121,8 @@ class SyncReport:
             extra += f" ({self.renamed} renamed)"
         if self.readers_changed:
             extra += f"; readers changed for {self.readers_changed} documents"
+        if self.versions_changed:
+            extra += f"; versions changed for {self.versions_changed} documents"
         return line + extra
 
 
@@ -189,7 +193,8 @@ def sync(
     model the settings name); this process switches each document over as it is staged. With
     ``progress``, a bar counts the chunks done and names the file being read. With ``graph`` (and
     GRAPH_EXTRACTOR not ``off``), the graph is rebuilt at the end when anything changed
-    (app.graphrag.index).
+    (app.graphrag.index). Every document's family, effective date and current version are decided
+    last (app.ingestion.versions; VERSIONS_FILE fixes them).
     """
     failures: list[tuple[str, str]] = []
     if files is None:
@@ -197,6 +202,7 @@ def sync(
     files = list(files)
     key = settings_hash(settings)
     readers = readers_by_doc(files, data_dir, settings)  # a bad access file stops the sync before any write
+    overrides = load_version_overrides(settings, data_dir)  # so does a bad versions file
     if stored is None:
         stored = storage.list_documents(engine, settings.retrieval.collection_name, FULL_ACCESS)
     managed = [d for d in stored if d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
@@ -243,6 +249,7 @@ def sync(
         names = [f.name for f in files] + [doc_id.rsplit("/", 1)[-1] for doc_id, _ in failures if doc_id]
         storage.delete_legacy_chunks(engine, settings.retrieval.collection_name, names)
     report.readers_changed = storage.apply_readers(engine, settings.retrieval.collection_name, readers)
+    report.versions_changed = update_versions(engine, settings, data_dir, overrides)
     if report.chunks_written >= ANALYZE_AFTER_CHUNKS:
         storage.analyze_keyword_stats(engine)
     long_chunks.warn()

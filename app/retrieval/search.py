@@ -11,11 +11,18 @@ A source (a PDF page, a CSV row, a Markdown section) appears once in a result li
 chunk: each search fetches COLLAPSE_DEPTH times ``k`` chunks and keeps the first chunk of each
 source (:func:`best_per_source`), so ``k`` results are ``k`` different places to cite and the
 three chunks the LLM gets are never two overlapping pieces of one page.
+
+Versions (app.versions): every chunk a search returns carries ``metadata['superseded_by']`` (the
+current version's doc_id; None when its document is current, alone, or its current version is one
+the asker may not read) and ``metadata['effective']`` (ISO date, None when unknown), read at search
+time from the documents' rows (:func:`current_first`, one primary-key lookup). A chunk of a past
+version is moved just below the matching passage of the version in force when both were found
+(:func:`prefer_current`), unless the question asks about the past.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -23,7 +30,9 @@ from langchain_core.retrievers import BaseRetriever
 
 from app import storage
 from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
+from app.storage import versions as storage_versions
 from app.text.keywords import query_tokens
+from app.versions.preference import MATCH, asked_year, asks_about_past, in_force_on, trigrams
 
 __all__ = [
     "SEARCH_MODES",
@@ -34,6 +43,10 @@ __all__ = [
     "keyword_search",
     "hybrid_search",
     "SearchRetriever",
+    "VERSION_KEYS",
+    "with_versions",
+    "prefer_current",
+    "current_first",
 ]
 
 SCORE_KEY = "relevance_score"
@@ -154,3 +167,94 @@ class SearchRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager=None, k: int | None = None) -> list[Document]:
         """The best ``k`` (default: the retriever's ``k``) chunks for ``query``."""
         return self.search(query, k or self.k)
+
+
+VERSION_KEYS = ("superseded_by", "effective")
+
+
+def with_versions(docs: Sequence[Document], versions: Mapping[str, Mapping[str, Any]]) -> list[Document]:
+    """Copies of ``docs`` carrying ``superseded_by`` and ``effective`` (ISO) from ``versions`` (doc_id ->
+    app.storage.versions.versions_of's row); both None for a document it does not list."""
+    out = []
+    for doc in docs:
+        version = versions.get(doc.metadata.get("doc_id") or "", {})
+        effective = version.get("effective")
+        out.append(
+            _copy(
+                doc,
+                superseded_by=version.get("superseded_by"),
+                effective=effective.isoformat() if hasattr(effective, "isoformat") else effective,
+            )
+        )
+    return out
+
+
+def _wanted_versions(docs: Sequence[Document], year: int | None) -> dict[str, str]:
+    """Family (its current version's doc_id) -> the doc_id the question wants: the current one, or with
+    ``year`` the latest version among ``docs`` already in force that year (none: the family is left alone)."""
+    families: dict[str, dict[str, str | None]] = {}
+    for doc in docs:
+        doc_id = doc.metadata.get("doc_id")
+        if doc_id:
+            family = doc.metadata.get("superseded_by") or doc_id
+            families.setdefault(family, {})[doc_id] = doc.metadata.get("effective")
+    wanted = {}
+    for family, members in families.items():
+        if len(members) < 2:
+            continue
+        if year is None:
+            wanted[family] = family
+            continue
+        in_force = [(str(eff), doc_id) for doc_id, eff in members.items() if in_force_on(eff, year)]
+        if in_force:
+            wanted[family] = max(in_force)[1]
+    return wanted
+
+
+def prefer_current(docs: Sequence[Document], query: str) -> list[Document]:
+    """``docs`` with each chunk of an unwanted version moved just below the chunk of the wanted version
+    most like it (character trigrams, at least ``MATCH``), when that one ranks lower; other chunks keep
+    their order. The wanted version is the current one; for a question naming a year, the one in force
+    that year; a question asking about the past otherwise (旧, 以前, 改定前 …) keeps the order."""
+    docs = list(docs)
+    if not any(d.metadata.get("superseded_by") for d in docs):
+        return docs
+    year = asked_year(query)
+    if year is None and asks_about_past(query):
+        return docs
+    wanted = _wanted_versions(docs, year)
+    moves: dict[int, int] = {}
+    grams: dict[int, set[str]] = {}  # each chunk's trigrams, made once
+
+    def like(i: int, j: int) -> float:
+        x, y = (grams.setdefault(n, trigrams(docs[n].page_content)) for n in (i, j))
+        return len(x & y) / len(x | y) if x | y else 0.0
+
+    for i, doc in enumerate(docs):
+        doc_id = doc.metadata.get("doc_id")
+        target = wanted.get(doc.metadata.get("superseded_by") or doc_id or "")
+        if target is None or doc_id == target:
+            continue
+        anchors = [(like(i, j), j) for j, d in enumerate(docs) if d.metadata.get("doc_id") == target]
+        score, j = max(anchors, key=lambda pair: (pair[0], -pair[1]), default=(0.0, -1))
+        if score >= MATCH and j > i:
+            moves[i] = j
+    if not moves:
+        return docs
+    out: list[Document] = []
+    for j, doc in enumerate(docs):
+        if j in moves:
+            continue
+        out.append(doc)
+        out.extend(docs[i] for i in sorted(moves) if moves[i] == j)
+    return out
+
+
+def current_first(
+    engine: Any, collection_name: str, query: str, docs: Sequence[Document], principals: Sequence[str]
+) -> list[Document]:
+    """``docs`` carrying their versions (one lookup of their documents' rows, as ``principals``), past
+    versions below the current ones (:func:`prefer_current`)."""
+    doc_ids = [d.metadata["doc_id"] for d in docs if d.metadata.get("doc_id")]
+    versions = storage_versions.versions_of(engine, collection_name, doc_ids, principals) if doc_ids else {}
+    return prefer_current(with_versions(docs, versions), query)

@@ -22,7 +22,7 @@ from tests.integration.conftest import ROOT, free_port, run_cli
 
 pytestmark = pytest.mark.integration
 
-TOOLS = {"search_rag", "ask", "list_documents", "sync"}
+TOOLS = {"search_rag", "ask", "list_documents", "sync", "feedback"}  # feedback: FEEDBACK is on by default
 
 
 def _server_env(integration_env: dict, **extra: str) -> dict:
