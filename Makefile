@@ -134,7 +134,7 @@ up: secrets/db_password ## start PostgreSQL (pgvector) and the app container in 
 
 up-scale: secrets/db_password ## like `up`, plus llama.cpp's server (profile scale) serving models/ to the app via LLM_BASE_URL
 	if [ "$$(id -u)" != 0 ]; then export RAG_UID=$$(id -u) RAG_GID=$$(id -g); fi; \
-	LLM_BASE_URL=http://llm:8080/v1 $(COMPOSE) --profile scale up -d
+	LLM_BASE_URL=http://llm:8080/v1 LLM_CONCURRENCY=$${LLM_SERVER_PARALLEL:-2} $(COMPOSE) --profile scale up -d
 
 up-web: web-token secrets/db_password ## like `up`, plus the web page (profile web) on http://127.0.0.1:8780; needs WEB_TOKEN
 	if [ "$$(id -u)" != 0 ]; then export RAG_UID=$$(id -u) RAG_GID=$$(id -g); fi; $(COMPOSE) --profile web up -d

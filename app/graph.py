@@ -27,6 +27,7 @@ from app.models.resources import cached
 from app.reranker import load_reranker, rerank_documents
 from app.store import RagStore
 from app.workflow.generate import generate_node
+from app.workflow.passages import for_json, passages
 from app.workflow.prompts import ABSTAIN_ANSWER, SPEC_TEMPLATE, build_prompt, system_prompt
 from app.workflow.state import RAGContext, RAGState
 
@@ -50,7 +51,15 @@ def rerank_node(state: RAGState, runtime) -> dict:
     docs = state.get("documents") or []
     kept = rerank_documents(state["query"], docs, ctx.reranker, ctx.rerank_top_k)
     reranked = ctx.reranker is not None and bool(docs)
-    return {"reranked_documents": kept, "reranked": reranked, "timings": {"rerank": time.perf_counter() - start}}
+    shown = passages(state["query"], kept)
+    if ctx.on_passages is not None:  # the page shows them before the model's first word
+        ctx.on_passages(for_json(shown))
+    return {
+        "reranked_documents": kept,
+        "reranked": reranked,
+        "passages": for_json(shown),
+        "timings": {"rerank": time.perf_counter() - start},
+    }
 
 
 def route_node(state: RAGState, runtime) -> dict:

@@ -420,6 +420,10 @@ def format_table(results: dict) -> str:
         from bench.scale import format_llm_server
 
         lines += format_llm_server(results["llm_server"])
+    if results.get("load"):
+        from bench.load import format_load
+
+        lines += format_load(results["load"])
     if results.get("graph"):
         from bench.graph import format_graph
 
@@ -483,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip",
         default="",
         help="comma-separated sections to skip: "
-        "ingest,scale,filtered,rerank,generation,e2e,serve,concurrency,llm-server,graph",
+        "ingest,scale,filtered,rerank,generation,e2e,serve,concurrency,llm-server,graph,load",
     )
     parser.add_argument(
         "--filtered-size", type=int, default=100_000, help="filtered section: synthetic chunks (readers on each)"
@@ -510,6 +514,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=64,
         help="llm-server section: tokens generated per answer, in process and behind the server",
+    )
+    parser.add_argument("--load-askers", type=int, default=20, help="load section: simulated askers on the page")
+    parser.add_argument(
+        "--load-minutes", type=float, default=5.0, help="load section: the askers arrive evenly over these minutes"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench")
     parser.add_argument("--debug", action="store_true")
@@ -598,8 +606,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return bench_llm_server(settings, max_tokens=args.llm_tokens)
 
+        def load() -> dict:
+            from bench.load import bench_load
+
+            return bench_load(settings, askers=args.load_askers, minutes=args.load_minutes)
+
         section("concurrency", "concurrency", concurrency)
         section("llm-server", "llm_server", llm_server)
+        section("load", "load", load)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=2), encoding="utf-8")
         plot(results, args.out / "results.png")

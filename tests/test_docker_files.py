@@ -76,4 +76,8 @@ def test_scale_profile_serves_the_gguf_with_llama_server_to_the_app():
     assert llm["command"][:2] == ["-m", "/models/${LLM_SERVER_MODEL:-qwen2.5-coder-1.5b-instruct-q4_k_m.gguf}"]
     assert services["app"]["environment"]["LLM_BASE_URL"] == "${LLM_BASE_URL:-}"
     makefile = (ROOT / "Makefile").read_text()
-    assert "LLM_BASE_URL=http://llm:8080/v1 $(COMPOSE) --profile scale up -d" in makefile
+    assert (
+        "LLM_BASE_URL=http://llm:8080/v1 LLM_CONCURRENCY=$${LLM_SERVER_PARALLEL:-2} $(COMPOSE) --profile scale up -d"
+        in makefile
+    )  # the app sends as many answers at once as the server has slots
+    assert services["app"]["environment"]["LLM_CONCURRENCY"] == "${LLM_CONCURRENCY:-1}"

@@ -340,3 +340,16 @@ def test_evidence_hits_count_quotes_holding_every_keyword_among_found_sources():
     ]  # source not found: left out
     assert evidence_hits(rows) == {"evidence_hit": 0.5, "quoted": 0.75}
     assert evidence_hits([]) == {"evidence_hit": None, "quoted": None}
+
+
+def test_the_first_passage_shown_is_scored_like_the_answer():
+    from app.evaluation.run import passage_scores
+
+    shown = [{"text": "受付時間は平日9時から18時です。"}, {"text": "土日は休みです。"}]
+    assert passage_scores(shown, ["9時", "18時"]) == {
+        "passage": "受付時間は平日9時から18時です。",
+        "passage_keywords": 1.0,
+        "passage_hit": True,
+    }
+    assert passage_scores(shown, ["9時", "土日"])["passage_keywords"] == 0.5
+    assert passage_scores([], ["9時"]) == {"passage": "", "passage_keywords": 0.0, "passage_hit": False}

@@ -14,7 +14,8 @@ from app.config import Settings
 from app.errors import StoreNotReadyError
 from app.mcp.server import parse_http
 from app.serving import service
-from app.serving.service import RagService, normalized_score, payload, snippet_span, validate_search
+from app.serving.hits import normalized_score, payload, snippet_span
+from app.serving.service import RagService, validate_search
 
 
 @pytest.mark.parametrize(
@@ -243,6 +244,11 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         "warnings": [],
         "keyword_only": None,
         "timings": {"generate": 1.235},
+        "passages": [],
+        "past_versions": [],
+        "version_notes": [],
+        "answer_id": None,  # no answer memory: nothing kept
+        "cached_at": None,
     }
     svc.ask("VPNと認証アプリの関係は？", "auto")  # a graph mode: the graph search gets the context's LLM
     assert modes[-1] == ("auto", ("graph", "llm", None)) and modes[0] == ("vector", None)

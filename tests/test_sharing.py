@@ -222,7 +222,7 @@ def test_same_origins_on_port_80_leave_the_port_out_as_browsers_do():
 class SharedService(FakeService):
     """tests.test_web_app's fake service, taking who asks (or not) as the app hands it in."""
 
-    def ask(self, question, mode="hybrid", on_token=None, who=None):
+    def ask(self, question, mode="hybrid", on_token=None, who=None, on_passages=None):
         return super().ask(question, mode, on_token)
 
     def list_documents(self, who=None):

@@ -1,10 +1,9 @@
 """app.web: the page, the streamed answer as Server-Sent Events, the question checks, the turns."""
 
+import asyncio
 import base64
 import hashlib
 import json
-import threading
-import time
 
 import pytest
 from starlette.testclient import TestClient
@@ -12,15 +11,16 @@ from starlette.testclient import TestClient
 from app.errors import StoreNotReadyError
 from app.web.app import create_app, read_question, sse
 from app.web.turns import Turns
+from tests.web_fakes import PageService
 
 
-class FakeService:
+class FakeService(PageService):
     """``ask`` streams the answer in three pieces, then returns the MCP service's result shape."""
 
     def __init__(self, fail: Exception | None = None):
         self.fail, self.asked = fail, []
 
-    def ask(self, question, mode="hybrid", on_token=None, who=None):
+    def ask(self, question, mode="hybrid", on_token=None, who=None, on_passages=None):
         self.asked.append((question, mode))
         if self.fail:
             raise self.fail
@@ -169,38 +169,42 @@ def test_an_administrator_on_this_machine_can_sync_and_sees_the_failures():
 
 
 def test_turns_serve_in_order_and_tell_each_how_many_are_ahead():
-    turns, order, told = Turns(), [], {}
-    first_in = threading.Event()
-    release = threading.Event()
+    async def scenario():
+        turns, told = Turns(), {}
+        tickets = {
+            name: turns.join(lambda ahead, name=name: told.setdefault(name, []).append(ahead))
+            for name in ("first", "second", "third", "fourth")
+        }
+        assert tickets["first"].started and not tickets["second"].started and turns.waiting() == 4
+        await turns.wait(tickets["first"])
+        turns.drop(tickets["third"])  # its asker went away: the one behind moves up at once
+        assert told == {"second": [1], "third": [2], "fourth": [3, 2]} and turns.waiting() == 3
+        turns.leave()  # the first answer ended
+        await asyncio.wait_for(turns.wait(tickets["second"]), 1)
+        assert told["fourth"] == [3, 2, 1] and not tickets["fourth"].started
+        turns.leave()
+        await asyncio.wait_for(turns.wait(tickets["fourth"]), 1)
+        turns.leave()
+        assert turns.waiting() == 0
 
-    def first():
-        with turns.turn():
-            first_in.set()
-            release.wait(5)
-            order.append("first")
+    asyncio.run(scenario())
 
-    def later(name):
-        with turns.turn(lambda ahead: told.setdefault(name, []).append(ahead)):
-            order.append(name)
 
-    t1 = threading.Thread(target=first)
-    t1.start()
-    first_in.wait(5)
-    t2 = threading.Thread(target=later, args=("second",))
-    t2.start()
-    while turns.waiting() < 2:
-        time.sleep(0.01)
-    t3 = threading.Thread(target=later, args=("third",))
-    t3.start()
-    while turns.waiting() < 3:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    release.set()
-    for t in (t1, t2, t3):
-        t.join(5)
-    assert order == ["first", "second", "third"]
-    assert told["second"] == [1] and told["third"][0] == 2 and turns.waiting() == 0
-    assert told["third"] in ([2], [2, 1])  # 1 too when it woke before the second one was done
+def test_turns_with_two_models_start_two_and_a_cancelled_wait_leaves_the_line():
+    async def scenario():
+        turns = Turns(capacity=2)
+        a, b, c, d = (turns.join() for _ in range(4))
+        assert (a.started, b.started, c.started, d.started) == (True, True, False, False)
+        waiting = asyncio.ensure_future(turns.wait(c))
+        await asyncio.sleep(0)
+        waiting.cancel()  # the page was closed while waiting
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert turns.waiting() == 3
+        turns.leave()
+        assert d.started and d.told == 1  # one ahead of it once c left, then started
+
+    asyncio.run(scenario())
 
 
 def stopped_database_error() -> Exception:

@@ -11,6 +11,7 @@ from typing import Any
 from app.cli import output, run
 from app.config import get_settings, validate_mode
 from app.graph import default_context, run_rag
+from app.versions.preference import answer_version_notes, source_versions
 
 
 def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> int:
@@ -76,17 +77,26 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         cited = state.get("cited_sources") or None  # none cited or matched: the plain list
         abstained = bool(state.get("abstained"))
         quote = (state.get("quote") or {}).get("line")
+        versions = {v["source"]: v for v in source_versions(state)}
         if args.no_stream or not first_token_at:
-            out.write(output.format_output(state["answer"], state["sources"], cited, abstained, quote) + "\n")
+            out.write(output.format_output(state["answer"], state["sources"], cited, abstained, quote, versions) + "\n")
         else:
-            if state.get("abstained") in ("unsupported", "unstated") or state.get("evidence_shown"):  # withdrawn
+            if state.get("abstained") in (
+                "unsupported",
+                "unstated",
+                "restated",
+                "incomplete",
+                "off_topic",
+            ) or state.get("evidence_shown"):  # withdrawn
                 kind = state.get("evidence_shown") or state.get("abstained")
                 out.write("\n\n" + output.unsupported_note(state.get("unsupported", []), state["answer"], kind))
             if quote:
                 out.write("\n" + quote)
-            out.write("\n\n" + output.format_sources(state["sources"], cited, abstained) + "\n")
+            out.write("\n\n" + output.format_sources(state["sources"], cited, abstained, versions) + "\n")
         for warning in state.get("warnings") or []:
             out.write(f"注意: {warning}\n")
+        for note in [] if abstained else answer_version_notes(state):
+            out.write(f"版: {note}\n")
         out.flush()
         if args.timings:
             print(output.timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)

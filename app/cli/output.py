@@ -4,27 +4,42 @@ report (``python -m app.ask``, and the evaluation's and tuning's reuse of the sa
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app import storage
 from app.config import Settings
 from app.errors import RagError
+from app.versions.preference import answer_version_notes, source_versions
 
 
-def format_sources(sources: Sequence[str], cited: Sequence[str] | None = None, abstained: bool = False) -> str:
+def format_sources(
+    sources: Sequence[str],
+    cited: Sequence[str] | None = None,
+    abstained: bool = False,
+    versions: Mapping[str, Mapping] | None = None,
+) -> str:
     """The Sources section: a header and one ``- source`` line per source.
 
     With ``cited`` (the sources the answer cites), those come first and the
     others are marked ``(not cited)``; after an abstention they are the closest
-    sources found, and the header says so.
+    sources found, and the header says so. With ``versions`` (source -> :func:`source_versions`'
+    entry), a source of a past version says so and names the version in force.
     """
     header = "=== Sources (closest; they do not answer the question) ===" if abstained else "=== Sources ==="
     if cited is None or abstained:
-        lines = [f"- {source}" for source in sources]
+        lines = [f"- {source}{past_mark(source, versions)}" for source in sources]
     else:
-        lines = [f"- {source}" for source in cited]
-        lines += [f"- {source} (not cited)" for source in sources if source not in cited]
+        lines = [f"- {source}{past_mark(source, versions)}" for source in cited]
+        lines += [f"- {source}{past_mark(source, versions)} (not cited)" for source in sources if source not in cited]
     return "\n".join([header] + (lines or ["(none)"]))
+
+
+def past_mark(source: str, versions: Mapping[str, Mapping] | None) -> str:
+    """`` (旧版 2023-04-01; 現行: 規程/就業規則_2024.md)`` for a source of a past version, else ``""``."""
+    version = (versions or {}).get(source) or {}
+    if not version.get("superseded_by"):
+        return ""
+    return f" (旧版 {version.get('effective') or '日付不明'}; 現行: {version['superseded_by']})"
 
 
 def format_output(
@@ -33,16 +48,21 @@ def format_output(
     cited: Sequence[str] | None = None,
     abstained: bool = False,
     quote: str | None = None,
+    versions: Mapping[str, Mapping] | None = None,
 ) -> str:
     """The §4.8 output: an Answer section (the answer, then the ``根拠: 「…」[n]`` line quoting the context
-    it was taken from, when found), then one ``- source`` line per source."""
+    it was taken from, when found), then one ``- source`` line per source (past versions marked)."""
     body = answer.strip() + (f"\n{quote}" if quote else "")
-    return f"=== Answer ===\n{body}\n\n{format_sources(sources, cited, abstained)}"
+    return f"=== Answer ===\n{body}\n\n{format_sources(sources, cited, abstained, versions)}"
 
 
 def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsupported") -> str:
     """After a streamed answer that states numbers (``unsupported``) or words (``unstated``) no document
     holds: the withdrawal, naming them, and the real answer."""
+    if kind in ("restated", "incomplete", "off_topic"):  # issue 39: it said nothing the question asked
+        return f"（取り消し: 上の回答は質問に答えていません）\n{answer}"
+    if kind == "wrong_cell":  # issue 39: another cell of the cited row
+        return f"（取り消し: 上の回答は質問された列の値ではありません）\n{answer}"
     if kind == "unstated":
         named = "、".join(f"「{w}」" for w in unstated)
         return f"（取り消し: 上の回答の{named or '内容'}はどの資料にも書かれていません）\n{answer}"
@@ -133,11 +153,15 @@ JSON_KEYS = (
 
 
 def json_report(state: dict, seconds: float | None = None) -> str:
-    """``--json``: the question's answer, sources, the mode chosen (and why), the graph's IDs
+    """``--json``: the question's answer, sources (and ``source_versions``: each source's ``doc_id``,
+    ``effective`` and ``superseded_by``; ``version_notes``), the mode chosen (and why), the graph's IDs
     (local), the traceability and map results (global), the timings and peak RSS."""
     import json
 
     payload = {key: state[key] for key in JSON_KEYS if key in state}
+    if "sources" in state:
+        payload["source_versions"] = source_versions(state)
+        payload["version_notes"] = answer_version_notes(state)
     payload["query"] = state.get("query")
     payload["peak_rss_mb"] = round(peak_rss_mb(), 1)
     if seconds is not None:

@@ -38,6 +38,7 @@ from app.config.groups import (
     RetrievalSettings,
     ServerSettings,
 )
+from app.config.memory_groups import MemorySettings
 from app.config.model_groups import (
     EMBED_MODEL_DEFAULT,
     EMBED_SERVER_PREFIXES,
@@ -71,6 +72,7 @@ __all__ = [
     "DatabaseSettings",
     "GraphSettings",
     "IngestSettings",
+    "MemorySettings",
     "LLMSettings",
     "ModelSettings",
     "RetrievalSettings",
@@ -128,6 +130,7 @@ class Settings:
         "servers": ServerSettings,
         "access": AccessSettings,
         "ingest": IngestSettings,
+        "memory": MemorySettings,
     }
     db: DatabaseSettings = field(default_factory=DatabaseSettings)
     models: ModelSettings = field(default_factory=ModelSettings)
@@ -138,6 +141,7 @@ class Settings:
     servers: ServerSettings = field(default_factory=ServerSettings)
     access: AccessSettings = field(default_factory=AccessSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -154,6 +158,7 @@ class Settings:
             servers=ServerSettings.from_env(_Declared(env, ServerSettings)),
             access=AccessSettings.from_env(_Declared(env, AccessSettings)),
             ingest=IngestSettings.from_env(_Declared(env, IngestSettings)),
+            memory=MemorySettings.from_env(_Declared(env, MemorySettings)),
         )
 
     def changed(self, **groups: Mapping[str, Any]) -> Settings:

@@ -111,6 +111,7 @@ class LLMSettings:
         "LLM_MODEL",
         "LLM_TIMEOUT_S",
         "LLM_MAX_RETRIES",
+        "LLM_CONCURRENCY",
     )
     model_path: str = LLM_MODEL_PATH_DEFAULT
     model_path_is_default: bool = True
@@ -124,6 +125,7 @@ class LLMSettings:
     model: str = ""  # the model name sent to the server (default: the GGUF file name)
     timeout_s: int = read.int_default("LLM_TIMEOUT_S")
     max_retries: int = read.int_default("LLM_MAX_RETRIES")
+    concurrency: int = 1  # LLM_CONCURRENCY: answers generated at once; the in-process model runs one
 
     def __repr__(self) -> str:
         """Shown with the key and the URL's password masked."""
@@ -152,4 +154,5 @@ class LLMSettings:
             model=env.get("LLM_MODEL", "").strip(),
             timeout_s=read.integer(env, "LLM_TIMEOUT_S"),
             max_retries=read.integer(env, "LLM_MAX_RETRIES"),
+            concurrency=read.integer(env, "LLM_CONCURRENCY") if url else 1,
         )

@@ -58,6 +58,8 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "OCR_DPI": (300, 72),  # resolution PDF pages without a text layer are rendered at for OCR
     "PARSE_TIMEOUT_S": (300, 1),  # wall-clock budget for reading one file (a PDF stops at the page past it)
     "INGEST_BATCH_CHUNKS": (256, 1),  # chunks embedded and staged per batch (memory stays flat)
+    "ANSWER_CACHE_TTL_S": (86400, 1),  # how long an earlier answer is given again to the same question
+    "LLM_CONCURRENCY": (1, 1),  # answers generated at once (LLM_BASE_URL only: a server that batches)
 }
 INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 
@@ -134,6 +136,11 @@ def flag(env: Mapping[str, str], name: str) -> bool:
     if raw in ("1", "true", "yes", "on"):
         return True
     raise ValueError(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}")
+
+
+def flag_on(env: Mapping[str, str], name: str) -> bool:
+    """A yes/no variable that is on unless set: 0/false/no/off turn it off; ValueError for other words."""
+    return True if not env.get(name, "").strip() else flag(env, name)
 
 
 def items(env: Mapping[str, str], name: str) -> tuple[str, ...]:

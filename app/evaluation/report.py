@@ -99,6 +99,8 @@ def generation_lines(summary: dict, settings: Settings) -> list[str]:
         f"Keywords in the context given to the LLM: {pct(summary.get('context_keywords'))}, "
         f"{summary.get('context_chars_mean', 0):.0f} characters on average  (in the answer: the "
         "faithfulness; dates and numbers compared in one form)",
+        f"First passage shown holds every expected keyword: {pct(summary.get('passage_hit'))}  (the answer: "
+        f"{pct(summary['exact_match'])})",
         f"Evidence hit: {pct(summary.get('evidence_hit'))} of the questions whose source was found have a quote "
         f"holding every expected keyword ({pct(summary.get('quoted'))} have a quote)",
         f"Citations: {pct(summary.get('citation_rate'))} of the answers given cite a context themselves",

@@ -130,6 +130,7 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "evidence_keywords": faithfulness(
             (state.get("quote") or {}).get("text") or (answer if state.get("evidence_shown") else ""), keywords
         ),
+        **passage_scores(state.get("passages") or [], keywords),
         "abstained": state.get("abstained"),
         "confidence": state.get("confidence"),
         "answer_tokens": count(answer) - count("") if count and answer else 0,
@@ -137,6 +138,17 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "timings": dict(state.get("timings", {})),
         "reranked": bool(state.get("reranked")),
         "error": None,
+    }
+
+
+def passage_scores(shown: Sequence[dict], keywords: Sequence[str]) -> dict:
+    """The passages shown first (app.workflow.passages) scored like the answer: the first one's keywords
+    (``passage_keywords``, 0–1) and whether it holds every one (``passage_hit``)."""
+    first = shown[0]["text"] if shown else ""
+    return {
+        "passage": first,
+        "passage_keywords": faithfulness(first, keywords),
+        "passage_hit": bool(first) and exact_match(first, keywords),
     }
 
 
@@ -249,6 +261,7 @@ def summarize(results: Sequence[dict]) -> dict:
         "faithfulness": mean([r["faithfulness"] for r in answerable]) if n else None,  # None: no such question
         "exact_match": rate("exact_match") if n else None,
         "context_keywords": mean([r.get("context_keywords", 0.0) for r in answerable]) if n else None,
+        "passage_hit": rate("passage_hit") if n and all("passage_hit" in r for r in answerable) else None,
         **evidence_hits(answerable),
         "evidence_shown": sum(bool(r.get("evidence_shown")) for r in results),
         "context_chunks_mean": mean([r.get("context_chunks", 0) for r in ok]),

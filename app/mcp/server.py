@@ -28,9 +28,11 @@ from app import storage
 from app.config import Settings
 from app.errors import RagError
 from app.serving.access import Token, guard, weak_token_warning
+from app.serving.feedback import FeedbackReceipt, feedback_on
+from app.serving.hits import SearchHit
 from app.serving.hosts import MachineNames, is_loopback, public_host, server_hosts, serving_line
 from app.serving.identify import Identifier
-from app.serving.service import DEFAULT_K, AskResult, RagService, SearchHit, SyncResult
+from app.serving.service import DEFAULT_K, AskResult, RagService, SyncResult
 from app.users.identity import FULL, Identity, identity_for_token, principals_for_user
 
 log = logging.getLogger(__name__)
@@ -76,11 +78,15 @@ def request_identity(ctx: Context | None, service: RagService, as_user: str = ""
 
 
 def build_server(
-    get_service: Callable[[], RagService], as_user: str = "", permissions_on: Callable[[], bool] = lambda: False
+    get_service: Callable[[], RagService],
+    as_user: str = "",
+    permissions_on: Callable[[], bool] = lambda: False,
+    feedback: bool = True,
 ) -> MCPServer:
     """The MCP server; ``get_service()`` (called once, in the lifespan) makes the warm service; over
     stdio the tools answer as ``as_user`` (MCP_AS_USER), or with full access when it is empty.
-    ``permissions_on()``: an access file exists (then only group admin may sync)."""
+    ``permissions_on()``: an access file exists (then only group admin may sync). ``feedback``
+    (FEEDBACK): offer the ``feedback`` tool."""
     holder: dict[str, RagService] = {}
 
     @asynccontextmanager
@@ -129,6 +135,31 @@ def build_server(
         if not who.admin and permissions_on():
             raise ToolError("sync is for administrators (group admin) only")
         return await _call(service().sync_summary)
+
+    if feedback:
+
+        @server.tool(name="feedback")
+        async def give_feedback(
+            answer_id: str,
+            helpful: bool,
+            source: str | None = None,
+            none_right: bool = False,
+            comment: str = "",
+            ctx: Context | None = None,
+        ) -> FeedbackReceipt:
+            """Say whether an answer of yours helped: answer_id is the one ask returned; with
+            helpful=false, source names the source among the answer's sources that was the right one,
+            or none_right=true says none of them was; comment (at most 1000 characters) is optional.
+            Only the asker who received the answer may give feedback on it."""
+            who = await _call(request_identity, ctx, service(), as_user)
+            body = {
+                "answer_id": answer_id,
+                "helpful": helpful,
+                "source": source,
+                "none_right": none_right,
+                "comment": comment,
+            }
+            return await _call(feedback_on, service(), body, who)
 
     return server
 

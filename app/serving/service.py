@@ -9,7 +9,6 @@ with exact values.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,40 +23,18 @@ from app.config import SEARCH_MODES, Settings, validate_mode
 from app.errors import StoreNotReadyError
 from app.graph import default_context, run_rag
 from app.llm import generate, with_options
+from app.serving.answers import AnswerMemory
+from app.serving.hits import SearchHit, search_hit
 from app.store import RagStore
-from app.text.keywords import normalize_text, query_tokens
 from app.users.identity import FULL, Identity, record
+from app.versions.preference import answer_version_notes, source_versions
+from app.workflow.passages import for_json, passages
 
 log = logging.getLogger(__name__)
 
 MAX_K = 50  # the seed's search.maxK
 DEFAULT_K = 10  # the seed's search.defaultK
-SNIPPET_CHARS = 120
 MAX_QUERY_CHARS = 2000
-# keyword scores are BM25 sums (unbounded): score = bm25 / (bm25 + KEYWORD_SCORE_HALF) maps them to 0-1
-KEYWORD_SCORE_HALF = 10.0
-_LOCATION = re.compile(r":(p|r)(\d+)$")
-
-
-class HitPayload(TypedDict, total=False):
-    """Where a hit comes from; ``start``/``end`` locate the snippet in the chunk's text."""
-
-    source: str
-    document_id: str | None
-    chunk_index: int | None
-    start: int
-    end: int
-    page: int
-    row: int
-
-
-class SearchHit(TypedDict):
-    """One ``search_rag`` result."""
-
-    id: str
-    score: float
-    snippet: str
-    payload: HitPayload
 
 
 class AskResult(TypedDict):
@@ -75,6 +52,12 @@ class AskResult(TypedDict):
     warnings: list[str]
     keyword_only: str | None
     timings: dict[str, float]
+    passages: list[dict]  # the sentence windows shown first, one per top source (app.workflow.passages)
+    # the sources of past versions: {source, doc_id, effective, superseded_by} (app.versions.preference)
+    past_versions: list[dict]
+    version_notes: list[str]  # which version is in force, where a past one was read
+    answer_id: str | None  # names this answer for feedback (None: nothing is kept, ANSWER_CACHE=0 and FEEDBACK=0)
+    cached_at: str | None  # an earlier answer given again: when it was written (ISO 8601); None: written now
 
 
 class SyncResult(TypedDict):
@@ -99,91 +82,6 @@ def validate_search(query: Any, k: Any, mode: Any) -> tuple[str, int, str]:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     return query, k, validate_mode(mode, default=None, allowed=SEARCH_MODES)
-
-
-def normalized_score(doc: Document, mode: str, settings: Settings) -> float:
-    """A 0-1 score, monotone with rank within one result list (documented in README):
-
-    * vector: the cosine similarity, clipped to 0-1;
-    * keyword: ``bm25 / (bm25 + 10)``;
-    * hybrid: the RRF score divided by the best possible one (first in both lists), so 1.0 means
-      ranked first by both searches.
-    """
-    raw = float(doc.metadata.get("relevance_score") or 0.0)
-    if mode == "vector":
-        value = raw
-    elif mode == "keyword":
-        value = raw / (raw + KEYWORD_SCORE_HALF) if raw > 0 else 0.0
-    else:
-        best = sum(w / (settings.retrieval.rrf_k + 1) for w in settings.retrieval.hybrid_weights)
-        value = raw / best if best > 0 else 0.0
-    return round(min(1.0, max(0.0, value)), 4)
-
-
-def _normalized_with_map(text: str) -> tuple[str, list[int]]:
-    """``normalize_text`` applied per character, with each output character's index in ``text``."""
-    out: list[str] = []
-    where: list[int] = []
-    for i, ch in enumerate(text):
-        norm = normalize_text(ch)
-        out.append(norm)
-        where.extend([i] * len(norm))
-    return "".join(out), where
-
-
-def snippet_span(text: str, query: str, width: int = SNIPPET_CHARS) -> tuple[int, int]:
-    """``(start, end)`` of the ``width``-character window of ``text`` holding the most occurrences of
-    the query's tokens (bigrams, words); the first window if none occurs. Offsets are into ``text``."""
-    if len(text) <= width:
-        return 0, len(text)
-    norm, where = _normalized_with_map(text)
-    hits: list[int] = []
-    for token in query_tokens(query):
-        start = norm.find(token)
-        while start != -1:
-            hits.append(where[start])
-            start = norm.find(token, start + 1)
-    if not hits:
-        return 0, width
-    hits.sort()
-    best_start, best_count, j = hits[0], 0, 0
-    for i, first in enumerate(hits):  # slide a window that starts at each hit
-        while j < len(hits) and hits[j] < first + width:
-            j += 1
-        if j - i > best_count:
-            best_start, best_count = first, j - i
-    # centre the hits: start a little before the first one, never past the text's end
-    last = max(h for h in hits if best_start <= h < best_start + width)
-    start = max(0, min(best_start - (width - (last - best_start)) // 2, len(text) - width))
-    return start, start + width
-
-
-def payload(doc: Document, span: tuple[int, int]) -> HitPayload:
-    """Where a hit comes from: source, document ID, page or row, chunk index, snippet offsets."""
-    meta = doc.metadata
-    source = str(meta.get("source", ""))
-    out: HitPayload = {
-        "source": source,
-        "document_id": meta.get("doc_id"),
-        "chunk_index": meta.get("chunk_index"),
-        "start": span[0],
-        "end": span[1],
-    }
-    match = _LOCATION.search(source)
-    if match:
-        out["page" if match.group(1) == "p" else "row"] = int(match.group(2))
-    return out
-
-
-def search_hit(doc: Document, query: str, mode: str, settings: Settings) -> SearchHit:
-    """One ``search_rag`` result: ``{id, score, snippet, payload}``."""
-    span = snippet_span(doc.page_content, query)
-    return {
-        "id": doc.id,
-        "score": normalized_score(doc, mode, settings),
-        "snippet": doc.page_content[span[0] : span[1]],
-        "payload": payload(doc, span),
-    }
 
 
 def no_search(query: str, k: int) -> list[Document]:
@@ -214,10 +112,20 @@ class RagService:
     started_at: float = field(default_factory=time.perf_counter)
     _context: Any = None
     _load_lock: threading.Lock = field(default_factory=threading.Lock)
-    _llm_lock: threading.Lock = field(default_factory=threading.Lock)
+    _llm_lock: Any = None  # LLM_CONCURRENCY answers at once (one for the in-process model)
     _sync_lock: threading.Lock = field(default_factory=threading.Lock)
     last_sync: Any = None  # the SyncReport of the last sync this process ran (the web page's documents list)
     surface: str = "mcp"  # what the audit log names: mcp or web
+    memory: AnswerMemory | None = None  # kept answers (the cache, feedback); None: nothing is kept
+
+    def __post_init__(self) -> None:
+        if self._llm_lock is None:
+            self._llm_lock = threading.BoundedSemaphore(self.concurrency)
+
+    @property
+    def concurrency(self) -> int:
+        """Answers generated at once: LLM_CONCURRENCY with LLM_BASE_URL, else one."""
+        return max(1, int(getattr(self.settings.llm, "concurrency", 1) or 1))
 
     @classmethod
     def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> RagService:
@@ -235,6 +143,7 @@ class RagService:
             data_dir=data_dir,
             # each ask names its own search, as who asks: the context's own never runs
             context_factory=lambda: default_context(settings, search=no_search),
+            memory=AnswerMemory(store.engine, settings.retrieval.collection_name, settings),
         )
         if preload_llm:
             threading.Thread(target=service._load_context, name="load-llm", daemon=True).start()
@@ -268,14 +177,68 @@ class RagService:
         if self.settings.access.audit:
             record(self.store.engine, self.settings, who, self.surface, action, sources, question)
 
+    def _remembering(self) -> bool:
+        """Whether answers are kept (for the cache or for feedback)."""
+        memory = self.settings.memory
+        return self.memory is not None and (memory.answer_cache or memory.feedback)
+
+    def cached_answer(self, question: Any, mode: Any = "hybrid", who: Identity = FULL) -> AskResult | None:
+        """The earlier answer to the same question (normalized) in the same mode, asked by someone with
+        the same principals over the same documents, within ANSWER_CACHE_TTL_S; None when there is none
+        (or ANSWER_CACHE=0). Audited like an answer."""
+        question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
+        if self.memory is None or not self.settings.memory.answer_cache:
+            return None
+        start = time.perf_counter()
+        hit = self.memory.find(question, mode, who.principals)
+        if hit is None:
+            return None
+        answer_id, result, created_at = hit
+        earlier: AskResult = {**result}  # type: ignore[typeddict-item]
+        earlier["answer_id"] = answer_id if self.settings.memory.feedback else None
+        earlier["cached_at"] = created_at.isoformat(timespec="seconds")
+        earlier["timings"] = {"cache": round(time.perf_counter() - start, 3)}
+        self.audit(who, "ask", list(earlier.get("sources") or []), question)
+        return earlier
+
+    def passages(self, question: Any, mode: Any = "hybrid", who: Identity = FULL) -> list[dict]:
+        """The passages a question would be shown first (retrieval order, no re-ranking, no LLM): what a
+        queued asker reads while waiting for the model."""
+        question = validate_text(question, "question")
+        search_mode = mode if mode in SEARCH_MODES else "hybrid"
+        docs = self.store.search(
+            question, search_mode=search_mode, top_k=self.settings.retrieval.search_k, principals=who.principals
+        )
+        return for_json(passages(question, docs[: self.settings.retrieval.rerank_top_k]))
+
+    def answer_record(self, answer_id: str) -> dict | None:
+        """A kept answer by its ID (question, mode, sources, principals): what feedback is about; None
+        when unknown, gone, or nothing is kept."""
+        return self.memory.by_id(answer_id) if self.memory is not None else None
+
     def ask(
-        self, question: Any, mode: Any = "hybrid", on_token: Callable[[str], None] | None = None, who: Identity = FULL
+        self,
+        question: Any,
+        mode: Any = "hybrid",
+        on_token: Callable[[str], None] | None = None,
+        who: Identity = FULL,
+        on_passages: Callable[[list[dict]], None] | None = None,
     ) -> AskResult:
         """Answer with the LangGraph workflow from what ``who`` may read: answer, sources (cited first),
-        abstention, timings; ``on_token`` gets each generated piece as it comes (the web page streams them)."""
+        abstention, the passages shown first, timings; ``on_passages`` gets the passages as soon as
+        retrieval ends and ``on_token`` each generated piece as it comes (the web page streams both).
+        The same question asked again over the same documents is answered from the kept answer."""
 
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
         self.store.warm_up()  # StoreNotReadyError (run make ingest) before anything reads a missing table
+        earlier = self.cached_answer(question, mode, who)
+        if earlier is not None:
+            if on_passages is not None:
+                on_passages(list(earlier.get("passages") or []))
+            return earlier
+        fingerprint = (
+            self.memory.fingerprint() if self._remembering() else ""
+        )  # before answering: a document changed meanwhile makes this answer stale at once
         ctx = self.context()
         if mode in SEARCH_MODES:
             ctx = replace(ctx, search=self.store.search_function(mode, who.principals), mode=mode)
@@ -288,10 +251,26 @@ class RagService:
             )
         if on_token is not None:
             ctx = replace(ctx, on_token=on_token)
+        if on_passages is not None:
+            ctx = replace(ctx, on_passages=on_passages)
         with self._llm_lock:
             state = run_rag(question, ctx)
         cited = list(state.get("cited_sources") or [])
         self.audit(who, "ask", cited + [s for s in state["sources"] if s not in cited], question)
+        result = self._result(state, mode)
+        if self._remembering():
+            result["answer_id"] = self._keep(question, mode, who, fingerprint, result)
+        return result
+
+    def _keep(self, question: str, mode: str, who: Identity, fingerprint: str, result: AskResult) -> str | None:
+        """Keep an answer in PostgreSQL; its ID when feedback is on (None otherwise)."""
+        kept = {k: v for k, v in result.items() if k not in ("answer_id", "cached_at", "timings")}
+        answer_id = self.memory.keep(question, mode, who.principals, fingerprint, kept)
+        return answer_id if self.settings.memory.feedback else None
+
+    def _result(self, state: dict, mode: str) -> AskResult:
+        """The workflow's final state as the ``ask`` result."""
+        cited = list(state.get("cited_sources") or [])
         return {
             "answer": state["answer"],
             "quote": (state.get("quote") or {}).get("line"),
@@ -304,6 +283,11 @@ class RagService:
             "warnings": list(state.get("warnings") or []),
             "keyword_only": self.store.vector_unavailable,
             "timings": {k: round(v, 3) for k, v in (state.get("timings") or {}).items()},
+            "passages": list(state.get("passages") or []),
+            "past_versions": [v for v in source_versions(state) if v.get("superseded_by")],
+            "version_notes": [] if state.get("abstained") else answer_version_notes(state),
+            "answer_id": None,
+            "cached_at": None,
         }
 
     def complete(

@@ -141,8 +141,8 @@ SQL_TERM_STATS = sql(
 # occurrence counting twice; BM25 with the idf values computed from the statistics.
 SQL_KEYWORD_SEARCH = sql(
     "WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idfs AS float8[])) AS q(term, idf)), "
-    "cand AS (SELECT k.id, k.tsv, k.dl FROM {keywords} k JOIN {chunks} r ON r.id = k.id "
-    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) AND r.readers && CAST(:principals AS text[]) "
+    "cand AS (SELECT k.id, k.tsv, k.dl FROM {keywords} k "
+    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) AND k.readers && CAST(:principals AS text[]) "
     "ORDER BY ts_rank(k.tsv, to_tsquery('simple', :tsquery), 1) DESC LIMIT :cap), "
     "scored AS (SELECT c.id, sum(q.idf * f.tf * (:k1 + 1) / (f.tf + :k1 * (1 - :b + :b * c.dl / :avgdl))) AS score "
     "FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(cardinality(u.positions), 1) "

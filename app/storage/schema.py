@@ -9,7 +9,8 @@ writer's locks; they only check the recorded version.
 
 Version history (the number is what ``rag_meta`` holds; stores made before 2 hold none, read as 0):
 2 documents and the keyword index · 3 BM25 statistics · 4 the graph's tables · 5 the ingest staging table ·
-6 readers on every row, row-level security, users, tokens and the audit log.
+6 readers on every row, row-level security, users, tokens and the audit log · 7 answers kept ·
+8 document versions · 9 the askers' feedback · 10 readers on the keyword rows.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from app.config import EMBED_DIM
 from app.errors import StoreNotReadyError
-from app.storage import chunks, graph, keywords, readers, staging, users
+from app.storage import answers, chunks, feedback, graph, keywords, readers, staging, users, versions
 from app.storage.collection import collection_id
 from app.storage.engine import lift_statement_timeout
 from app.storage.tables import META_TABLE, sql
@@ -96,6 +97,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         6,
         "readers on every row, row-level security, users, tokens, the audit log",
         readers.MIGRATION_STATEMENTS + users.MIGRATION_STATEMENTS,
+    ),
+    Migration(
+        7, "answers kept (the same question answered again at once; feedback names them)", answers.MIGRATION_STATEMENTS
+    ),
+    # families are computed at the end of the next sync (app.ingestion.versions)
+    Migration(8, "document versions: families, effective dates, the current version", versions.MIGRATION_STATEMENTS),
+    Migration(9, "the askers' feedback on answers", feedback.MIGRATION_STATEMENTS),
+    Migration(
+        10,
+        "the keyword rows carry their chunk's readers (BM25 filters them without the chunk table)",
+        readers.KEYWORD_READERS_STATEMENTS,
+        upgrade=readers.KEYWORD_READERS_UPGRADE,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -31,6 +31,9 @@ GRAPH_STATE_TABLE = "rag_graph_state"
 USER_TABLE = "rag_user"
 TOKEN_TABLE = "rag_token"
 AUDIT_TABLE = "rag_audit"
+# what the product remembers: answers given (app.storage.answers), the askers' feedback (app.storage.feedback)
+ANSWER_TABLE = "rag_answer"
+FEEDBACK_TABLE = "rag_feedback"
 
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 ENTITY_HNSW_INDEX = "rag_graph_entity_embedding_hnsw"
@@ -57,6 +60,10 @@ NAMES: dict[str, str] = {
     "users": USER_TABLE,
     "tokens": TOKEN_TABLE,
     "audit": AUDIT_TABLE,
+    "answers": ANSWER_TABLE,
+    "answer_key_index": "rag_answer_key",
+    "answer_created_index": "rag_answer_created",
+    "feedback": FEEDBACK_TABLE,
     "token_user_index": "rag_token_user",
     "audit_at_index": "rag_audit_at",
     "chunk_readers_index": "rag_embedding_readers",
@@ -65,6 +72,9 @@ NAMES: dict[str, str] = {
     "intersect_function": "rag_readers_and",
     "intersect_aggregate": "rag_readers_intersect",
     "readers_policy": "rag_readers",
+    "keyword_readers_function": "rag_keyword_readers",
+    "keyword_readers_trigger": "rag_keyword_readers_ins",
+    "chunk_readers_trigger": "rag_chunk_readers_upd",
     "query_role": "rag_query",
     "hnsw_index": HNSW_INDEX,
     "chunk_collection_index": "ix_langchain_pg_embedding_collection",

@@ -24,7 +24,9 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from app import storage
 from app.errors import DatabaseUnavailableError, RagError
 from app.serving.hosts import is_loopback
 from app.users.identity import Identity
+from app.web.feedback import feedback_routes
 from app.web.followup import standalone
 from app.web.guard import LOCAL
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
@@ -103,6 +106,17 @@ class Cancelled(Exception):
 Followup = Callable[[str, Sequence[str]], str]  # (question, earlier questions) -> the question to search
 
 
+def error_line(exc: BaseException) -> str:
+    """The one line the page shows for a failed answer; the log keeps the type, never the question."""
+    message = database_message(exc)
+    if message is None and isinstance(exc, (RagError, ValueError)):
+        message = str(exc)
+    if message is None:
+        log.error("ask failed (%s)", type(exc).__name__, exc_info=exc)
+        message = f"回答できませんでした（{type(exc).__name__}）"
+    return message
+
+
 async def answer_events(
     service: Any,
     turns: Turns,
@@ -111,16 +125,22 @@ async def answer_events(
     history: Sequence[str] = (),
     followup: Followup = standalone,
     who: Identity = LOCAL,
+    executor: Executor | None = None,
 ) -> AsyncIterator[str]:
-    """The answer to ``question`` (made to stand alone after ``history`` by ``followup``) as events,
-    generated in a worker thread while this streams them; the rewrite takes the model's turn too (it
-    may use the LLM). When the asker goes away mid-answer (the page closed, the connection dropped),
-    the generation stops at its next token and the model's turn passes on."""
+    """The answer to ``question`` (made to stand alone after ``history`` by ``followup``) as events.
+
+    An earlier answer to the same question (app.serving.service.RagService.cached_answer) comes at once,
+    without waiting in line. Otherwise the question takes its place in ``turns`` (waiting holds no
+    thread; a queued asker is told its place and, for a question without history, shown the passages
+    retrieval finds meanwhile), then is answered on ``executor`` (the model's own threads) while this
+    streams its ``sources`` and ``token`` events. When the asker goes away, the question leaves the line
+    at once, or the generation stops at its next token and the model passes on."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
     gone = threading.Event()
+    asked = time.perf_counter()
 
-    def put(kind: str, data: dict[str, Any]) -> None:
+    def put(kind: str, data: dict[str, Any]) -> None:  # from any thread
         loop.call_soon_threadsafe(events.put_nowait, (kind, data))
 
     def on_token(piece: str) -> None:
@@ -128,35 +148,56 @@ async def answer_events(
             raise Cancelled
         put("token", {"text": piece})
 
+    def on_passages(shown: list[dict]) -> None:
+        put("sources", {"passages": shown, "ms": round((time.perf_counter() - asked) * 1000)})
+
     def work() -> None:
         try:
-            with turns.turn(lambda ahead: put("queued", {"ahead": ahead})):
-                if gone.is_set():
-                    raise Cancelled
-                searched = followup(question, history) if history else question
-                put("searched", {"question": searched, "rewritten": searched != question})
-                result = service.ask(searched, mode, on_token=on_token, who=who)
+            if gone.is_set():
+                raise Cancelled
+            searched = followup(question, history) if history else question
+            put("searched", {"question": searched, "rewritten": searched != question})
+            result = service.ask(searched, mode, on_token=on_token, who=who, on_passages=on_passages)
             put("done", page_result(result))
         except Cancelled:
             log.info("an answer was stopped: the asker closed the connection")
-        except Exception as exc:  # the page gets one line; the log keeps the type, never the question
-            message = database_message(exc)
-            if message is None and isinstance(exc, (RagError, ValueError)):
-                message = str(exc)
-            if message is None:
-                log.exception("ask failed (%s)", type(exc).__name__)
-                message = f"回答できませんでした（{type(exc).__name__}）"
-            put("error", {"message": message})
+        except Exception as exc:
+            put("error", {"message": error_line(exc)})
 
-    loop.run_in_executor(None, work)
+    async def run() -> None:
+        try:
+            if not history:
+                earlier = await asyncio.to_thread(service.cached_answer, question, mode, who)
+                if earlier is not None:
+                    put("searched", {"question": question, "rewritten": False})
+                    on_passages(list(earlier.get("passages") or []))
+                    put("done", page_result(earlier))
+                    return
+            ticket = turns.join(lambda ahead: events.put_nowait(("queued", {"ahead": ahead})))
+            try:
+                if not ticket.started and not history:  # something to read while waiting
+                    on_passages(await asyncio.to_thread(service.passages, question, mode, who))
+                await turns.wait(ticket)
+            except BaseException:
+                turns.drop(ticket)
+                raise
+            future = loop.run_in_executor(executor, work)
+            future.add_done_callback(lambda _: turns.leave())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            put("error", {"message": error_line(exc)})
+
+    task = asyncio.ensure_future(run())
     try:
         while True:
             kind, data = await events.get()
             yield sse(kind, data)
             if kind in ("done", "error"):
                 break
-    finally:  # normally a no-op; on a closed connection, the worker stops at its next token
+    finally:  # normally a no-op; on a closed connection, the question leaves the line or stops at its next token
         gone.set()
+        task.cancel()
 
 
 class BadBody(ValueError):
@@ -234,7 +275,10 @@ def create_app(
     store, or not theirs to read); ``followup`` makes a follow-up stand alone (the rules, or
     :func:`app.web.rewrite.llm_standalone`). Who asks is ``request.state.identity`` (app.web.guard);
     a request without one is this machine's user in single-team mode."""
-    turns = turns or Turns()
+    concurrency = int(getattr(service, "concurrency", 1) or 1)
+    turns = turns or Turns(concurrency)
+    # the model's work runs on its own threads: the default pool stays free for every other route
+    model_threads = ThreadPoolExecutor(max_workers=turns.capacity, thread_name_prefix="answer")
 
     async def page(request: Request) -> Response:
         return HTMLResponse(PAGE, headers=page_headers(PAGE))
@@ -247,7 +291,7 @@ def create_app(
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return StreamingResponse(
-            answer_events(service, turns, question, mode, history, followup, identity(request)),
+            answer_events(service, turns, question, mode, history, followup, identity(request), model_threads),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -301,5 +345,8 @@ def create_app(
             Route("/api/sync", with_database(resync), methods=["POST"]),
             Route("/api/source", with_database(source), methods=["GET"]),
             Route("/files/{doc_id:path}", with_database(document_file), methods=["GET"]),
+            *feedback_routes(
+                service, read_body=read_json, who=identity, administers=may_administer, guarded=with_database
+            ),
         ]
     )

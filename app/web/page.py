@@ -1,8 +1,11 @@
-"""The page itself: one HTML document with its script, no external resources (nothing leaves the
-building, and it works offline). Every text from the server is set with ``textContent``, never as
-HTML, so a document's text cannot run in the page."""
+"""The page itself: one HTML document with its script (app.web.page_script), no external resources
+(nothing leaves the building, and it works offline). Every text from the server is set with
+``textContent``, never as HTML, so a document's text cannot run in the page."""
 
-PAGE = """<!doctype html>
+from app.web.page_script import ASK_SCRIPT
+
+PAGE = (
+    """<!doctype html>
 <html lang="ja">
 <head>
 <meta charset="utf-8">
@@ -12,7 +15,8 @@ PAGE = """<!doctype html>
 body { font-family: system-ui, "Noto Sans JP", sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem;
        color: #1d1d1f; }
 h1 { font-size: 1.4rem; }
-form { display: flex; gap: .5rem; flex-wrap: wrap; }
+[hidden] { display: none !important; }
+#ask { display: flex; gap: .5rem; flex-wrap: wrap; }
 #question { flex: 1 1 28rem; font-size: 1rem; padding: .5rem; }
 button, select { font-size: 1rem; padding: .5rem .9rem; }
 #searched { color: #555; font-size: .9rem; margin: .6rem 0 0; }
@@ -21,10 +25,22 @@ button, select { font-size: 1rem; padding: .5rem .9rem; }
 #answer.abstained { color: #8a4b00; }
 #quote { border-left: 4px solid #7a9; padding: .3rem .8rem; margin: .8rem 0; color: #234; }
 #sources li { margin: .2rem 0; }
+#cached { color: #555; font-size: .9rem; margin: .2rem 0; }
+#feedback { margin: .6rem 0; font-size: .95rem; }
+#feedback button { font-size: .95rem; padding: .2rem .6rem; margin-left: .3rem; }
+#feedback-form fieldset { border: 1px solid #ccd; border-radius: 6px; margin: .5rem 0; }
+#feedback-form label { display: block; margin: .15rem 0; }
+#feedback-comment { width: 100%; box-sizing: border-box; font-size: 1rem; }
+#feedback-status { color: #235; margin: .3rem 0; }
+#passages li { margin: .6rem 0; }
+.passage-head { margin: 0; }
+.passage-title { color: #555; font-size: .85rem; }
+.superseded { color: #8a4b00; font-size: .85rem; font-weight: 600; }
+.passage-text { white-space: pre-wrap; line-height: 1.7; margin: .2rem 0 0; }
 .cited { font-weight: 600; }
 .kind { display: inline-block; min-width: 7.5em; color: #555; font-size: .85rem; }
 #timings { color: #666; font-size: .85rem; white-space: pre-wrap; }
-#sources a { cursor: pointer; color: #0a58ca; text-decoration: underline; }
+a.source { cursor: pointer; color: #0a58ca; text-decoration: underline; }
 #viewer { border: 1px solid #ccd; border-radius: 6px; padding: .6rem .9rem; margin: .6rem 0; }
 #viewer table { border-collapse: collapse; }
 #viewer th, #viewer td { border: 1px solid #ccd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
@@ -51,211 +67,42 @@ mark { background: #fff1a8; }
 </form>
 <p id="searched" hidden></p>
 <p id="status" role="status"></p>
+<p id="cached" hidden></p>
 <div id="answer" aria-live="polite"></div>
 <blockquote id="quote" hidden></blockquote>
+<div id="feedback" hidden>
+  <span id="feedback-buttons">この回答は役に立ちましたか？
+    <button id="helpful" type="button">👍 役に立った</button>
+    <button id="unhelpful" type="button">👎 違う</button>
+  </span>
+  <form id="feedback-form" hidden>
+    <fieldset><legend>正しい出典はどれでしたか？</legend><div id="feedback-choices"></div></fieldset>
+    <textarea id="feedback-comment" maxlength="1000" rows="2" placeholder="コメント（任意）"></textarea>
+    <button id="feedback-send" type="submit">送信</button>
+  </form>
+  <p id="feedback-status" role="status"></p>
+</div>
+<section id="passages-box" hidden>
+  <h2>該当箇所</h2>
+  <ol id="passages"></ol>
+</section>
 <section id="sources-box" hidden>
   <h2>出典</h2>
   <ol id="sources"></ol>
-  <div id="viewer" hidden>
-    <p id="viewer-title"></p>
-    <table id="viewer-table" hidden><tbody></tbody></table>
-    <div id="viewer-text"></div>
-  </div>
 </section>
+<div id="viewer" hidden>
+  <p id="viewer-title"></p>
+  <table id="viewer-table" hidden><tbody></tbody></table>
+  <div id="viewer-text"></div>
+</div>
 <details id="timings-box" hidden><summary>処理時間</summary><div id="timings"></div></details>
-<script>
-const $ = (id) => document.getElementById(id);
-
-function parseEvents(buffer, onEvent) {
-  let cut;
-  while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
-    const block = buffer.slice(0, cut);
-    buffer = buffer.slice(cut + 2);
-    let kind = "message", data = "";
-    for (const line of block.split("\\n")) {
-      if (line.startsWith("event: ")) kind = line.slice(7);
-      else if (line.startsWith("data: ")) data += line.slice(6);
-    }
-    onEvent(kind, data ? JSON.parse(data) : {});
-  }
-  return buffer;
-}
-
-let lastQuote = "";
-let history = [];  // the questions as searched, oldest first (a follow-up refers to the last)
-
-$("reset").addEventListener("click", () => {
-  history = [];
-  $("searched").hidden = true;
-  $("question").value = "";
-  $("question").focus();
-});
-
-function highlighted(container, text, passage) {
-  container.textContent = "";
-  const at = passage ? text.indexOf(passage) : -1;
-  if (at < 0) { container.textContent = text; return; }
-  const mark = document.createElement("mark");
-  mark.textContent = passage;
-  container.append(text.slice(0, at), mark, text.slice(at + passage.length));
-  mark.scrollIntoView({ block: "nearest" });
-}
-
-async function openSource(source) {
-  const response = await fetch("/api/source?id=" + encodeURIComponent(source));
-  const view = await response.json();
-  if (!response.ok) { $("status").textContent = view.error; return; }
-  if (view.kind === "page" && view.doc_id.toLowerCase().endsWith(".pdf")) {
-    window.open("/files/" + view.doc_id.split("/").map(encodeURIComponent).join("/") + "#page=" + view.number,
-                "_blank", "noopener");
-    return;
-  }
-  $("viewer-title").textContent = view.source + (view.context ? "　" + view.context : "");
-  const body = $("viewer-table").tBodies[0];
-  body.textContent = "";
-  for (const [name, value] of view.cells) {
-    const row = body.insertRow();
-    const th = document.createElement("th");
-    th.textContent = name;
-    row.appendChild(th);
-    row.insertCell().textContent = value;
-  }
-  $("viewer-table").hidden = view.cells.length === 0;
-  if (view.cells.length) $("viewer-text").textContent = "";
-  else if ((view.blocks || []).length) rendered($("viewer-text"), view.blocks, lastQuote);
-  else highlighted($("viewer-text"), view.text, lastQuote);
-  $("viewer").hidden = false;
-}
-
-function rendered(container, blocks, passage) {
-  // A Markdown section from its blocks: each an element whose text is set, list items in a list,
-  // table rows in a table; the cited passage marked in the block that holds it.
-  container.textContent = "";
-  let list = null, table = null;
-  const marked = (passage || "").replace(/\\*\\*|__|`/g, "");
-  let found = false;
-  for (const block of blocks) {
-    let element;
-    if (block.tag === "li") {
-      if (!list) { list = document.createElement("ul"); container.appendChild(list); }
-      element = document.createElement("li");
-      list.appendChild(element);
-    } else if (block.tag === "tr") {
-      if (!table) { table = document.createElement("table"); container.appendChild(table); }
-      const row = table.insertRow();
-      for (const cell of block.cells) row.insertCell().textContent = cell;
-      continue;
-    } else {
-      list = table = null;
-      element = document.createElement(block.tag);
-      container.appendChild(element);
-    }
-    if (!found && marked && block.text.includes(marked)) { highlighted(element, block.text, marked); found = true; }
-    else element.textContent = block.text;
-    if (block.tag !== "li") list = null;
-    if (block.tag !== "tr") table = null;
-  }
-}
-
-function withCitationLinks(container, text, numbered) {
-  container.textContent = "";
-  const parts = text.split(/(\\[\\d+\\])/);
-  for (const part of parts) {
-    const number = /^\\[(\\d+)\\]$/.exec(part);
-    const source = number ? numbered[Number(number[1]) - 1] : undefined;
-    if (!source) { container.append(part); continue; }
-    const link = document.createElement("a");
-    link.textContent = part;
-    link.href = "#";
-    link.title = source;
-    link.className = "citation";
-    link.addEventListener("click", (event) => { event.preventDefault(); openSource(source); });
-    container.append(link);
-  }
-}
-
-function kindOf(source) {
-  let m;
-  if ((m = /:p(\\d+)$/.exec(source))) return (/\\.pdf:/i.test(source) ? "PDF " : "スキャン ") + m[1] + " ページ";
-  if ((m = /[:!]r(\\d+)$/.exec(source))) return "表 " + m[1] + " 行目";
-  if ((m = /:s(\\d+)$/.exec(source))) return "スライド " + m[1];
-  return source.includes("#") ? "節" : "文書";
-}
-
-function showDone(result) {
-  withCitationLinks($("answer"), result.answer, result.numbered_sources || []);
-  $("answer").classList.toggle("abstained", Boolean(result.abstained));
-  const withdrawn = (result.withdrawn || []).map((w) => "「" + w + "」").join("");
-  $("status").textContent = !result.abstained ? "" : withdrawn
-    ? "回答に資料にない" + withdrawn + "が含まれていたため取り消しました。近い出典を示します。"
-    : "資料に答えが見つかりませんでした。近い出典を示します。";
-  if (result.quote) { $("quote").textContent = result.quote; $("quote").hidden = false; }
-  const quoted = /「(.+?)」/.exec(result.quote || "");
-  lastQuote = quoted ? quoted[1].replace(/…$/, "") : "";
-  const cited = new Set(result.cited_sources || []);
-  const list = $("sources");
-  for (const [i, source] of (result.sources || []).entries()) {
-    const item = document.createElement("li");
-    const link = document.createElement("a");
-    link.textContent = source;
-    link.addEventListener("click", () => openSource(source));
-    const kind = document.createElement("span");
-    kind.className = "kind";
-    kind.textContent = kindOf(source);
-    item.append(kind, link);
-    item.dataset.source = source;
-    if (cited.has(source)) item.className = "cited";
-    list.appendChild(item);
-  }
-  $("sources-box").hidden = list.children.length === 0;
-  $("timings").textContent = Object.entries(result.timings_ms || {}).map(([k, v]) => k + ": " + v + " ms").join(", ");
-  $("timings-box").hidden = false;
-}
-
-$("ask").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  for (const id of ["quote", "sources-box", "timings-box", "viewer"]) $(id).hidden = true;
-  $("answer").textContent = ""; $("sources").textContent = ""; $("answer").className = "";
-  $("status").textContent = "検索しています…";
-  $("send").disabled = true;
-  try {
-    const response = await fetch("/api/ask", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ question: $("question").value, mode: $("mode").value, history }),
-    });
-    if (!response.ok) {
-      const body = await response.json().catch(() => ({}));
-      $("status").textContent = body.error || `エラー (${response.status})`;
-      return;
-    }
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer = parseEvents(buffer + value, (kind, data) => {
-        if (kind === "searched") {
-          history = history.concat([data.question]).slice(-3);
-          $("searched").textContent = "検索した質問: " + data.question;
-          $("searched").hidden = !data.rewritten;
-        }
-        else if (kind === "queued") $("status").textContent = `順番待ち: 前に ${data.ahead} 件`;
-        else if (kind === "token") { $("status").textContent = ""; $("answer").textContent += data.text; }
-        else if (kind === "done") showDone(data);
-        else if (kind === "error") $("status").textContent = data.message;
-      });
-    }
-  } catch (error) {
-    $("status").textContent = "サーバーに接続できませんでした。";
-  } finally {
-    $("send").disabled = false;
-  }
-});
-</script>
+<script>"""
+    + ASK_SCRIPT
+    + """</script>
 </body>
 </html>
 """
+)
 
 DOCUMENTS_PAGE = """<!doctype html>
 <html lang="ja">
@@ -269,6 +116,7 @@ table { border-collapse: collapse; width: 100%; }
 th, td { border-bottom: 1px solid #dde; padding: .3rem .5rem; text-align: left; }
 td.n { text-align: right; }
 #failures li, #summary.error { color: #8a1c00; }
+#flagged-box { margin-top: 2rem; }
 </style>
 </head>
 <body>
@@ -281,6 +129,14 @@ td.n { text-align: right; }
   <thead><tr><th>文書 ID</th><th>種類</th><th>チャンク</th><th>取り込み日時</th></tr></thead>
   <tbody id="documents"></tbody>
 </table>
+<section id="flagged-box" hidden>
+  <h2>よく指摘される質問（👎）</h2>
+  <p id="flagged-none" hidden>まだ指摘はありません。</p>
+  <table>
+    <thead><tr><th>質問</th><th>👎</th><th>👍</th><th>どれも違う</th><th>選ばれた出典</th><th>コメント</th><th>最後の指摘</th></tr></thead>
+    <tbody id="flagged"></tbody>
+  </table>
+</section>
 <script>
 const $ = (id) => document.getElementById(id);
 
@@ -315,7 +171,30 @@ async function load() {
   }
   $("user").textContent = body.user ? "ログイン中: " + body.user : "";
   $("resync").hidden = !body.admin;  // re-sync and the skipped files are the administrator's
-  if (body.admin) showSync(body.last_sync);
+  if (body.admin) { showSync(body.last_sync); await loadFlagged(); }
+}
+
+async function loadFlagged() {
+  // the questions askers flagged most (the administrator's; FEEDBACK=0: none kept)
+  const response = await fetch("/api/feedback");
+  if (!response.ok) return;
+  const body = await response.json();
+  const rows = $("flagged");
+  rows.textContent = "";
+  for (const question of body.questions) {
+    const row = rows.insertRow();
+    row.insertCell().textContent = question.question;
+    for (const count of [question.flagged, question.helpful, question.none_right]) {
+      const cell = row.insertCell();
+      cell.textContent = count;
+      cell.className = "n";
+    }
+    row.insertCell().textContent = question.chosen_sources.join(", ");
+    row.insertCell().textContent = question.comments.join(" / ");
+    row.insertCell().textContent = (question.last_flagged || "").replace("T", " ").slice(0, 16);
+  }
+  $("flagged-none").hidden = body.questions.length > 0;
+  $("flagged-box").hidden = !body.enabled;
 }
 
 $("resync").addEventListener("click", async () => {

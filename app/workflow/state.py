@@ -32,13 +32,16 @@ class RAGState(TypedDict, total=False):
     model_cited: bool  # the model itself cited a context
     abstained: str | None  # why the answer is (or counts as) an abstention: "no_context", "low_confidence",
     # "low_rerank", "absent_value", "low_coverage" (no LLM call), "model" (it said so, or said nothing), "unsupported" (a number no context states),
-    # "unstated" (most of the words it adds are in no context: app.workflow.checks.support); None
+    # "unstated" (most of the words it adds are in no context: app.workflow.checks.support), "restated" (it
+    # gives the question back), "incomplete" (it stops before its value), "off_topic" (its cited passage
+    # shares too little with the question: app.workflow.checks.restated); None
     model_answer: str  # with "unsupported"/"unstated": what the model wrote instead
     unsupported: list[str]  # with "unsupported": the numbers no context states; with "unstated": those words
     warnings: list[
         str
     ]  # links the answer carries from a document, a copied instruction to an AI (app.workflow.checks.guard)
-    evidence_shown: str  # the passage was shown instead of the model's answer, and why ("unsupported", "unstated")
+    evidence_shown: str  # the passage was shown instead of the model's answer, and why ("unsupported", "unstated",
+    # "restated", "incomplete", "off_topic", "wrong_cell")
     quote: (
         dict | None
     )  # the context sentence the answer was taken from: number, text, source, line (app.workflow.evidence)
@@ -50,6 +53,7 @@ class RAGState(TypedDict, total=False):
     graph: dict  # local: entity, relationship and report IDs used, tokens per section
     traceability: dict  # global: report, document, chunk and entity IDs behind the answer
     map_results: list  # global: each batch's key points, tokens, seconds, attempts, error
+    passages: list[dict]  # the sentence windows shown first, one per top source (app.workflow.passages)
     timings: Annotated[dict[str, float], _merge]
 
 
@@ -65,6 +69,7 @@ class RAGContext:
     count_tokens: Callable[[str], int] | None = None
     token_budget: int | None = None  # prompt tokens allowed: n_ctx - max_tokens
     on_token: Callable[[str], None] | None = None  # streaming: called with each generated piece
+    on_passages: Callable[[list[dict]], None] | None = None  # called once retrieval ends, with the passages shown first
     prompt_style: str = "cited"  # or "spec" (§4.9's template)
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
     min_rerank: float = 0.0  # the same for the cross-encoder's best score (0..1), when one re-ranked

@@ -1,6 +1,6 @@
 """make bench, small: every section except generation and e2e runs for real (they are slow), the MCP
 server and concurrency sections at 600 chunks, the LLM server comparison with the test GGUF (8 tokens an
-answer: enough for a rate, not a long wait)."""
+answer: enough for a rate, not a long wait), and the load run with two askers."""
 
 import json
 
@@ -36,6 +36,10 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
         "8",
         "--filtered-size",
         "2000",
+        "--load-askers",
+        "2",
+        "--load-minutes",
+        "0.05",
         "--out",
         str(tmp_path),
         env={"GRAPH_MAP_MAX_BATCHES": "1"},
@@ -78,6 +82,11 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert llm["max_tokens"] == 8 and llm["in_process"]["tokens_per_s"] > 0 and llm["server"]["tokens_per_s"] > 0
     assert [b["requests"] for b in llm["server_concurrent"]] == [1, 2]
     assert "in process vs OpenAI-compatible server" in result.stdout
+    load = data["load"]
+    for run in (load["in_process"], load["server"]):
+        assert run["asked"] == run["answered"] == 2 and run["errors"] == []
+        assert run["passages_s"]["n"] == 2 and run["passages_s"]["p50"] <= run["done_s"]["p50"]
+    assert "Load: 2 askers over 0.05 min on the page" in result.stdout
 
 
 def test_filtered_search_section_small(settings):

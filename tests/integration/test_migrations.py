@@ -109,10 +109,10 @@ def store_with_a_document(engine) -> None:
 def test_migrations_applied_again_change_nothing(own_engine):
     store_with_a_document(own_engine)
     before = snapshot(own_engine)
-    assert before["stats"] and before["collection_stats"][0][0] == 3 and before["meta"] == [("schema_version", "6")]
+    assert before["stats"] and before["collection_stats"][0][0] == 3 and before["meta"] == [("schema_version", "10")]
     for previous in (0, 0, 1, 1):  # every statement twice more, then with the upgrade statements too
         with own_engine.begin() as conn:
-            assert schema.apply_migrations(conn, previous) == [2, 3, 4, 5, 6]
+            assert schema.apply_migrations(conn, previous) == [2, 3, 4, 5, 6, 7, 8, 9, 10]
         assert snapshot(own_engine) == before
 
 
@@ -144,3 +144,30 @@ def test_a_current_store_opens_without_any_migration(own_engine):
     schema.check_schema(own_engine, COLLECTION)
     migrations = {s for m in schema.MIGRATIONS for s in m.statements + m.upgrade}
     assert statements and not migrations & set(statements)
+
+
+def test_keyword_rows_carry_their_chunk_s_readers_through_every_change(own_engine):
+    from app.storage import readers
+    from app.storage.collection import collection_id
+
+    store_with_a_document(own_engine)
+    differing = text(
+        "SELECT count(*) FROM rag_keyword_index k JOIN langchain_pg_embedding c ON c.id = k.id "
+        "WHERE k.readers IS DISTINCT FROM c.readers"
+    )
+    with own_engine.begin() as conn:
+        assert conn.execute(differing).scalar() == 0
+        collection = collection_id(own_engine, COLLECTION)
+        readers.set_document_readers(conn, collection, "rules", "rules.csv", ["admin", "経理"])
+        assert conn.execute(differing).scalar() == 0
+        assert conn.execute(text("SELECT DISTINCT readers FROM rag_keyword_index")).all() == [(["admin", "経理"],)]
+        # a keyword row written after its chunk takes the chunk's readers
+        conn.execute(text("DELETE FROM rag_keyword_index WHERE id = 'c1'"))
+        conn.execute(
+            text(
+                "INSERT INTO rag_keyword_index (id, collection_id, tsv, dl) "
+                "VALUES ('c1', :c, to_tsvector('simple', '第二 条'), 2)"
+            ),
+            {"c": collection},
+        )
+        assert conn.execute(text("SELECT readers FROM rag_keyword_index WHERE id = 'c1'")).scalar() == ["admin", "経理"]

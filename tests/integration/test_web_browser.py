@@ -4,6 +4,7 @@ screenshot in .cache/web-screenshots/."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT, free_port
+from tests.integration.conftest import ROOT, free_port, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -95,6 +96,7 @@ def ask(driver, question: str) -> dict:
     streamed = WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
         lambda d: d.find_element(By.ID, "answer").text or None
     )  # the first tokens, before the answer is done
+    passages_early = driver.find_element(By.ID, "passages-box").is_displayed()
     WebDriverWait(driver, ANSWER_TIMEOUT_S).until(lambda d: d.find_element(By.ID, "send").is_enabled())
     return {
         "streamed": streamed,
@@ -104,6 +106,9 @@ def ask(driver, question: str) -> dict:
         "sources": [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#sources li a")],
         "kinds": [k.text for k in driver.find_elements(By.CSS_SELECTOR, "#sources li .kind")],
         "cited": [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#sources li.cited a")],
+        "passages_early": passages_early,  # the passages were there while the answer was being written
+        "passages": [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#passages li a.source")],
+        "marks": [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#passages mark")],
     }
 
 
@@ -175,3 +180,43 @@ def test_a_person_asks_opens_the_source_follows_up_and_sees_an_abstention(web_ur
     assert named["status"].startswith("回答に資料にない「") and named["status"].endswith(
         "が含まれていたため取り消しました。近い出典を示します。"
     ), named
+
+
+def test_a_person_reads_the_passages_and_flags_an_answer_with_the_right_source(web_url, browser, tmp_path):
+    """Issue 41 item 1 and issue 42 item 3: the 「該当箇所」 block (each top source's best sentences, the
+    question's terms marked) is on the page while the answer is written; 👎 opens the form, the asker picks
+    the source that was right and comments, and `python -m app.feedback export` gives that question with
+    that expected_source."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(web_url)
+    question = "無料トライアルは何日間使えますか？"
+    shown = ask(browser, question)
+    assert browser.find_element(By.CSS_SELECTOR, "#passages-box h2").text == "該当箇所"
+    assert shown["passages"] and shown["marks"], shown
+    assert shown["passages_early"] or shown["streamed"] == shown["answer"], shown
+    assert browser.find_element(By.ID, "helpful").is_displayed(), shown
+    assert not browser.find_element(By.ID, "feedback-form").is_displayed()
+    browser.save_screenshot(str(SHOTS / "9-passages.png"))
+
+    browser.find_element(By.ID, "unhelpful").click()
+    WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "feedback-form").is_displayed())
+    labels = [label.text for label in browser.find_elements(By.CSS_SELECTOR, "#feedback-choices label")]
+    assert labels == [*shown["sources"], "どれも違う"], (labels, shown)
+    chosen = "faq.csv:r3" if "faq.csv:r3" in shown["sources"] else shown["sources"][-1]  # the trial's row
+    radio = browser.find_element(By.CSS_SELECTOR, f'#feedback-choices input[value="{chosen}"]')
+    radio.click()
+    browser.find_element(By.ID, "feedback-comment").send_keys("30日間と書いてある行はこちらです")
+    browser.save_screenshot(str(SHOTS / "10-feedback-form.png"))
+    browser.find_element(By.ID, "feedback-send").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_element(By.ID, "feedback-status").text == "ご意見ありがとうございました。"
+    )
+    assert not browser.find_element(By.ID, "unhelpful").is_displayed()
+    browser.save_screenshot(str(SHOTS / "11-feedback-sent.png"))
+
+    out = tmp_path / "flagged.json"
+    exported = run_cli("app.feedback", "export", str(out))
+    assert exported.returncode == 0, exported.stderr
+    assert {"query": question, "expected_source": chosen, "expected_keywords": []} in json.loads(out.read_text())
