@@ -21,16 +21,9 @@ import time
 from pathlib import Path
 
 import httpx
+from web_ttft import QUESTIONS  # the same questions as the first-token script (scripts/ is on the path)
 
 ROOT = Path(__file__).resolve().parents[1]
-QUESTIONS = (
-    "サポート窓口の受付時間を教えてください。",
-    "エラーコードE3010が出たときの対処方法は？",
-    "有給休暇は入社後いつから取得できますか？",
-    "ミナトVPNに接続するときに必要なものは何ですか？",
-    "経費精算の締め日はいつですか？",
-    "パスワードは何日ごとに変更が必要ですか？",
-)
 PASSAGES_WITHIN_S = 1.5
 REPEAT_WITHIN_S = 0.5
 

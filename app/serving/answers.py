@@ -62,12 +62,16 @@ class AnswerMemory:
         """What the stored documents are now (app.storage.answers.documents_fingerprint)."""
         return documents_fingerprint(self.engine, self.collection)
 
-    def find(self, question: str, mode: str, principals: Sequence[str]) -> tuple[str, dict, Any] | None:
+    def find(
+        self, question: str, mode: str, principals: Sequence[str], fingerprint: str | None = None
+    ) -> tuple[str, dict, Any] | None:
         """``(id, result, created_at)`` of the earlier answer to this question for these principals over
-        the documents as they are now, within ANSWER_CACHE_TTL_S; None otherwise."""
+        the documents as they are now (``fingerprint``, read here when not given), within
+        ANSWER_CACHE_TTL_S; None otherwise."""
         key = cache_key(question, mode, principals, self.settings)
         ttl = self.settings.memory.answer_cache_ttl_s
-        return cached_answer(self.engine, self.collection, key, self.fingerprint(), principals, ttl)
+        now = self.fingerprint() if fingerprint is None else fingerprint
+        return cached_answer(self.engine, self.collection, key, now, principals, ttl)
 
     def keep(
         self, question: str, mode: str, principals: Sequence[str], fingerprint: str, result: Mapping[str, Any]

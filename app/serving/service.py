@@ -182,7 +182,9 @@ class RagService:
         memory = self.settings.memory
         return self.memory is not None and (memory.answer_cache or memory.feedback)
 
-    def cached_answer(self, question: Any, mode: Any = "hybrid", who: Identity = FULL) -> AskResult | None:
+    def cached_answer(
+        self, question: Any, mode: Any = "hybrid", who: Identity = FULL, fingerprint: str | None = None
+    ) -> AskResult | None:
         """The earlier answer to the same question (normalized) in the same mode, asked by someone with
         the same principals over the same documents, within ANSWER_CACHE_TTL_S; None when there is none
         (or ANSWER_CACHE=0). Audited like an answer."""
@@ -190,7 +192,7 @@ class RagService:
         if self.memory is None or not self.settings.memory.answer_cache:
             return None
         start = time.perf_counter()
-        hit = self.memory.find(question, mode, who.principals)
+        hit = self.memory.find(question, mode, who.principals, fingerprint)
         if hit is None:
             return None
         answer_id, result, created_at = hit
@@ -231,14 +233,13 @@ class RagService:
 
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
         self.store.warm_up()  # StoreNotReadyError (run make ingest) before anything reads a missing table
-        earlier = self.cached_answer(question, mode, who)
+        # the documents as they are before answering: one read, for the lookup and for keeping the answer
+        fingerprint = self.memory.fingerprint() if self._remembering() else ""
+        earlier = self.cached_answer(question, mode, who, fingerprint)
         if earlier is not None:
             if on_passages is not None:
                 on_passages(list(earlier.get("passages") or []))
             return earlier
-        fingerprint = (
-            self.memory.fingerprint() if self._remembering() else ""
-        )  # before answering: a document changed meanwhile makes this answer stale at once
         ctx = self.context()
         if mode in SEARCH_MODES:
             ctx = replace(ctx, search=self.store.search_function(mode, who.principals), mode=mode)

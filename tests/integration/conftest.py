@@ -4,6 +4,7 @@ the real SmolLM2 GGUF and a tiny cross-encoder built here. Nothing is mocked; no
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -389,3 +390,12 @@ def acl_service(acl):
     )
     made.context()
     return made
+
+
+def sse_events(body: str) -> list[tuple[str, dict]]:
+    """The (event, data) pairs of a Server-Sent Events body (the page's ``/api/ask``)."""
+    out = []
+    for block in body.strip().split("\n\n"):
+        kind, data = block.split("\n", 1)
+        out.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return out

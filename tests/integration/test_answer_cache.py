@@ -3,7 +3,6 @@ question, normalized, from someone with the same readers over unchanged document
 another user, a changed document, or the switch off get a new answer. The page sends the passages
 before the first token, and a repeated question's ``done`` without any token."""
 
-import json
 import time
 
 import pytest
@@ -13,7 +12,7 @@ from app.serving.answers import AnswerMemory
 from app.serving.service import RagService, no_search
 from app.users.identity import identity_for_token
 from app.web.app import create_app
-from tests.integration.conftest import ACL_QUESTION, assert_no_secret
+from tests.integration.conftest import ACL_QUESTION, assert_no_secret, sse_events
 
 FAQ_QUESTION = "サポート窓口の受付時間を教えてください。"
 
@@ -78,17 +77,9 @@ def test_an_earlier_answer_lasts_its_time_to_live(acl, engine):
     assert brief.ask("営業手当はいくらですか？", "keyword")["cached_at"] is None
 
 
-def sse(body: str) -> list[tuple[str, dict]]:
-    out = []
-    for block in body.strip().split("\n\n"):
-        kind, data = block.split("\n", 1)
-        out.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
-    return out
-
-
 def test_the_page_shows_the_passages_before_the_first_word_and_a_repeated_question_at_once(service):
     client = TestClient(create_app(service))
-    got = sse(client.post("/api/ask", json={"question": FAQ_QUESTION}).text)
+    got = sse_events(client.post("/api/ask", json={"question": FAQ_QUESTION}).text)
     kinds = [k for k, _ in got]
     assert kinds[-1] == "done" and "sources" in kinds
     if "token" in kinds:
@@ -99,7 +90,7 @@ def test_the_page_shows_the_passages_before_the_first_word_and_a_repeated_questi
     assert all(0 <= s < e <= len(passage["text"]) for s, e in passage["marks"])
     assert got[-1][1]["passages"] == shown["passages"] and got[-1][1]["cached_at"] is None
 
-    repeated = sse(client.post("/api/ask", json={"question": FAQ_QUESTION}).text)
+    repeated = sse_events(client.post("/api/ask", json={"question": FAQ_QUESTION}).text)
     assert [k for k, _ in repeated] == ["searched", "sources", "done"]
     done = repeated[-1][1]
     assert done["cached_at"] and done["answer_id"] == got[-1][1]["answer_id"] and done["answer"] == got[-1][1]["answer"]

@@ -15,20 +15,11 @@ from starlette.testclient import TestClient
 
 from app.web.app import create_app
 from app.web.feedback import NOT_FOUND
-from tests.integration.conftest import run_cli
+from tests.integration.conftest import run_cli, sse_events
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "サポート窓口の受付時間は何時から何時までですか？"
-
-
-def events(body: str) -> list[tuple[str, dict]]:
-    """The (event, data) pairs of an SSE body."""
-    out = []
-    for block in body.strip().split("\n\n"):
-        kind, data = block.split("\n", 1)
-        out.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +49,7 @@ def page(service):
 @pytest.fixture(scope="module")
 def answered(page):
     """The ``done`` event of QUESTION, asked on the page."""
-    got = events(page.post("/api/ask", json={"question": QUESTION}).text)
+    got = sse_events(page.post("/api/ask", json={"question": QUESTION}).text)
     assert got[-1][0] == "done", got[-1]
     return got[-1][1]
 

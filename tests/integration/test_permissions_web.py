@@ -6,7 +6,6 @@ every path trick to reach the accounting document; none of ACL_SECRETS may reach
 
 from __future__ import annotations
 
-import json
 from urllib.parse import quote
 
 import pytest
@@ -15,7 +14,7 @@ from starlette.testclient import TestClient
 from app.storage import users as user_rows
 from app.users.identity import new_token, token_hash
 from app.web.server import guarded_app
-from tests.integration.conftest import ACL_FILES, ACL_QUESTION, assert_no_secret
+from tests.integration.conftest import ACL_FILES, ACL_QUESTION, assert_no_secret, sse_events
 
 pytestmark = pytest.mark.integration
 
@@ -25,15 +24,6 @@ SALES = next(name for name in ACL_FILES if "営業手当" in name)  # everyone
 MISC = next(name for name in ACL_FILES if "未分類" in name)  # no key covers it: admin only
 ACCOUNTING_DIR, SALES_DIR = ACCOUNTING.rsplit("/", 1)[0], SALES.rsplit("/", 1)[0]
 QUESTION = ACL_QUESTION
-
-
-def events(body: str) -> list[tuple[str, dict]]:
-    """The (event, data) pairs of an SSE body."""
-    out = []
-    for block in body.strip().split("\n\n"):
-        kind, data = block.split("\n", 1)
-        out.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
-    return out
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -57,7 +47,7 @@ def ask(client: TestClient, headers: dict, question: str, mode: str, history: li
     body = {"question": question, "mode": mode, **({"history": history} if history else {})}
     response = client.post("/api/ask", json=body, headers=headers)
     assert response.status_code == 200, response.text
-    got = events(response.text)
+    got = sse_events(response.text)
     assert got[-1][0] == "done", got[-1]
     return got
 
