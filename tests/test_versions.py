@@ -429,3 +429,36 @@ def test_format_families_lists_current_first():
         "    a_2023.md  past, superseded by a_2024.md  effective 2023-04-01 (text)",
     ]
     assert format_families(rows[2:]) == ""
+
+
+def test_only_a_changed_version_is_written_again():
+    from app.ingestion.versions import _differs
+
+    row = {
+        "doc_id": "規程/a.md",
+        "family": "規程/b.md",
+        "effective": date(2023, 4, 1),
+        "effective_from": "text",
+        "status": None,
+        "superseded_by": "規程/b.md",
+    }
+    same = {
+        "doc": "規程/a.md",
+        "family": "規程/b.md",
+        "effective": date(2023, 4, 1),
+        "effective_from": "text",
+        "status": None,
+        "superseded_by": "規程/b.md",
+    }
+    assert _differs(same, row) is False
+    assert _differs({**same, "superseded_by": None}, row) is True
+    assert _differs({**same, "effective": date(2024, 4, 1)}, row) is True
+    assert _differs(same, None) is True
+
+
+def test_lsh_bands_are_worked_out_once():
+    from app.versions.families import _lsh_bands
+
+    assert _lsh_bands() is _lsh_bands()
+    bands, rows = _lsh_bands()
+    assert bands * rows <= 128

@@ -76,8 +76,18 @@ def update_versions(engine: Any, settings: Settings, data_dir: Path, overrides: 
         decided = assign_versions(docs, overrides)
     else:
         decided = {d.doc_id: _alone(d) for d in docs}
+    stored = {row["doc_id"]: row for row in rows}
     versions = [_params(v) for v in decided.values()]
-    return version_store.save_versions(engine, collection, readings, versions)
+    changed = [v for v in versions if _differs(v, stored.get(v["doc"]))]
+    if not readings and not changed:
+        return 0
+    return version_store.save_versions(engine, collection, readings, changed)
+
+
+def _differs(version: Mapping[str, Any], row: Mapping[str, Any] | None) -> bool:
+    """Whether ``version`` (:func:`_params`) differs from what ``row`` stores: only those are written, so
+    that a one-file sync over many documents issues one statement per changed document, not per document."""
+    return row is None or any(row.get(key) != value for key, value in version.items() if key != "doc")
 
 
 def _alone(doc: VersionDoc) -> Version:

@@ -41,7 +41,9 @@ MIGRATION_STATEMENTS = tuple(
 
 # --- the rules' inputs (the writer's view) ---------------------------------------------------------
 SQL_VERSION_INPUTS = sql(
-    "SELECT doc_id, content_hash, origin, version_of, version_signature, version_text_date, version_title "
+    "SELECT doc_id, content_hash, origin, version_of, version_signature, version_text_date, version_title, "
+    "version_family AS family, version_effective AS effective, version_effective_from AS effective_from, "
+    "version_status AS status, superseded_by "
     "FROM {documents} WHERE collection_id = :collection ORDER BY doc_id"
 )
 SQL_DOCUMENT_TEXT = sql(
@@ -86,9 +88,10 @@ SQL_LIST_VERSIONS = sql(
 
 
 def version_inputs(engine: Engine, collection_name: str) -> list[dict]:
-    """Write path: every stored document's ID, content hash, origin and what the rules read of it
+    """Write path: every stored document's ID, content hash, origin, what the rules read of it
     last (``version_of``: the content hash it was read from; ``version_signature``, ``version_text_date``,
-    ``version_title``)."""
+    ``version_title``) and its stored version (``family``, ``effective``, ``effective_from``, ``status``,
+    ``superseded_by``)."""
     from sqlalchemy import text
 
     collection = collection_id(engine, collection_name)
