@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
@@ -207,17 +208,21 @@ def default_context(
     mode: str | None = None,
     generate: bool = True,
     principals=None,
+    read_source=None,
 ) -> RAGContext:
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
-    (not loaded with ``generate=False``: retrieval and re-ranking only), and for ``local``, ``global`` and
-    ``auto`` the graph search. ValueError for an unknown mode (listing the valid ones). Everything is
-    read as ``principals`` (default: full access; ``--as NAME`` gives a user's)."""
+    (not loaded with ``generate=False``: retrieval and re-ranking only), the stored chunks of one source
+    (``read_source``, default the store's: TOP_SOURCE_CHARS), and for ``local``, ``global`` and ``auto`` the
+    graph search. ValueError for an unknown mode (listing the valid ones). Everything is read as
+    ``principals`` (default: full access; ``--as NAME`` gives a user's)."""
     s = settings or get_settings()
     mode = validate_mode(mode, s.retrieval.search_mode)
     search_mode = mode if mode in SEARCH_MODES else "hybrid"
     store = RagStore(s, principals=principals)
     if search is None:
         search = store.warm_up_search(search_mode).search_function(search_mode)
+    if read_source is None:
+        read_source = partial(store.source_chunks, vectors=True)  # as ``principals``: the store reads as them
     if reranker == "load":  # local and global read the graph, not re-ranked chunks: no cross-encoder, no warning
         reranker = load_reranker(s) if mode in ("auto", *SEARCH_MODES) else None
     if generate:
@@ -239,8 +244,10 @@ def default_context(
         min_confidence=s.answers.abstain_min_similarity,
         min_rerank=s.answers.abstain_min_rerank,
         context_max_chars=s.answers.context_max_chars,
+        read_source=read_source,
+        top_source_chars=s.answers.top_source_chars,
         evidence_chars=s.answers.evidence_chars,
-        embeddings=store.embeddings if s.answers.prompt_style == "evidence" else None,
+        embeddings=store.embeddings,  # scores sentence windows: the evidence style's, the top source's
         min_coverage=s.answers.abstain_min_coverage,
         min_support=s.answers.abstain_min_support,
         mode=mode,

@@ -252,10 +252,11 @@ class RagStore:
         """The principals of one call: those given, else this store's."""
         return self.principals if principals is None else tuple(principals)
 
-    def source_chunks(self, source: str, principals: Sequence[str] | None = None) -> list[dict]:
-        """The stored chunks of one source (``faq.csv:r2``) that ``principals`` may read, in order."""
+    def source_chunks(self, source: str, principals: Sequence[str] | None = None, vectors: bool = False) -> list[dict]:
+        """The stored chunks of one source (``faq.csv:r2``) that ``principals`` may read, in order (with
+        ``vectors``, each with its stored embedding)."""
         return storage.source_chunks(
-            self.engine, self.settings.retrieval.collection_name, source, self._who(principals)
+            self.engine, self.settings.retrieval.collection_name, source, self._who(principals), vectors=vectors
         )
 
     # --- search -----------------------------------------------------------------

@@ -61,6 +61,10 @@ def test_cited_numbers(answer, n, expected):
         ("A［１，４］B", 3, "A[1]B"),
         ("A [2, 2]", 3, "A [2]"),
         ("配列 a[i] はそのまま", 3, "配列 a[i] はそのまま"),
+        ("休業です。\n\n[1]", 3, "休業です。[1]"),
+        ("休業です。\n[1] [2]\n", 3, "休業です。[1] [2]"),
+        ("手順:\n1. 開く[1]\n2. 押す[2]", 3, "手順:\n1. 開く[1]\n2. 押す[2]"),
+        ("[1]", 3, "[1]"),
     ],
 )
 def test_clean_citations_drops_numbers_that_name_no_context(answer, n, expected):

@@ -164,6 +164,10 @@ class FakeStore:
     def graph_search(self, llm=None, count_tokens=None, principals=None):
         return ("graph", llm, count_tokens)
 
+    def source_chunks(self, source, principals=None, vectors=False):
+        self.calls.append(("source_chunks", source, principals))
+        return []
+
 
 def test_service_search_validates_and_shapes_hits():
     store = FakeStore()
@@ -202,6 +206,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         graph: object = None
         llm: object = "llm"
         count_tokens: object = None
+        read_source: object = None
 
     def factory():
         loads.append(1)
@@ -254,6 +259,28 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
     assert modes[-1] == ("auto", ("graph", "llm", None)) and modes[0] == ("vector", None)
 
 
+def test_service_reads_the_top_source_as_who_asks(monkeypatch):
+    """TOP_SOURCE_CHARS: the context's ``read_source`` is bound per ask to the asker's principals, as
+    the search is; the served context's own refuses (it never runs)."""
+    from app.serving import service as serving_service
+    from app.users.identity import Identity
+
+    def fake_run(question, ctx):
+        ctx.read_source("guide.pdf:p21")
+        return {"answer": "a", "sources": []}
+
+    store = FakeStore()
+    monkeypatch.setattr(serving_service, "run_rag", fake_run)
+    from app.workflow.state import RAGContext
+
+    ctx = RAGContext(search=service.no_search, llm=None, read_source=service.no_read_source)
+    svc = RagService(settings=Settings(), store=store, context_factory=lambda: ctx)
+    svc.ask("版数は？", who=Identity("bob", ("everyone", "user:bob")))
+    assert store.calls == [("source_chunks", "guide.pdf:p21", ("everyone", "user:bob"))]
+    with pytest.raises(RuntimeError, match="RagService.ask replaces read_source"):
+        service.no_read_source("guide.pdf:p21")
+
+
 def test_service_context_load_failure_is_raised_and_retried():
     attempts = []
 
@@ -298,6 +325,7 @@ def test_a_withdrawn_answer_names_what_no_document_states(monkeypatch):
         search: object = None
         mode: str = "hybrid"
         on_token: object = None
+        read_source: object = None
 
     state = {"answer": "資料に記載がありません", "sources": ["countries.csv:r33"], "abstained": "unstated"}
     monkeypatch.setattr(serving_service, "run_rag", lambda q, ctx: {**state, "unsupported": ["シカゴ"]})

@@ -9,7 +9,15 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app.graph import RAGContext
-from app.workflow.checks.cells import absent_from_rows, cell_answer, named_values, row_cells, table_of, wrong_cell
+from app.workflow.checks.cells import (
+    absent_from_rows,
+    cell_answer,
+    named_names,
+    named_values,
+    row_cells,
+    table_of,
+    wrong_cell,
+)
 from app.workflow.checks.citations import CitationFilter, clean_citations
 from app.workflow.checks.quote import SHOWN_PREFIX
 from app.workflow.checks.restated import adds_nothing, restated, stops_before_value
@@ -64,6 +72,12 @@ ROWS = [
 ]
 
 
+COUNTRIES = [
+    ("countries.csv:r116", "alpha_2:JP\nalpha_3:JPN\nname:Japan"),
+    ("countries.csv:r122", "alpha_2:KR\nalpha_3:KOR\nname:Republic of Korea"),
+]
+
+
 @pytest.mark.parametrize(
     "query, ranked, expected",
     [
@@ -78,6 +92,13 @@ ROWS = [
         ("コード E3011 の意味は？", [("errors.xlsx:コード!r1", "code:E3010\nmeaning:日付形式")], ["E3011"]),
         ("コード E3010 の意味は？", [("errors.xlsx:コード!r1", "code:E3010\nmeaning:日付形式")], []),
         ("Foo 20 の価格は？", [("prices.csv:r1", "product:Foo\nprice:月額9800円")], []),  # no cell of its kind
+        ("Bar 12 のリリース日は？", ROWS, ["Bar"]),  # a product name no row holds
+        ("Wakanda の2文字の国コードは？", COUNTRIES, ["Wakanda"]),
+        ("New Zealand の2文字の国コードは？", COUNTRIES, ["New Zealand"]),
+        ("Japan の2文字の国コードは？", COUNTRIES, []),
+        ("Korea の2文字の国コードは？", COUNTRIES, []),  # a word of the cell ``Republic of Korea``
+        ("Debian 3.0 のコードネームは？", [("debian.csv:r3", "version:3.0\ncodename:Woody")], []),  # the table's name
+        ("Wakanda の首都は？", [("codes.csv:r1", "alpha_2:JP\nnumeric:392")], []),  # no cell of names
     ],
 )
 def test_absent_from_rows_exact_values(query, ranked, expected):
@@ -92,6 +113,7 @@ def test_table_cells_and_named_values():
     assert table_of("countries.csv:r116") == "countries.csv" and table_of("book.xlsx:価格!r3") == "book.xlsx:価格"
     assert table_of("guide.pdf:p3") is None and table_of("page.html#r1") is None
     assert row_cells("alpha_2:JP\nurl:https://x.example\n説明なし") == {"alpha_2": "JP", "url": "https://x.example"}
+    assert named_names("Wakanda と New Zealand、Debian 3.0、alpha_3、JPN、Ab") == ["Wakanda", "New Zealand", "Debian"]
     assert named_values("Debian 3.0 と 32ビットの s390、12文字、日本の3文字の国コード、2005年") == [
         "3.0",
         "s390",

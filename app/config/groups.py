@@ -130,6 +130,7 @@ class AnswerSettings:
     VARIABLES: ClassVar[tuple[str, ...]] = (
         "PROMPT_STYLE",
         "CONTEXT_MAX_CHARS",
+        "TOP_SOURCE_CHARS",
         "EVIDENCE_CHARS",
         "ABSTAIN_MIN_COVERAGE",
         "ABSTAIN_MIN_SIMILARITY",
@@ -138,6 +139,7 @@ class AnswerSettings:
     )
     prompt_style: str = PROMPT_STYLES[0]
     context_max_chars: int = read.int_default("CONTEXT_MAX_CHARS")
+    top_source_chars: int = read.int_default("TOP_SOURCE_CHARS")
     evidence_chars: int = read.int_default("EVIDENCE_CHARS")
     abstain_min_coverage: float = ABSTAIN_MIN_COVERAGE_DEFAULT
     abstain_min_similarity: float = ABSTAIN_MIN_SIMILARITY_DEFAULT
@@ -153,6 +155,7 @@ class AnswerSettings:
         return cls(
             prompt_style=read.choice(env, "PROMPT_STYLE", PROMPT_STYLES),
             context_max_chars=read.integer(env, "CONTEXT_MAX_CHARS"),
+            top_source_chars=read.integer(env, "TOP_SOURCE_CHARS"),
             evidence_chars=read.integer(env, "EVIDENCE_CHARS"),
             abstain_min_coverage=read.number(env, "ABSTAIN_MIN_COVERAGE", ABSTAIN_MIN_COVERAGE_DEFAULT, 0.0, 1.0),
             abstain_min_similarity=read.number(env, "ABSTAIN_MIN_SIMILARITY", similarity, -1.0, 1.0),

@@ -23,6 +23,7 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "LLM_MAX_TOKENS": (300, 1),
     "RRF_K": (60, 0),
     "CONTEXT_MAX_CHARS": (0, 0),  # 0: whole chunks in the prompt (docs/answers.md, "Prompt length")
+    "TOP_SOURCE_CHARS": (240, 0),  # the window of the top source's other chunks added to context [1] (0: off)
     "EVIDENCE_CHARS": (800, 40),  # PROMPT_STYLE=evidence: characters of evidence windows the LLM reads
     "LLM_TIMEOUT_S": (120, 1),  # LLM_BASE_URL: seconds per request before it is retried
     "LLM_MAX_RETRIES": (2, 0),  # LLM_BASE_URL: retries (exponential backoff) after a failed request

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,11 @@ def no_search(query: str, k: int) -> list[Document]:
     raise RuntimeError("a served question must name who asks (RagService.ask replaces the search)")
 
 
+def no_read_source(source: str) -> list[dict]:
+    """The served context's own source reader: never used (each ask names its own, as who asks); refuses."""
+    raise RuntimeError("a served question must name who asks (RagService.ask replaces read_source)")
+
+
 def documents_for_json(docs: Sequence[dict]) -> list[dict[str, Any]]:
     """Stored documents as JSON-friendly dicts (times as ISO 8601 strings, to the second)."""
     return [
@@ -142,7 +148,7 @@ class RagService:
             store=store,
             data_dir=data_dir,
             # each ask names its own search, as who asks: the context's own never runs
-            context_factory=lambda: default_context(settings, search=no_search),
+            context_factory=lambda: default_context(settings, search=no_search, read_source=no_read_source),
             memory=AnswerMemory(store.engine, settings.retrieval.collection_name, settings),
         )
         if preload_llm:
@@ -240,7 +246,10 @@ class RagService:
             if on_passages is not None:
                 on_passages(list(earlier.get("passages") or []))
             return earlier
-        ctx = self.context()
+        # the top source's other chunks (TOP_SOURCE_CHARS) are read as who asks, like the search
+        ctx = replace(
+            self.context(), read_source=partial(self.store.source_chunks, principals=who.principals, vectors=True)
+        )
         if mode in SEARCH_MODES:
             ctx = replace(ctx, search=self.store.search_function(mode, who.principals), mode=mode)
         else:  # local, global, auto: the graph search with the context's LLM and its tokenizer

@@ -61,11 +61,13 @@ _DOC_CHUNKS = (
 )
 SQL_DELETE_DOC_CHUNKS = sql("DELETE FROM {chunks} WHERE " + _DOC_CHUNKS)
 # The chunks of one source (a PDF page, a CSV row, a section), in their order: what a source shows.
-SQL_SOURCE_CHUNKS = sql(
-    "SELECT document, cmetadata FROM {chunks} WHERE collection_id = :collection AND cmetadata->>'source' = :source "
+_SOURCE_CHUNKS_WHERE = (
+    "FROM {chunks} WHERE collection_id = :collection AND cmetadata->>'source' = :source "
     "AND readers && CAST(:principals AS text[]) "
     "ORDER BY (cmetadata->>'chunk_index')::int, id LIMIT :limit"
 )
+SQL_SOURCE_CHUNKS = sql("SELECT document, cmetadata " + _SOURCE_CHUNKS_WHERE)
+SQL_SOURCE_CHUNKS_WITH_VECTORS = sql("SELECT document, cmetadata, CAST(embedding AS text) " + _SOURCE_CHUNKS_WHERE)
 # A replaced document keeps its chunk rows whose id and metadata are unchanged (the id covers the
 # text, its context and position; the metadata the embedding model): only the others are
 # deleted and inserted, so a one-row edit rewrites one row and its BM25 statistics.
@@ -225,10 +227,11 @@ def list_documents(engine: Engine, collection_name: str, principals: Sequence[st
 
 
 def source_chunks(
-    engine: Engine, collection_name: str, source: str, principals: Sequence[str], limit: int = 50
+    engine: Engine, collection_name: str, source: str, principals: Sequence[str], limit: int = 50, vectors: bool = False
 ) -> list[dict]:
     """The stored chunks of one source (``faq.csv:r2``, ``guide.pdf:p3``) that ``principals`` may read, in order: each as
-    ``{"text", "doc_id", "context", "title", "chunk_index"}``; ``[]`` when there is none."""
+    ``{"text", "doc_id", "context", "title", "chunk_index"}`` (with ``vectors``, also ``"vector"``: its stored
+    embedding); ``[]`` when there is none."""
     from sqlalchemy import text
 
     collection = collection_id(engine, collection_name)
@@ -241,16 +244,17 @@ def source_chunks(
             "limit": limit,
             "principals": principals_param(principals),
         }
-        rows = conn.execute(text(SQL_SOURCE_CHUNKS), params)
+        rows = conn.execute(text(SQL_SOURCE_CHUNKS_WITH_VECTORS if vectors else SQL_SOURCE_CHUNKS), params)
         return [
             {
-                "text": document,
-                "doc_id": meta.get("doc_id", ""),
-                "context": meta.get("context", ""),
-                "title": meta.get("title", ""),
-                "chunk_index": meta.get("chunk_index", 0),
+                "text": row[0],
+                "doc_id": row[1].get("doc_id", ""),
+                "context": row[1].get("context", ""),
+                "title": row[1].get("title", ""),
+                "chunk_index": row[1].get("chunk_index", 0),
+                **({"vector": json.loads(row[2])} if vectors and row[2] else {}),
             }
-            for document, meta in rows
+            for row in rows
         ]
 
 

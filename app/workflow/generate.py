@@ -18,6 +18,7 @@ from app.workflow.checks.coverage import question_coverage
 from app.workflow.checks.numbers import absent_values
 from app.workflow.evidence.answer import refusal_cited, with_grammar
 from app.workflow.evidence.windows import select_evidence
+from app.workflow.long_source import top_source_window, with_window
 from app.workflow.prompts import ABSTAIN_ANSWER, build_prompt, focus_context, system_prompt
 from app.workflow.reply import Asked, answered
 from app.workflow.state import RAGContext, RAGState
@@ -129,11 +130,23 @@ def pre_llm_abstention(
     return None
 
 
+def reads_top_source(ctx: RAGContext, preamble: str) -> bool:
+    """Whether context [1] gains the window of its source's other chunks (TOP_SOURCE_CHARS): the chunk
+    styles with a way to read a source, not under local search's graph tables."""
+    return (
+        ctx.read_source is not None
+        and ctx.top_source_chars > 0
+        and ctx.prompt_style in ("cited", "spec")
+        and not preamble
+    )
+
+
 def prepare_prompt(
     ctx: RAGContext, query: str, docs: Sequence[Document], preamble: str = ""
 ) -> tuple[str | None, str, list[str]]:
-    """(system text, prompt, contexts): the contexts focused (CONTEXT_MAX_CHARS) and trimmed to the token
-    budget; ``preamble`` (local search's graph tables) goes before them."""
+    """(system text, prompt, contexts): the contexts focused (CONTEXT_MAX_CHARS), the first followed by the
+    best window of its source's other chunks (TOP_SOURCE_CHARS, app.workflow.long_source), and trimmed
+    to the token budget; ``preamble`` (local search's graph tables) goes before them."""
     sources = unique_sources_per_doc(docs)
     system = system_prompt(ctx.prompt_style)
 
@@ -142,6 +155,9 @@ def prepare_prompt(
         return f"{system}\n{prompt}" if system else prompt
 
     texts = [focus_context(d.page_content, query, ctx.context_max_chars) for d in docs]
+    if texts and reads_top_source(ctx, preamble):
+        window = top_source_window(query, docs, ctx.read_source, ctx.top_source_chars, ctx.embeddings)
+        texts[0] = with_window(texts[0], window)
     contexts = fit_contexts(query, texts, ctx.count_tokens, ctx.token_budget, with_system)
     return system, build_prompt(query, contexts, sources, style=ctx.prompt_style, preamble=preamble), contexts
 

@@ -74,6 +74,9 @@ class RAGContext:
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
     min_rerank: float = 0.0  # the same for the cross-encoder's best score (0..1), when one re-ranked
     context_max_chars: int = 0  # >0: each context trimmed to the sentences around the query terms
+    read_source: Callable[[str], list[dict]] | None = None  # a source's stored chunks, as the asker may read
+    # them (app.store.RagStore.source_chunks); None: context [1] is its chunk alone
+    top_source_chars: int = 240  # TOP_SOURCE_CHARS: the window of the top source's other chunks (0: off)
     evidence_chars: int = 800  # prompt_style "evidence": characters of evidence windows (app.workflow.evidence.windows)
     embeddings: Any | None = None  # prompt_style "evidence": scores windows (None: terms and rank only)
     evidence_min_coverage: float = EVIDENCE_MIN_COVERAGE  # "evidence": a failed answer shows its passage above this

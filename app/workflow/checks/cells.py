@@ -1,6 +1,6 @@
 """Table rows (CSV, Excel) read as cells: the ``column:value`` lines of a row chunk (app.formats), the
-values a question names that no candidate row of the table it asks about holds, and the cell a question
-asks for when it names the row and the column (pure functions).
+values (and Latin-letter names) a question names that no candidate row of the table it asks about holds,
+and the cell a question asks for when it names the row and the column (pure functions).
 
 A question about version 20 of a product whose table ends at 13 names a value that other text may still
 state (a date's day, a size, another column), so the ``absent_value`` check over whole texts passes it and
@@ -27,6 +27,10 @@ _COUNTER = re.compile(r"^\s*(?:文字|桁|つ|個|件|人|名|回|日|時間|分
 _NUMBER_CELL = re.compile(r"^\d+(?:[.,]\d+)*$")
 _DATE_CELL = re.compile(r"^\d{4}[-/.年]\d{1,2}(?:[-/.月]\d{1,2}日?)?$")
 _CODE_CELL = re.compile(r"^[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*$|^[A-Z]{2,4}$")
+# A name a question gives in Latin letters (``Wakanda``, ``New Zealand``): capitalized words of 3+ letters.
+_NAME = re.compile(r"(?<![A-Za-z0-9_])[A-Z][a-z]{2,}(?:[ ][A-Z][a-z]{2,})*(?![A-Za-z0-9_])")
+# A cell holding such a name: Latin words, the first capitalized (``Japan``, ``Republic of Korea``).
+_NAME_CELL = re.compile(r"^[A-Z][a-z][A-Za-z'.-]*(?:[ ,]+[A-Za-z'.()-]+)*$")
 
 
 def table_of(source: str) -> str | None:
@@ -62,6 +66,13 @@ def named_values(query: str) -> list[str]:
     return found
 
 
+def named_names(query: str) -> list[str]:
+    """The names ``query`` gives in Latin letters (capitalized words of three or more letters, a run of
+    them as one: ``New Zealand``), in order, once."""
+    text = unicodedata.normalize("NFKC", query or "")
+    return list(dict.fromkeys(m.group(0) for m in _NAME.finditer(text)))
+
+
 def _same_kind(value: str, cell: str) -> bool:
     """Whether ``cell`` is a value of the kind ``value`` is: a bare number, version or date for a number,
     a code for a code."""
@@ -75,6 +86,8 @@ def absent_from_rows(query: str, ranked: Sequence[tuple[str, str]], candidates: 
 
     ``ranked`` (the re-ranked chunks) and ``candidates`` (all SEARCH_K) are ``(source, text)`` pairs. The
     table asked about is the best re-ranked chunk's, when that chunk is a table row; none otherwise (``[]``).
+    A name in Latin letters (``Wakanda``) counts when the table has cells of names (``Japan``) and no candidate
+    text, nor any candidate's source, holds it as a word (``Debian`` of ``debian.csv:r3`` is held).
     A value counts only when some candidate row of that table has a cell of its kind: ``20`` against rows
     whose version cells are ``2.0`` and ``12`` and whose date cell is ``2005-06-06`` is absent; ``2005`` is
     held by that date. Cells of its kind are compared as the number check compares
@@ -98,6 +111,13 @@ def absent_from_rows(query: str, ranked: Sequence[tuple[str, str]], candidates: 
         kind = [cell for cell in cells if _same_kind(value, cell)]
         if kind and not any(contains(cell, value) for cell in kind) and not any(_as_word(value, c) for c in cells):
             absent.append(value)
+    if any(_NAME_CELL.match(cell) for cell in cells):  # a table of names: a name no text holds is absent too
+        pairs = [*ranked, *candidates]
+        absent += [
+            name
+            for name in named_names(query)
+            if not any(_as_word(name, text) or name.casefold() in source.casefold() for source, text in pairs)
+        ]
     return absent
 
 

@@ -45,15 +45,21 @@ def without_citations(answer: str) -> str:
 
 
 def clean_citations(answer: str, n_contexts: int) -> str:
-    """``answer`` with every citation rewritten as ``[n]``, numbers outside 1..n_contexts dropped, and a
-    source named inline (``（出典: faq.csv:r2）``) removed."""
+    """``answer`` with every citation rewritten as ``[n]``, numbers outside 1..n_contexts dropped, a
+    source named inline (``（出典: faq.csv:r2）``) removed, and citations alone on the last line joined to
+    the sentence before them."""
 
     def fix(match: re.Match) -> str:
         valid = [n for n in _numbers(match.group(1)) if 1 <= n <= n_contexts]
         return "".join(f"[{n}]" for n in dict.fromkeys(valid))
 
     cleaned = CITATION.sub(fix, SOURCE_MENTION.sub("", answer or ""))
-    return re.sub(r"[ \t]+([。．、,.])", r"\1", cleaned).strip()
+    cleaned = re.sub(r"[ \t]+([。．、,.])", r"\1", cleaned).strip()
+    return _TRAILING_CITATION.sub(r"\1", cleaned)  # ``…休業です。\n\n[1]`` → ``…休業です。[1]``
+
+
+# Citations alone on the answer's last line: they belong to the sentence before them.
+_TRAILING_CITATION = re.compile(r"(?<=[^\s\]])\s*\n\s*((?:\[\d+\]\s*)+)$")
 
 
 def says_not_in_documents(answer: str) -> bool:
