@@ -125,6 +125,11 @@ SQL_STORED_REPORTS = sql(
 )
 
 # --- writing a build (one transaction) --------------------------------------------------
+# The planner's idea of the entity table's size: -1 before it was ever analyzed. A first build over a
+# real corpus (6,085 entities, 22,409 relationships) took 336 s to write with no statistics on the fresh
+# tables (the readers' refresh joined them by nested loops), 4 s with them.
+SQL_PLANNER_ENTITIES = sql("SELECT reltuples FROM pg_class WHERE oid = CAST('{entities}' AS regclass)")
+SQL_ANALYZE_GRAPH = sql("ANALYZE {chunks}, {mentions}, {entities}, {relationships}, {reports}")
 SQL_CLEAR = tuple(
     sql(statement)
     for statement in (

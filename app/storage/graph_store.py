@@ -104,6 +104,18 @@ def vector_or_none(values: Sequence[float] | None) -> str | None:
     return None if values is None else vector_literal(values)
 
 
+def analyze_when_grown(conn, entities: int) -> bool:
+    """ANALYZE the tables the readers' refresh joins when the planner has never counted the entity table
+    or it now holds more than twice the rows it thinks (a first build, a much larger corpus); the same
+    transaction's new rows count. Returns whether it did: a small rebuild (one file changed) does not pay
+    for it."""
+    planned = conn.execute(_text(graph_sql.SQL_PLANNER_ENTITIES)).scalar()
+    if planned is not None and planned >= 0 and entities <= 2 * planned + 1000:
+        return False
+    conn.execute(_text(graph_sql.SQL_ANALYZE_GRAPH))
+    return True
+
+
 def save_build(
     conn,
     collection,
@@ -132,6 +144,7 @@ def save_build(
             _text(graph_sql.SQL_INSERT_REPORT),
             [{**params, **r, "findings": json.dumps(r["findings"], ensure_ascii=False)} for r in reports],
         )
+    analyze_when_grown(conn, len(entities))
     refresh_graph_readers(conn, collection)
     conn.execute(
         _text(graph_sql.SQL_SAVE_STATE),

@@ -305,3 +305,13 @@ def test_python_api_searches_the_graph(rag_store, ingested):
         or rag_store.search("受付時間は何時から？", search_mode="auto", top_k=3)[0].metadata.get("keyword_rank")
         is not None
     )
+
+
+def test_a_much_larger_build_refreshes_the_planners_counts_first(rag_store, engine):
+    """A build of many more entities than the planner counted (the sample, then a real corpus) analyzes
+    the graph tables before the readers' refresh joins them; a build of about as many does not."""
+    with engine.begin() as conn:
+        conn.execute(text('ANALYZE "rag_graph_entity"'))
+        planned = conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'rag_graph_entity'")).scalar()
+        assert graph_store.analyze_when_grown(conn, int(max(planned, 0))) is False
+        assert graph_store.analyze_when_grown(conn, int(2 * max(planned, 0) + 1001)) is True

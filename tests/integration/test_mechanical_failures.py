@@ -57,6 +57,7 @@ QUESTIONS = [
         "expected_source": "menu.html#取り消しメニュー",
         "expected_keywords": ["Control+u"],
     },
+    {"query": "Wakanda の2文字の国コードは？", "expected_source": None, "expected_keywords": []},
 ]
 
 
@@ -104,6 +105,12 @@ def test_a_version_no_row_holds_is_refused_with_the_closest_rows(rows):
     row = rows[QUESTIONS[1]["query"]]
     assert row["abstained"] == "absent_value" and row["answer"] == "資料に記載がありません", row
     assert row["sources"] and all(s.startswith("versions.csv:r") for s in row["sources"][:2]), row["sources"]
+
+
+def test_a_name_no_row_holds_is_refused_with_the_closest_rows(rows):
+    row = rows[QUESTIONS[4]["query"]]
+    assert row["abstained"] == "absent_value" and row["answer"] == "資料に記載がありません", row
+    assert row["sources"] and row["sources"][0].startswith("countries.csv:r"), row["sources"]
 
 
 def test_the_named_row_and_column_are_answered_from_the_cell(rows):
