@@ -104,7 +104,7 @@ tune: $(DEPS) ## choose RRF_K / HYBRID_WEIGHTS on data/tuning_questions.json (re
 real-corpus: $(DEV_DEPS) ## fetch the real Japanese dev corpus (Debian docs + ISO tables) into .cache/real-corpus, and its Word/Excel/PowerPoint/HTML/scanned versions (LibreOffice) into .cache/real-corpus-office
 	$(PY) scripts/real_corpus.py
 
-bench: $(DEV_DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~18 min on 2 cores, every section, the real corpus fetched)
+bench: $(DEV_DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~30 min on 2 cores, every section, the real corpus fetched)
 	HF_HUB_OFFLINE=1 $(PY) -m bench
 
 test: $(DEV_DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
