@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
-from web_ttft import QUESTIONS  # the same questions as the first-token script (scripts/ is on the path)
+from web_ttft import QUESTIONS, wait_for  # the first-token script's questions (scripts/ is on the path)
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSAGES_WITHIN_S = 1.5
@@ -51,17 +51,6 @@ def median(rows: list[dict], key: str) -> float | None:
     """The median of ``key`` over the rows that have it."""
     values = [r[key] for r in rows if r.get(key) is not None]
     return round(statistics.median(values), 3) if values else None
-
-
-def wait_for(url: str) -> None:
-    """Until the page answers (the models load first)."""
-    for _ in range(240):
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    raise SystemExit(f"the page at {url} did not start")
 
 
 def main() -> int:

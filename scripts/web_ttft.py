@@ -72,6 +72,17 @@ def median(rows: list[dict], key: str) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
 
+def wait_for(url: str) -> None:
+    """Until the page answers (the models load first)."""
+    for _ in range(240):
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    raise SystemExit(f"the page at {url} did not start")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=5)
@@ -81,12 +92,7 @@ def main() -> int:
     url = f"http://127.0.0.1:{args.port}/"
     server = subprocess.Popen([sys.executable, "-m", "app.web", "--port", str(args.port)], cwd=ROOT)
     try:
-        for _ in range(240):
-            try:
-                httpx.get(url, timeout=2)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.5)
+        wait_for(url)
         web_ask(url, QUESTIONS[0])  # warm: the LLM loaded, the prompt's prefix evaluated once
         web = [web_ask(url, q) for q in questions]
     finally:

@@ -199,3 +199,14 @@ def test_nearest_chunks_keep_the_shown_and_the_nearest_by_stored_vector():
     plain = [{"text": t, "chunk_index": i} for i, t in enumerate("ABC")]
     assert nearest_chunks([1.0, 0.0], ["A"], plain) == plain  # no stored vectors: all of them
     assert nearest_chunks([1.0, 0.0, 0.0], ["B"], chunks) == chunks  # another model's vectors: all of them
+
+
+def test_a_source_of_one_chunk_is_not_embedded():
+    class Refusing:
+        def embed_query(self, text):
+            raise AssertionError("nothing to compare: the question must not be embedded")
+
+        embed_documents = embed_query
+
+    chosen = "サポート窓口の受付時間は平日9時から18時までです。"
+    assert best_window_elsewhere("受付時間は？", chosen, [{"text": chosen, "chunk_index": 0}], 240, Refusing()) is None

@@ -95,6 +95,8 @@ def best_window_elsewhere(
     if max_chars <= 0:
         return None
     shown = [chosen_text, *also_shown]
+    if not other_text(shown, siblings):  # a source of one chunk (most): nothing to embed
+        return None
     question = embeddings.embed_query(query) if embeddings is not None else None
     if question is not None:
         siblings = nearest_chunks(question, shown, siblings)
