@@ -31,7 +31,7 @@ unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS WEB_HOST WEB_PORT
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-dev models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
+.PHONY: help setup setup-dev models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test access-attacks lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -109,6 +109,9 @@ bench: $(DEV_DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → benc
 
 test: $(DEV_DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v
+
+access-attacks: $(DEV_DEPS) ## replay issue 49's access attacks against a private PostgreSQL and the real page
+	HF_HUB_OFFLINE=1 $(PY) scripts/access_attacks.py
 
 lint: $(DEV_DEPS) ## ruff: lint and format check (ruff.toml)
 	$(PY) -m ruff check app tests bench scripts

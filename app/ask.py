@@ -33,7 +33,8 @@ def search(
     compressor of the spec's ContextualCompressionRetriever, app.reranker.get_compression_retriever).
     Returns ``[{"content", "source", "chunk_index", "score"}, ...]`` best first, ``[]`` for a blank
     query. Without a cross-encoder (``reranker=None``, or none found locally) the first-stage order is
-    kept and ``score`` is None.
+    kept and ``score`` is None. It reads with full access (FULL_ACCESS, on purpose): the spec's face is the
+    owner's, at the command line; to search as a user, pass ``search_fn=store.search_function(mode, principals)``.
     """
     if not query or not query.strip():
         return []
@@ -60,8 +61,9 @@ def search(
 
 
 def shared_store(settings: Settings):
-    """One RagStore per settings for this process (opened on first use), so repeated searches reuse it."""
-    return cached("store", settings, lambda: RagStore(settings))
+    """One RagStore per settings for this process (opened on first use), so repeated searches reuse it;
+    it reads with full access: the spec's ``search`` is the owner's, at the command line."""
+    return cached("store", settings, lambda: RagStore(settings, principals=FULL_ACCESS))
 
 
 def main(argv=None, context=None, out=None) -> int:

@@ -18,6 +18,7 @@ delegates that fill in the settings and embeddings). ``python -m app.db`` runs t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from app import storage
@@ -31,18 +32,28 @@ if TYPE_CHECKING:
 __all__ = ["get_vectorstore", "init_db"]
 
 
-def get_vectorstore(settings: Settings | None = None, embeddings=None, engine: Engine | None = None) -> PGVector:
+def get_vectorstore(
+    settings: Settings | None = None,
+    embeddings=None,
+    engine: Engine | None = None,
+    principals: Sequence[str] | None = None,
+) -> PGVector:
     """Return the PGVector store for reading (§4.2): vectors of the store's size, JSONB metadata, on the existing schema.
 
-    StoreNotReadyError if nothing was ingested yet; nothing is created here (see
-    :func:`init_db` for the write path). ``RagStore`` opens its store through this.
+    Its searches read as ``principals`` (``FULL_ACCESS`` for full access, on purpose; a user's from
+    ``principals_for_user``); without them a search raises TypeError unless the call names its own
+    (``similarity_search_with_score(q, principals=...)``): a forgotten argument never reads everything.
+    StoreNotReadyError if nothing was ingested yet; nothing is created here (see :func:`init_db` for the
+    write path).
     """
     s = settings or get_settings()
     if embeddings is None:
         embeddings = LazyEmbeddings(s)
     engine = engine or storage.get_engine(s)
     storage.check_schema(engine, s.retrieval.collection_name)
-    return storage.make_vectorstore(engine, embeddings, s.retrieval.collection_name, create=False)
+    return storage.make_vectorstore(
+        engine, embeddings, s.retrieval.collection_name, create=False, principals=principals
+    )
 
 
 def init_db(

@@ -46,3 +46,9 @@ def one_line(exc: BaseException) -> str:
     """``Type: first line of the message`` (at most 200 characters; never a traceback), for a warning."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
+
+
+class AnswerStoppedError(Exception):
+    """The asker went away (closed the page, cancelled the tool call): the answer's work stops at its
+    next check, between model calls or at the next generated piece. Not a :class:`RagError`: nobody is
+    left to read a message."""

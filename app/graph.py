@@ -1,6 +1,7 @@
 """The RAG workflow (§2.3, §4.9) as a LangGraph StateGraph, the one entry point of every mode:
 
-    route ─┬─ hybrid | vector | keyword ─→ retrieve → rerank → generate → END
+    route ─┬─ hybrid | vector | keyword ─→ table ─┬─ (answered by computing over a table) → END
+           │                                       └─ retrieve → rerank → generate → END
            ├─ local ─→ local (graph context) ─→ generate → END   (no entity: END)
            └─ global ─→ global (map-reduce over community reports) → END
 
@@ -14,7 +15,7 @@ pass fakes. Each node returns only the keys it sets, plus its wall time under ``
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -27,6 +28,7 @@ from app.llm import get_llm
 from app.models.resources import cached
 from app.reranker import load_reranker, rerank_documents
 from app.store import RagStore
+from app.versions.reading import split_read
 from app.workflow.generate import generate_node
 from app.workflow.passages import for_json, passages
 from app.workflow.prompts import ABSTAIN_ANSWER, SPEC_TEMPLATE, build_prompt, system_prompt
@@ -46,17 +48,20 @@ def retrieve(state: RAGState, runtime) -> dict:
 
 def rerank_node(state: RAGState, runtime) -> dict:
     """Keep the RERANK_TOP_K best candidates by cross-encoder score (retrieval order without one):
-    app.reranker.rerank_documents, the one re-ranking step."""
+    app.reranker.rerank_documents, the one re-ranking step; a past version's chunk that its current
+    version's chunk matches is hidden and its place given on (app.versions.reading.split_read)."""
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
     docs = state.get("documents") or []
-    kept = rerank_documents(state["query"], docs, ctx.reranker, ctx.rerank_top_k)
+    ranked = rerank_documents(state["query"], docs, ctx.reranker, len(docs))
+    kept, hidden = split_read(state["query"], ranked, ctx.rerank_top_k)
     reranked = ctx.reranker is not None and bool(docs)
     shown = passages(state["query"], kept)
     if ctx.on_passages is not None:  # the page shows them before the model's first word
         ctx.on_passages(for_json(shown))
     return {
         "reranked_documents": kept,
+        "hidden_versions": hidden,
         "reranked": reranked,
         "passages": for_json(shown),
         "timings": {"rerank": time.perf_counter() - start},
@@ -73,8 +78,42 @@ def route_node(state: RAGState, runtime) -> dict:
 
 
 def after_route(state: RAGState) -> str:
-    """The next node for the chosen mode."""
-    return state["mode"] if state["mode"] in ("local", "global") else "retrieve"
+    """The next node for the chosen mode: a search mode tries the table path first."""
+    return state["mode"] if state["mode"] in ("local", "global") else "table"
+
+
+def table_node(state: RAGState, runtime) -> dict:
+    """A question about a table the asker may read, answered by computing over it (app.tables.answer):
+    the answer written from the result, the rows used as sources, the SQL under ``table``. Nothing
+    (the text path follows) without a table path, or when it does not answer."""
+    ctx: RAGContext = runtime.context
+    if ctx.tables is None:
+        return {}
+    start = time.perf_counter()
+    found = ctx.tables.answer(state["query"])
+    timings = {"table": time.perf_counter() - start}
+    if found is None:
+        return {"timings": timings}
+    if ctx.on_token:
+        ctx.on_token(found.answer)
+    return {
+        "documents": [],
+        "reranked_documents": [],
+        "answer": found.answer,
+        "sources": found.sources,
+        "cited_sources": found.sources,
+        "contexts": [],
+        "abstained": None if found.found else "absent_value",
+        "table": {"table": found.table, "sql": found.sql, "rows": found.rows},
+        "timings": timings,
+    }
+
+
+def after_table(state: RAGState) -> str:
+    """End when the table path answered, else retrieve."""
+    from langgraph.graph import END
+
+    return END if state.get("table") else "retrieve"
 
 
 def require_graph(ctx: RAGContext, mode: str):
@@ -141,7 +180,7 @@ def global_node(state: RAGState, runtime) -> dict:
 
     ctx: RAGContext = runtime.context
     start = time.perf_counter()
-    result = require_graph(ctx, "global").global_search(state["query"])
+    result = require_graph(ctx, "global").global_search(state["query"], stopped=ctx.stopped)
     sources = ctx.graph.sources_of(result.traceability.chunk_ids)
     if ctx.on_token:
         ctx.on_token(result.response)
@@ -172,13 +211,15 @@ def build_rag_graph():
 
     graph = StateGraph(RAGState, context_schema=RAGContext)
     graph.add_node("route", route_node)
+    graph.add_node("table", table_node)
     graph.add_node("retrieve", retrieve)
     graph.add_node("rerank", rerank_node)
     graph.add_node("generate", generate_node)
     graph.add_node("local", local_node)
     graph.add_node("global", global_node)
     graph.add_edge(START, "route")
-    graph.add_conditional_edges("route", after_route, ["retrieve", "local", "global"])
+    graph.add_conditional_edges("route", after_route, ["table", "local", "global"])
+    graph.add_conditional_edges("table", after_table, ["retrieve", END])
     graph.add_edge("retrieve", "rerank")
     graph.add_edge("rerank", "generate")
     graph.add_conditional_edges("local", after_local, ["generate", END])
@@ -207,14 +248,16 @@ def default_context(
     reranker="load",
     mode: str | None = None,
     generate: bool = True,
-    principals=None,
+    *,
+    principals: Sequence[str],
     read_source=None,
 ) -> RAGContext:
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
     (not loaded with ``generate=False``: retrieval and re-ranking only), the stored chunks of one source
     (``read_source``, default the store's: TOP_SOURCE_CHARS), and for ``local``, ``global`` and ``auto`` the
     graph search. ValueError for an unknown mode (listing the valid ones). Everything is read as
-    ``principals`` (default: full access; ``--as NAME`` gives a user's)."""
+    ``principals``, a required argument so that a forgotten one fails instead of reading everything:
+    FULL_ACCESS is the owner's, on purpose (the command line without ``--as``), ``()`` reads nothing."""
     s = settings or get_settings()
     mode = validate_mode(mode, s.retrieval.search_mode)
     search_mode = mode if mode in SEARCH_MODES else "hybrid"
@@ -252,6 +295,24 @@ def default_context(
         min_support=s.answers.abstain_min_support,
         mode=mode,
         graph=graph,
+        tables=table_answerer(s, store, llm, principals) if generate and mode in ("auto", *SEARCH_MODES) else None,
+    )
+
+
+def table_answerer(settings: Settings, store: RagStore, llm, principals: Sequence[str]):
+    """The table path (app.tables.answer) reading as ``principals``, or None with TABLE_ANSWERS=0 or no model."""
+    from app.llm import generate
+    from app.storage.table_rows import readable_tables, table_rows
+    from app.tables.answer import TableAnswerer
+
+    if not settings.tables.answers or llm is None:
+        return None
+    collection = settings.retrieval.collection_name
+    return TableAnswerer(
+        list_tables=lambda: readable_tables(store.engine, collection, principals),
+        load_rows=lambda table_id: table_rows(store.engine, collection, table_id, principals),
+        generate=lambda prompt: generate(prompt, llm),
+        settings=settings.tables,
     )
 
 

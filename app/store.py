@@ -1,7 +1,8 @@
 """The Python API (FinderLedge's operations on our PostgreSQL store).
 
+    from app.permissions.principals import FULL_ACCESS
     from app.store import RagStore
-    store = RagStore()                       # cheap: nothing loads until first use
+    store = RagStore(principals=FULL_ACCESS)  # reads as the owner, on purpose; nothing loads until first use
     store.add_document("data/csv/faq.csv")   # -> ["csv/faq.csv"]
     store.search("受付時間", search_mode="hybrid", top_k=5)
     store.get_context("受付時間")             # joined page_content
@@ -39,10 +40,16 @@ from app.retrieval.search import SearchRetriever, current_first, hybrid_search, 
 
 log = logging.getLogger(__name__)
 _POOL_LOCK = threading.Lock()
+NO_PRINCIPALS = (
+    "RagStore reads need principals: pass RagStore(principals=...) or principals= to the call "
+    "(FULL_ACCESS for full access, on purpose)"
+)
 
 
 class RagStore:
-    """Documents in PostgreSQL + pgvector: add, remove, list, sync, search."""
+    """Documents in PostgreSQL + pgvector: add, remove, list, sync, search. Reads fail closed: they run as
+    the ``principals`` given here or to the call (FULL_ACCESS: the owner's, on purpose) and raise TypeError
+    when neither names any, never reading everything; writes (sync, add, remove) need none."""
 
     def __init__(
         self,
@@ -52,9 +59,9 @@ class RagStore:
         principals: Sequence[str] | None = None,
     ):
         self.settings = settings or get_settings()
-        # who reads through this store: full access by default (the shell user reads data/ anyway);
-        # ``principals_for_user`` (app.users) gives a user's, and each search may name its own
-        self.principals: tuple[str, ...] = FULL_ACCESS if principals is None else tuple(principals)
+        # who reads through this store: None until named (reads then raise, never read everything);
+        # FULL_ACCESS is the owner's, ``principals_for_user`` (app.users) a user's; each read may name its own
+        self.principals: tuple[str, ...] | None = None if principals is None else tuple(principals)
         self._embeddings = embeddings
         self._engine = engine
         self._vectorstore = None
@@ -234,22 +241,24 @@ class RagStore:
             )
 
     def list_documents(self, principals: Sequence[str] | None = None) -> list[dict]:
-        """Stored documents ``principals`` (default: this store's) may read: doc_id, source_file,
-        content_hash, settings_hash, chunks, ingested_at, origin, readers (``[]`` when nothing was
-        ingested yet)."""
+        """Stored documents ``principals`` (default: this store's) may read: doc_id, source_file, content_hash,
+        settings_hash, chunks, ingested_at, origin, readers (``[]`` when nothing was ingested yet)."""
+        who = self._who(principals)  # first: a forgotten argument raises on an empty store too
         if not self._schema_ready:  # not created by this store yet: read only what is complete
             try:
                 storage.check_schema(self.engine, self.settings.retrieval.collection_name)
             except StoreNotReadyError:
                 return []
-        return storage.list_documents(self.engine, self.settings.retrieval.collection_name, self._who(principals))
+        return storage.list_documents(self.engine, self.settings.retrieval.collection_name, who)
 
     def _all_documents(self) -> list[dict]:
         """Every stored document (the writer's view, whoever this store reads as)."""
         return self.list_documents(FULL_ACCESS)
 
     def _who(self, principals: Sequence[str] | None) -> tuple[str, ...]:
-        """The principals of one call: those given, else this store's."""
+        """The principals of one call: those given, else this store's; TypeError when neither names any."""
+        if principals is None and self.principals is None:
+            raise TypeError(NO_PRINCIPALS)
         return self.principals if principals is None else tuple(principals)
 
     def source_chunks(self, source: str, principals: Sequence[str] | None = None, vectors: bool = False) -> list[dict]:
@@ -326,14 +335,8 @@ class RagStore:
     def graph_search(self, llm: Any = None, count_tokens: Any = None, principals: Sequence[str] | None = None):
         """Local and global search over this store's graph as ``principals`` (default: this store's):
         only entities, relationships and reports all of whose sources they may read."""
-        return GraphSearch(
-            self.settings,
-            self.engine,
-            embeddings=self.embeddings,
-            llm=llm,
-            count_tokens=count_tokens,
-            principals=self._who(principals),
-        )
+        who = self._who(principals)
+        return GraphSearch(self.settings, self.engine, self.embeddings, llm, count_tokens, principals=who)
 
     def _graph_search(self, query: str, mode: str, top_k: int, who: tuple[str, ...]) -> list[Document]:
         """:meth:`search` for ``local``, ``global`` and ``auto`` (which may answer with a chunk search)."""
@@ -385,6 +388,7 @@ class RagStore:
         The number of results is ``k`` (LangChain's name; ``top_k`` is accepted too), and
         ``retriever.invoke(query, k=3)`` overrides it for one call.
         """
+        self._who(search_kwargs.get("principals"))  # TypeError now, not at the first invoke
         k = search_kwargs.pop("k", None)
         top_k = search_kwargs.pop("top_k", None) or k or self.settings.retrieval.search_k
         return SearchRetriever(search=lambda query, n: self.search(query, top_k=n, **search_kwargs), k=top_k)

@@ -97,9 +97,11 @@ def bench_queries(settings: Settings, llm: Any = None, questions: int | None = N
     """Local and global questions (at most ``questions`` of each) on the stored sample corpus through
     the workflow (the LLM in process)."""
     from app.graph import default_context, run_rag
+    from app.permissions.principals import FULL_ACCESS
 
     out: dict = {}
-    local_ctx = default_context(settings, mode="local", llm=llm, reranker=None)
+    # the benchmark reads the whole graph, as the owner: full access, on purpose
+    local_ctx = default_context(settings, mode="local", llm=llm, reranker=None, principals=FULL_ACCESS)
     local = [run_rag(q, local_ctx)["timings"] for q in LOCAL_QUESTIONS[:questions]]
     out["local"] = {
         "questions": len(local),
@@ -109,7 +111,7 @@ def bench_queries(settings: Settings, llm: Any = None, questions: int | None = N
         "first_token_s": median_of(local, "first_token"),
         "total_s": median_of(local, "local", "generate"),
     }
-    global_ctx = default_context(settings, mode="global", llm=llm, reranker=None)
+    global_ctx = default_context(settings, mode="global", llm=llm, reranker=None, principals=FULL_ACCESS)
     runs = [run_rag(q, global_ctx) for q in GLOBAL_QUESTIONS[:questions]]
     timings = [r["timings"] for r in runs]
     out["global"] = {

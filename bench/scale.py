@@ -76,9 +76,10 @@ def bench_parallel_ingest(
 
 def _search_client(settings: Settings, mode: str, queries: list[str], barrier, results) -> None:
     """One client process: warm up, wait for the others, run every query, report its timings."""
+    from app.permissions.principals import FULL_ACCESS
     from app.store import RagStore
 
-    store = RagStore(settings).warm_up_search(mode)
+    store = RagStore(settings, principals=FULL_ACCESS).warm_up_search(mode)  # the benchmark's: full access
     store.search(queries[0], search_mode=mode, top_k=10)
     barrier.wait()
     start = time.monotonic()

@@ -125,7 +125,8 @@ def bench_scale(settings: Settings, engine, embeddings, size: int, queries: int)
     words = vocabulary()
     bench_reset(engine)
     name = f"bench_{size}"
-    store = storage.make_vectorstore(engine, embeddings, name, create=True)
+    # the benchmark times every chunk's search: full access, on purpose
+    store = storage.make_vectorstore(engine, embeddings, name, create=True, principals=FULL_ACCESS)
     collection = storage.collection_id(engine, name)
     vectors = clustered_vectors(size, rng)
     texts = synthetic_texts(size, words, rng)

@@ -22,6 +22,7 @@ def main() -> int:
     from app.evaluation.run import collection_for, load_questions
     from app.graph import default_context
     from app.metrics import faithfulness
+    from app.permissions.principals import FULL_ACCESS
     from app.reranker import rerank_documents
     from app.store import RagStore
     from app.workflow.evidence import windows
@@ -40,7 +41,7 @@ def main() -> int:
         setattr(windows, name, type(getattr(windows, name))(value))
     settings = get_settings().changed(retrieval={"collection_name": collection_for(Path(args.data_dir))})
     RagStore(settings).sync(Path(args.data_dir))
-    ctx = default_context(settings, generate=False, reranker=None)
+    ctx = default_context(settings, generate=False, reranker=None, principals=FULL_ACCESS)  # the owner's, on purpose
     embeddings = None if args.no_dense else RagStore(settings).embeddings
     questions = [q for q in load_questions(args.questions) if q.get("expected_source")]
     budgets = [int(b) for b in args.budgets.split(",") if b]

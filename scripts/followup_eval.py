@@ -23,6 +23,7 @@ from app.config import get_settings
 from app.evaluation.run import collection_for
 from app.llm import generate, get_llm, with_options
 from app.models.locate import resolve_llm_path
+from app.permissions.principals import FULL_ACCESS
 from app.store import RagStore
 from app.web.followup import standalone
 from app.web.rewrite import llm_standalone
@@ -36,7 +37,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     settings = get_settings().changed(retrieval={"collection_name": collection_for(args.data_dir)})
-    store = RagStore(settings)
+    store = RagStore(settings, principals=FULL_ACCESS)  # measures retrieval over every document, on purpose
     llm = with_options(get_llm(settings), stop=["\n"], max_tokens=80)
     items = json.loads(args.questions.read_text(encoding="utf-8"))
     ways = {

@@ -32,6 +32,7 @@ def main() -> int:
     from app.config import get_settings
     from app.evaluation.run import collection_for
     from app.serving.service import RagService
+    from app.users.identity import FULL
     from app.workflow.prompts import CITED_SYSTEM
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -41,12 +42,12 @@ def main() -> int:
     settings = get_settings().changed(retrieval={"collection_name": collection_for(args.data_dir)})
     service = RagService.create(settings, data_dir=args.data_dir, preload_llm=False)
     client = service.context().llm.client  # llama_cpp.Llama
-    service.ask("テスト")  # warm: the model loaded, the system text evaluated once
+    service.ask("テスト", who=FULL)  # warm: the model loaded, the system text evaluated once
     rows = []
     for question in QUESTIONS[: args.questions]:
-        kept = service.ask(question)["timings"].get("first_token")
+        kept = service.ask(question, who=FULL)["timings"].get("first_token")
         client.reset()  # forget every evaluated token: the next prompt is evaluated whole
-        whole = service.ask(question)["timings"].get("first_token")
+        whole = service.ask(question, who=FULL)["timings"].get("first_token")
         rows.append({"question": question, "kept_prefix_s": kept, "whole_prompt_s": whole})
     kept = [r["kept_prefix_s"] for r in rows if r["kept_prefix_s"]]
     whole = [r["whole_prompt_s"] for r in rows if r["whole_prompt_s"]]

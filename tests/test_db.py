@@ -61,6 +61,15 @@ def test_get_vectorstore_opens_the_existing_schema_with_vectors_of_any_size_and_
     check.assert_called_once_with(engine, "documents")
 
 
+def test_get_vectorstore_searches_as_the_principals_it_is_given_else_refuses(mocker):
+    """tests/integration/test_fail_closed.py runs the refusal on PostgreSQL."""
+    mocker.patch("app.storage.get_engine")
+    mocker.patch("app.storage.check_schema")
+    mocker.patch("app.storage.schema.sized_vectorstore_class")
+    assert db.get_vectorstore(Settings(), embeddings=object()).principals is None
+    assert db.get_vectorstore(Settings(), embeddings=object(), principals=["everyone"]).principals == ("everyone",)
+
+
 def test_create_schema_creates_hnsw_cosine_index_keyword_index_and_version(mocker):
     pgvector = mocker.patch("app.storage.schema.sized_vectorstore_class").return_value
     engine = mocker.MagicMock()

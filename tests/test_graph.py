@@ -129,11 +129,23 @@ def test_generate_node_drops_sources_of_contexts_that_did_not_fit(ctx, mock_docu
 
 def test_build_rag_graph_routes_to_the_three_branches():
     g = graph.build_rag_graph().get_graph()
-    assert set(g.nodes) == {"__start__", "route", "retrieve", "rerank", "generate", "local", "global", "__end__"}
+    assert set(g.nodes) == {
+        "__start__",
+        "route",
+        "table",
+        "retrieve",
+        "rerank",
+        "generate",
+        "local",
+        "global",
+        "__end__",
+    }
     edges = {(e.source, e.target) for e in g.edges}
     assert edges == {
         ("__start__", "route"),
-        ("route", "retrieve"),
+        ("route", "table"),
+        ("table", "retrieve"),
+        ("table", "__end__"),
         ("route", "local"),
         ("route", "global"),
         ("retrieve", "rerank"),

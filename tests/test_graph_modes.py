@@ -56,7 +56,7 @@ class FakeGraph:
         docs = [Document(page_content=unit.text, id="k1", metadata={"source": unit.source})] if used else []
         return LocalResult(context, docs, {"entities": 0.01})
 
-    def global_search(self, query):
+    def global_search(self, query, stopped=None):
         self.calls.append(("global", query))
         point = KeyPoint("料金は月額制", 90, ["c0-0"])
         return GlobalSearchResult(
@@ -155,7 +155,7 @@ def test_default_context_rejects_an_unknown_mode(clean_env):
     with pytest.raises(
         ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"
     ):
-        graph.default_context(mode="drift", search=lambda q, k: [], reranker=None, generate=False)
+        graph.default_context(mode="drift", search=lambda q, k: [], reranker=None, generate=False, principals=())
 
 
 def test_coverage_check_counts_the_graph_tables_too():

@@ -16,6 +16,7 @@ from app.mcp.server import parse_http
 from app.serving import service
 from app.serving.hits import normalized_score, payload, snippet_span
 from app.serving.service import RagService, validate_search
+from app.users.identity import FULL, Identity
 
 
 @pytest.mark.parametrize(
@@ -172,8 +173,8 @@ class FakeStore:
 def test_service_search_validates_and_shapes_hits():
     store = FakeStore()
     svc = RagService(settings=Settings(), store=store, context_factory=lambda: None)
-    hits = svc.search(" 受付時間 ", 3, "keyword")
-    assert store.calls == [("受付時間", "keyword", 3)]
+    hits = svc.search(" 受付時間 ", 3, "keyword", who=FULL)
+    assert store.calls == [("受付時間", "keyword", 3)] and store.principals == ("admin",)
     assert hits == [
         {
             "id": "c1",
@@ -190,7 +191,7 @@ def test_service_search_validates_and_shapes_hits():
         }
     ]
     with pytest.raises(ValueError):
-        svc.search("q", 0)
+        svc.search("q", 0, who=FULL)
     assert len(store.calls) == 1  # a bad argument never reaches the database
 
 
@@ -207,6 +208,8 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         llm: object = "llm"
         count_tokens: object = None
         read_source: object = None
+        on_token: object = None  # the service times every answer through these (app.serving.usage)
+        on_passages: object = None
 
     def factory():
         loads.append(1)
@@ -229,12 +232,14 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
 
     monkeypatch.setattr(serving_service, "run_rag", fake_run)
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=factory)
-    threads = [threading.Thread(target=svc.ask, args=("受付時間は？", "vector")) for _ in range(3)]
+    threads = [
+        threading.Thread(target=svc.ask, args=("受付時間は？", "vector"), kwargs={"who": FULL}) for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    result = svc.ask("受付時間は？")
+    result = svc.ask("受付時間は？", who=FULL)
     assert loads == [1]
     assert seen[-1] == ("受付時間は？", ("search", "hybrid")) and seen[0][1] == ("search", "vector")
     assert result == {
@@ -255,7 +260,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         "answer_id": None,  # no answer memory: nothing kept
         "cached_at": None,
     }
-    svc.ask("VPNと認証アプリの関係は？", "auto")  # a graph mode: the graph search gets the context's LLM
+    svc.ask("VPNと認証アプリの関係は？", "auto", who=FULL)  # a graph mode: the graph search gets the context's LLM
     assert modes[-1] == ("auto", ("graph", "llm", None)) and modes[0] == ("vector", None)
 
 
@@ -263,7 +268,6 @@ def test_service_reads_the_top_source_as_who_asks(monkeypatch):
     """TOP_SOURCE_CHARS: the context's ``read_source`` is bound per ask to the asker's principals, as
     the search is; the served context's own refuses (it never runs)."""
     from app.serving import service as serving_service
-    from app.users.identity import Identity
 
     def fake_run(question, ctx):
         ctx.read_source("guide.pdf:p21")
@@ -298,23 +302,23 @@ def test_service_context_load_failure_is_raised_and_retried():
 def test_service_sync_summary_and_documents(tmp_path):
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: None, data_dir=tmp_path)
     assert svc.sync_summary() == {"summary": f"synced {tmp_path}", "failures": ["x: bad"]}
-    assert svc.list_documents() == [{"doc_id": "csv/faq.csv", "chunks": 22}]
+    assert svc.list_documents(FULL) == [{"doc_id": "csv/faq.csv", "chunks": 22}]
 
 
 def test_ask_validates_its_question_before_loading_anything():
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: pytest.fail("loaded"))
     with pytest.raises(ValueError, match="^question must be a non-empty string$"):
-        svc.ask("  ")
+        svc.ask("  ", who=FULL)
     with pytest.raises(
         ValueError, match="^mode must be one of hybrid, vector, keyword, local, global, auto, got 'drift'$"
     ):
-        svc.ask("受付時間は？", "drift")
+        svc.ask("受付時間は？", "drift", who=FULL)
 
 
 def test_ask_before_anything_is_ingested_says_so_without_loading_the_llm():
     svc = RagService(settings=Settings(), store=FakeStore(ready=False), context_factory=lambda: pytest.fail("loaded"))
     with pytest.raises(StoreNotReadyError, match="^no documents are stored yet: run make ingest$"):
-        svc.ask("受付時間は？")
+        svc.ask("受付時間は？", who=FULL)
 
 
 def test_a_withdrawn_answer_names_what_no_document_states(monkeypatch):
@@ -325,12 +329,13 @@ def test_a_withdrawn_answer_names_what_no_document_states(monkeypatch):
         search: object = None
         mode: str = "hybrid"
         on_token: object = None
+        on_passages: object = None
         read_source: object = None
 
     state = {"answer": "資料に記載がありません", "sources": ["countries.csv:r33"], "abstained": "unstated"}
     monkeypatch.setattr(serving_service, "run_rag", lambda q, ctx: {**state, "unsupported": ["シカゴ"]})
     svc = RagService(settings=Settings(), store=FakeStore(), context_factory=Ctx)
-    result = svc.ask("ブラジルの首都は？")
+    result = svc.ask("ブラジルの首都は？", who=FULL)
     assert (result["abstained"], result["withdrawn"], result["answer"]) == (
         "unstated",
         ["シカゴ"],
@@ -369,3 +374,28 @@ def test_a_warm_server_says_once_what_it_answers_with(tmp_path):
         "embeddings server http://127.0.0.1:8081/v1; re-ranker acme/japanese-reranker; "
         "LLM server http://127.0.0.1:8080/v1?api_key=***; database: PostgreSQL at db:5432"
     )
+
+
+# --- who asks is never implied: a forgotten or empty ``who`` fails before the store is read ----------
+
+SERVICE_READS = {
+    "search": lambda svc, **who: svc.search("受付時間", 3, "keyword", **who),
+    "ask": lambda svc, **who: svc.ask("受付時間は？", "hybrid", **who),
+    "cached_answer": lambda svc, **who: svc.cached_answer("受付時間は？", "hybrid", **who),
+    "passages": lambda svc, **who: svc.passages("受付時間は？", "hybrid", **who),
+    "list_documents": lambda svc, **who: svc.list_documents(**who),
+    "source_chunks": lambda svc, **who: svc.source_chunks("faq.csv:r2", **who),
+}
+
+
+@pytest.mark.parametrize("read", SERVICE_READS.values(), ids=SERVICE_READS.keys())
+def test_service_reads_without_who_raise(read):
+    store = FakeStore()
+    svc = RagService(settings=Settings(), store=store, context_factory=lambda: pytest.fail("loaded"))
+    with pytest.raises(TypeError, match="missing 1 required (keyword-only |positional )argument: 'who'"):
+        read(svc)
+    with pytest.raises(TypeError, match="^who must be an Identity .*got None$"):
+        read(svc, who=None)
+    with pytest.raises(TypeError, match="^who must be an Identity .*got \\('admin',\\)$"):
+        read(svc, who=("admin",))  # bare principals are not an asker: FULL or an Identity, on purpose
+    assert store.calls == []

@@ -37,6 +37,7 @@ from app.web.guard import web_guard
 from app.web.headers import SecurityHeaders, with_security_headers
 from app.web.server import guarded_app
 from tests.test_web_app import FakeService
+from tests.test_web_guard import open_gate
 
 SECRET = "s3cret-web-token-for-sharing"
 BEARER = {"Authorization": f"Bearer {SECRET}"}
@@ -222,7 +223,7 @@ def test_same_origins_on_port_80_leave_the_port_out_as_browsers_do():
 class SharedService(FakeService):
     """tests.test_web_app's fake service, taking who asks (or not) as the app hands it in."""
 
-    def ask(self, question, mode="hybrid", on_token=None, who=None, on_passages=None):
+    def ask(self, question, mode="hybrid", on_token=None, who=None, on_passages=None, stopped=None):
         return super().ask(question, mode, on_token)
 
     def list_documents(self, who=None):
@@ -233,7 +234,7 @@ def shared_page(**servers) -> TestClient:
     """The real page (fake service) as ``make web`` serves it: bound to 0.0.0.0 with WEB_TOKEN,
     behind the guard and the security headers."""
     settings = Settings().changed(servers={"web_token": SECRET, **servers})
-    app = SecurityHeaders(guarded_app(SharedService(), settings, "0.0.0.0", 8780))
+    app = SecurityHeaders(guarded_app(SharedService(), settings, "0.0.0.0", 8780, gate=open_gate()))
     return TestClient(app, base_url="http://192.0.2.10:8780")
 
 

@@ -6,13 +6,14 @@ from langchain_core.retrievers import BaseRetriever
 
 from app.config import Settings
 from app.errors import DataSourceError
+from app.permissions.principals import FULL_ACCESS
 from app.store import RagStore
 
 
 @pytest.fixture
 def store(no_db, mock_vectorstore, mock_documents):
     mocker = no_db
-    s = RagStore(Settings().changed(retrieval={"search_k": 4}))
+    s = RagStore(Settings().changed(retrieval={"search_k": 4}), principals=FULL_ACCESS)
     s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
     keyword_docs = [mock_documents[3], mock_documents[0]]
     mocker.patch(
@@ -160,7 +161,7 @@ def _store_with_broken_vectors(monkeypatch):
     from app.config import Settings
     from app.store import RagStore
 
-    store = RagStore(Settings(), embeddings=object(), engine=object())
+    store = RagStore(Settings(), embeddings=object(), engine=object(), principals=FULL_ACCESS)
     store._vectorstore = _BrokenVectorStore()
     monkeypatch.setattr(
         store_module,
@@ -191,3 +192,55 @@ def test_vector_mode_does_not_fall_back(monkeypatch):
     store = _store_with_broken_vectors(monkeypatch)
     with pytest.raises(OSError, match="corrupt"):
         store.search("受付時間", search_mode="vector", top_k=3)
+
+
+# --- reads fail closed: a store made without principals reads nothing unless each call names them ----
+
+NO_PRINCIPALS = "^RagStore reads need principals: pass RagStore\\(principals=...\\) or principals= to the call"
+READS = {
+    "search": lambda s: s.search("受付", search_mode="keyword"),
+    "search (blank query)": lambda s: s.search("  "),
+    "search (local)": lambda s: s.search("受付", search_mode="local"),
+    "get_context": lambda s: s.get_context("受付"),
+    "as_retriever": lambda s: s.as_retriever(search_mode="keyword"),
+    "search_function": lambda s: s.search_function("hybrid"),
+    "graph_search": lambda s: s.graph_search(),
+    "list_documents": lambda s: s.list_documents(),
+    "source_chunks": lambda s: s.source_chunks("faq.csv:r2"),
+}
+
+
+@pytest.fixture
+def nobody(store):
+    """A store made without principals, over the ``store`` fixture's doubles."""
+    made = RagStore(store.settings)
+    made._vectorstore, made._engine, made._embeddings = store._vectorstore, store._engine, store._embeddings
+    return made
+
+
+@pytest.mark.parametrize("read", READS.values(), ids=READS.keys())
+def test_reads_without_principals_raise(nobody, mocker, mock_vectorstore, read):
+    from app import store as store_module
+
+    reads = [mocker.patch(f"app.storage.{name}") for name in ("list_documents", "source_chunks")]
+    reads += [mock_vectorstore.similarity_search_with_score, store_module.keyword_search]
+    with pytest.raises(TypeError, match=NO_PRINCIPALS):
+        read(nobody)
+    assert not any(r.called for r in reads)  # refused before anything was read
+
+
+def test_a_call_naming_principals_reads_as_them(nobody, mock_vectorstore):
+    assert len(nobody.search("受付", search_mode="vector", top_k=2, principals=("everyone",))) == 2
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs["principals"] == ("everyone",)
+
+
+def test_empty_principals_are_named_and_read_as_nobody(nobody, mock_vectorstore):
+    nobody.search("受付", search_mode="vector", top_k=2, principals=())
+    assert mock_vectorstore.similarity_search_with_score.call_args.kwargs["principals"] == ()
+
+
+def test_writes_need_no_principals(nobody, mocker):
+    mocker.patch("app.storage.list_documents", return_value=DOCS)
+    delete = mocker.patch("app.storage.delete_document", return_value=5)
+    assert nobody.remove_document("a.pdf") == 5  # the writer's view of every document, whoever reads
+    assert delete.call_args.args[2] == "pdf/a.pdf"

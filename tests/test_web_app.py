@@ -20,7 +20,7 @@ class FakeService(PageService):
     def __init__(self, fail: Exception | None = None):
         self.fail, self.asked = fail, []
 
-    def ask(self, question, mode="hybrid", on_token=None, who=None, on_passages=None):
+    def ask(self, question, mode="hybrid", on_token=None, who=None, on_passages=None, stopped=None):
         self.asked.append((question, mode))
         if self.fail:
             raise self.fail

@@ -6,7 +6,9 @@ from starlette.testclient import TestClient
 from app.cli import web as web_cli
 from app.config import Settings
 from app.serving import hosts
+from app.serving.gate import AccessGate
 from app.serving.hosts import MachineNames
+from app.users.identity import SESSION_PREFIX, SHARED, new_session_id
 from app.web.guard import COOKIE
 from app.web.server import guarded_app
 from tests.test_web_app import FakeService
@@ -21,9 +23,38 @@ def fixed_machine(monkeypatch):
     monkeypatch.setattr(hosts, "this_machine", lambda: MACHINE)
 
 
+def open_gate() -> AccessGate:
+    """The real gate of a server with no access file and no restricted document stored (single-team)."""
+    return AccessGate(lambda: False, lambda: False, "data/access.toml")
+
+
+class MemorySessions:
+    """app.users.identity.Sessions kept in a dict (tests/integration run the real ones in PostgreSQL):
+    ``holders`` maps each token that may sign in to its identity."""
+
+    def __init__(self, holders: dict):
+        self.holders, self.open_ids = holders, {}
+
+    def open(self, token):
+        if token not in self.holders:
+            return None
+        session = new_session_id()
+        self.open_ids[session] = self.holders[token]
+        return session
+
+    def identity(self, session):
+        return self.open_ids.get(session)
+
+    def close(self, session):
+        self.open_ids.pop(session, None)
+
+
 def client(host: str, port: int, token: str = "", **servers) -> TestClient:
     settings = Settings().changed(servers={"web_token": token, **servers})
-    return TestClient(guarded_app(FakeService(), settings, host, port), base_url=f"http://127.0.0.1:{port}")
+    app = guarded_app(
+        FakeService(), settings, host, port, gate=open_gate(), sessions=MemorySessions({token: SHARED} if token else {})
+    )
+    return TestClient(app, base_url=f"http://127.0.0.1:{port}")
 
 
 def test_on_loopback_the_page_needs_no_secret_but_its_own_host_and_origin():
@@ -44,8 +75,10 @@ def test_beyond_loopback_the_secret_is_needed_and_the_url_sets_a_strict_cookie()
     opened = c.get(f"/?token={SECRET}", follow_redirects=False)
     assert opened.status_code == 303 and opened.headers["location"] == "/"
     cookie = opened.headers["set-cookie"]
-    assert f"{COOKIE}={SECRET}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert cookie.startswith(f"{COOKIE}={SESSION_PREFIX}") and SECRET not in cookie  # a session ID, not the secret
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert c.get("/").status_code == 200  # the client now sends the cookie
+    assert client("0.0.0.0", 8780, token=SECRET).get("/", cookies={COOKIE: SECRET}).status_code == 401
     fresh = client("0.0.0.0", 8780, token=SECRET)
     assert fresh.get(f"/api/documents?token={SECRET}").status_code == 401  # only / takes the secret in the URL
 
@@ -132,7 +165,9 @@ def test_a_browser_without_a_token_gets_a_page_saying_how_to_sign_in_and_a_scrip
 
 def test_behind_an_https_public_url_the_session_cookie_is_secure():
     settings = Settings().changed(servers={"web_token": SECRET}, access={"public_url": "https://rag.example.co.jp"})
-    app = guarded_app(FakeService(), settings, "0.0.0.0", 8780)
+    app = guarded_app(
+        FakeService(), settings, "0.0.0.0", 8780, gate=open_gate(), sessions=MemorySessions({SECRET: SHARED})
+    )
     c = TestClient(app, base_url="https://rag.example.co.jp")
     cookie = c.get(f"/?token={SECRET}", follow_redirects=False).headers["set-cookie"]
     assert "Secure" in cookie and "HttpOnly" in cookie

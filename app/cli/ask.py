@@ -11,6 +11,8 @@ from typing import Any
 from app.cli import output, run
 from app.config import get_settings, validate_mode
 from app.graph import default_context, run_rag
+from app.permissions.principals import FULL_ACCESS
+from app.text.storable import check_fields
 from app.versions.preference import answer_version_notes, source_versions
 
 
@@ -47,6 +49,11 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
     if not query:
         parser.print_usage(sys.stderr)
         print('Error: no question given; usage: make ask Q="質問文"', file=sys.stderr)
+        return 2
+    try:  # an argument whose bytes were not UTF-8 arrives as lone surrogates: refused before any work
+        check_fields({"question": query, "--mode": args.mode, "--as": args.as_user})
+    except ValueError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
         return 2
 
     def body() -> int:
@@ -105,10 +112,10 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
     return run(body, debug=args.debug)
 
 
-def as_user(settings, name: str | None):
-    """The principals of ``--as NAME`` (None without it: full access); UnknownUserError for no such user."""
+def as_user(settings, name: str | None) -> tuple[str, ...]:
+    """The principals of ``--as NAME``, FULL_ACCESS without it; UnknownUserError for no such user."""
     if name is None:
-        return None
+        return FULL_ACCESS  # the owner at the command line reads data/ anyway: full access, on purpose
     from app.storage import get_engine
     from app.users.identity import principals_for_user
 

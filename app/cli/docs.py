@@ -11,6 +11,7 @@ from app.cli import run
 from app.config import get_settings
 from app.formats.limits import escape
 from app.graphrag.search import GraphSearch  # the graph's tables: read only when documents exist
+from app.permissions.principals import FULL_ACCESS
 from app.storage import versions as version_store
 from app.store import RagStore
 
@@ -27,7 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        store = RagStore(get_settings())
+        # the owner at the command line lists every document (the files are theirs): full access, on purpose
+        store = RagStore(get_settings(), principals=FULL_ACCESS)
         if args.action in (None, "list"):
             documents = store.list_documents()
             print(docs.format_documents(documents))
@@ -39,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 if families:
                     print(families)
-                print(docs.format_graph(GraphSearch(store.settings, store.engine).counts()))
+                print(docs.format_graph(GraphSearch(store.settings, store.engine, principals=FULL_ACCESS).counts()))
         else:
             removed = store.remove_document(args.doc, wait=not args.no_wait)
             print(f"Removed {escape(args.doc)} ({removed} chunks)")

@@ -13,6 +13,7 @@ from app.ingestion.readers import permissions_on
 from app.ingestion.sync import scan  # the readers of every format: only when watching
 from app.mcp import server
 from app.serving.access import resolve_token
+from app.serving.gate import access_gate
 from app.serving.warm import make_service_factory
 from app.storage import get_engine
 from app.users.identity import principals_for_user
@@ -38,18 +39,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         token = resolve_token(settings.servers.mcp_token, settings.servers.mcp_token_file) if http else None
         if args.watch:
             scan(data_dir)  # a missing data dir is an error before anything loads
+        gate = access_gate(settings, Path(data_dir), lambda: get_engine(settings))
+        gate.mode()  # at start: a locked server says so now (a warning line), not at the first call
         mcp_server = server.build_server(
             make_service_factory(settings, data_dir, args.watch, args.debounce_ms, preload_llm=not args.no_preload),
             as_user=settings.access.mcp_as_user if http is None else "",
             permissions_on=lambda: permissions_on(settings, Path(data_dir)),
             feedback=settings.memory.feedback,
+            gate=gate,
         )
         if http is None:
             if settings.access.mcp_as_user:  # an unknown user fails now, not at the first tool call
                 principals_for_user(get_engine(settings), settings.access.mcp_as_user)
             mcp_server.run("stdio")
         else:
-            app = server.http_app(mcp_server, settings, *http, token)  # a bad ALLOWED_HOSTS/ORIGINS entry fails here
+            # a bad ALLOWED_HOSTS/ORIGINS entry fails here
+            app = server.http_app(mcp_server, settings, *http, token, gate=gate)
             for line in server.start_lines(*http, token, settings.access.public_url):
                 print(line, file=sys.stderr, flush=True)
             server.serve_http(app, *http, mcp_server.settings.log_level)

@@ -148,6 +148,7 @@ JSON_KEYS = (
     "graph",
     "traceability",
     "map_results",
+    "table",  # the table path (app.tables): the table, the SQL run, the result rows
     "timings",
 )
 

@@ -14,6 +14,7 @@ from app.config import get_settings
 from app.errors import ModelNotFoundError
 from app.evaluation import tune
 from app.evaluation.run import load_questions, write_json
+from app.permissions.principals import FULL_ACCESS
 from app.reranker import get_reranker
 from app.store import RagStore
 
@@ -40,7 +41,8 @@ def main(argv: Sequence[str] | None = None, store: Any = None) -> int:
         if rag is None:
             settings = prepare_data_dir(settings, args.data_dir)
             ensure_ingested(settings)
-            rag = RagStore(settings)
+            # tuning measures retrieval over every document, as the owner: full access, on purpose
+            rag = RagStore(settings, principals=FULL_ACCESS)
         depth = (
             max(settings.retrieval.search_k, tune.DIAGNOSIS_DEPTH) if args.per_question else settings.retrieval.search_k
         )

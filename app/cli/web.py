@@ -68,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
+        from app.serving.gate import LOCKED, access_gate
+        from app.storage import get_engine
         from app.web.server import serve
 
         settings = get_settings()
@@ -82,8 +84,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         for line in start_lines(args.host, args.port, token, settings.access.public_url):
             print(line, file=sys.stderr, flush=True)
-        print(permissions_line(settings, data_dir), file=sys.stderr, flush=True)
-        serve(settings, data_dir, args.host, args.port, args.watch, args.debounce_ms, preload_llm=not args.no_preload)
+        gate = access_gate(settings, data_dir, lambda: get_engine(settings))
+        if gate.mode() != LOCKED:  # locked: the gate has logged its warning line
+            print(permissions_line(settings, data_dir), file=sys.stderr, flush=True)
+        serve(
+            settings,
+            data_dir,
+            args.host,
+            args.port,
+            args.watch,
+            args.debounce_ms,
+            preload_llm=not args.no_preload,
+            gate=gate,
+        )
         return 0
 
     return run(body, debug=args.debug, server=True)

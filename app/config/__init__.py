@@ -48,6 +48,7 @@ from app.config.model_groups import (
     ModelSettings,
 )
 from app.config.read import one_of
+from app.config.table_groups import TableSettings
 from app.config.urls import mask_url, split_userinfo
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "AccessSettings",
     "ServerSettings",
     "Settings",
+    "TableSettings",
     "get_connection_string",
     "get_db_config",
     "get_settings",
@@ -131,6 +133,7 @@ class Settings:
         "access": AccessSettings,
         "ingest": IngestSettings,
         "memory": MemorySettings,
+        "tables": TableSettings,
     }
     db: DatabaseSettings = field(default_factory=DatabaseSettings)
     models: ModelSettings = field(default_factory=ModelSettings)
@@ -142,6 +145,7 @@ class Settings:
     access: AccessSettings = field(default_factory=AccessSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    tables: TableSettings = field(default_factory=TableSettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -159,6 +163,7 @@ class Settings:
             access=AccessSettings.from_env(_Declared(env, AccessSettings)),
             ingest=IngestSettings.from_env(_Declared(env, IngestSettings)),
             memory=MemorySettings.from_env(_Declared(env, MemorySettings)),
+            tables=TableSettings.from_env(_Declared(env, TableSettings)),
         )
 
     def changed(self, **groups: Mapping[str, Any]) -> Settings:

@@ -61,6 +61,11 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "INGEST_BATCH_CHUNKS": (256, 1),  # chunks embedded and staged per batch (memory stays flat)
     "ANSWER_CACHE_TTL_S": (86400, 1),  # how long an earlier answer is given again to the same question
     "LLM_CONCURRENCY": (1, 1),  # answers generated at once (LLM_BASE_URL only: a server that batches)
+    # Questions about tables (app.tables; issue 50)
+    "TABLE_MEMORY_MB": (256, 16),  # DuckDB's memory_limit for one question's table
+    "TABLE_THREADS": (1, 1),  # DuckDB's threads for one question's table
+    "TABLE_RESULT_ROWS": (50, 1),  # most rows a table query returns (its LIMIT is capped to this)
+    "TABLE_SQL_MAX_CHARS": (2000, 100),  # longest SQL the model may write (checked before parsing)
 }
 INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 

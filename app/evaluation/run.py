@@ -15,6 +15,7 @@ from app.metrics import (
     coverage,
     exact_match,
     faithfulness,
+    found_keywords,
     mean,
     measure_latency,
     percentile,
@@ -121,7 +122,9 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         "retrieval_hit": expected is not None and retrieval_at_k(state.get("reranked_documents", []), expected),
         "retrieval_hit_search_k": expected is not None and retrieval_at_k(state.get("documents", []), expected),
         "faithfulness": faithfulness(answer, keywords),
-        "exact_match": exact_match(answer, keywords),
+        # a question may name words a right answer must not hold (the rows a filter must leave out)
+        "exact_match": exact_match(answer, keywords)
+        and not found_keywords(answer, question.get("absent_keywords") or []),
         "context_keywords": faithfulness("\n".join(state.get("contexts") or []), keywords),
         "context_chars": sum(len(c) for c in state.get("contexts") or []),
         "contexts": list(state.get("contexts") or []),  # what the model read, for replaying the checks

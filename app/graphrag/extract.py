@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import combinations
 from typing import Any
 
-from app.graphrag.global_search import MapParseError, parse_json_object
 from app.graphrag.models import ChunkGraph, Mention
+from app.graphrag.points import MapParseError, parse_json_object
 from app.graphrag.stopwords import BREAK_SUFFIXES, ENGLISH_STOP, STOP_LEAD, STOP_PHRASES, STOP_TRAIL, SURU
 from app.llm import generate, get_llm, with_options
 from app.models.resources import cached

@@ -19,21 +19,25 @@
 
 Every point keeps the reports it came from, so the answer traces back to reports, entities,
 chunks and documents (:class:`~app.graphrag.models.TraceabilityInfo`).
+
+A search is handed ``stopped`` (a callable: has the asker gone?). It is asked before every map call
+(each retry included) and before the reduce; once it says yes, :class:`~app.errors.AnswerStoppedError`
+ends the search, so the calls left are never made and the model passes to the next question.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from app.errors import AnswerStoppedError
 from app.graphrag.models import CommunityReport, GlobalSearchResult, KeyPoint, MapResult, TraceabilityInfo
+from app.graphrag.points import MapParseError, key_points, parse_json_object, points_text, ranked_points
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +65,20 @@ REDUCE_SYSTEM = (
     "要点に答えがない場合は「" + NO_DATA_ANSWER + "」とだけ答えてください。"
 )
 REDUCE_TEMPLATE = "要点:\n{points}\n\n質問: {query}"
-_DATA_REPORTS = re.compile(r"\[\s*Data:\s*Reports?\s*\(([^)]*)\)\s*\]", re.IGNORECASE)
 
 
-class MapParseError(ValueError):
-    """The LLM's map answer holds no readable JSON."""
+Stopped = Callable[[], bool]  # whether the asker has gone (the page's closed connection)
+
+
+def never() -> bool:
+    """The ``stopped`` of a search nobody can leave (the CLI, tests): never stopped."""
+    return False
+
+
+def check_stopped(stopped: Stopped) -> None:
+    """:class:`~app.errors.AnswerStoppedError` once ``stopped()`` says the asker has gone."""
+    if stopped():
+        raise AnswerStoppedError("the asker went away")
 
 
 # --- context: batches of reports ---------------------------------------------------------
@@ -138,75 +151,6 @@ def batch_table(batch: Sequence[CommunityReport]) -> str:
 # --- map ---------------------------------------------------------------------------------
 
 
-def parse_json_object(text: str) -> Any:
-    """The JSON in an LLM answer: plain JSON, else the outermost ``{…}``, else json_repair's repair
-    of either; MapParseError when nothing readable is there (an empty answer included)."""
-    from json_repair import repair_json
-
-    text = (text or "").strip()
-    if text.startswith("```"):  # a fenced block: ```json … ```
-        text = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", text).strip()
-    if not text:
-        raise MapParseError("empty answer")
-    candidates = [text]
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-    for candidate in reversed(candidates):
-        repaired = repair_json(candidate[candidate.find("{") :] if "{" in candidate else candidate)
-        if repaired and repaired not in ('""', "''"):
-            try:
-                value = json.loads(repaired)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, (dict, list)):
-                return value
-    raise MapParseError(f"no JSON in the answer: {text[:80]!r}")
-
-
-def _score(value: Any) -> int | None:
-    """An integer 0-100 from a number or numeric string, else None."""
-    try:
-        score = int(round(float(str(value).strip().rstrip("点%"))))
-    except (TypeError, ValueError):
-        return None
-    return max(0, min(100, score))
-
-
-def key_points(value: Any, batch_ids: Sequence[str]) -> list[KeyPoint]:
-    """Key points from a parsed map answer (``{"points": […]}`` or a bare list).
-
-    A point needs a non-empty description and a score; score 0 is dropped. Its reports are those
-    it names that are in the batch (``reports`` or GraphRAG's ``[Data: Reports (…)]``), else the
-    whole batch. MapParseError when the shape is not a point list.
-    """
-    points = value.get("points", value.get("key_points")) if isinstance(value, dict) else value
-    if isinstance(value, dict) and points is None and not value:
-        return []  # {}: nothing to say
-    if not isinstance(points, list):
-        raise MapParseError("the answer has no list of points")
-    known = list(batch_ids)
-    out = []
-    for item in points:
-        if not isinstance(item, dict):
-            continue
-        description = str(item.get("description") or item.get("point") or "").strip()
-        score = _score(item.get("score", item.get("importance")))
-        if not description or score is None or score == 0:
-            continue
-        named = [str(r).strip() for r in item.get("reports") or [] if str(r).strip() in known]
-        for match in _DATA_REPORTS.finditer(description):
-            named += [r.strip() for r in match.group(1).split(",") if r.strip() in known]
-        description = _DATA_REPORTS.sub("", description).strip()
-        out.append(KeyPoint(description=description, score=score, report_ids=list(dict.fromkeys(named)) or known))
-    return out
-
-
 @dataclass
 class MapProcessor:
     """The map step: one LLM call per batch, parsed into key points, retried, concurrent within bounds.
@@ -227,16 +171,22 @@ class MapProcessor:
         """The key points of one map answer (MapParseError if unreadable)."""
         return key_points(parse_json_object(response), batch_ids)
 
-    def process_batch(self, batch_id: int, batch: Sequence[CommunityReport], query: str) -> MapResult:
-        """Map one batch; retried up to ``max_retries`` times, then a MapResult with ``error``."""
+    def process_batch(
+        self, batch_id: int, batch: Sequence[CommunityReport], query: str, stopped: Stopped = never
+    ) -> MapResult:
+        """Map one batch; retried up to ``max_retries`` times, then a MapResult with ``error``;
+        AnswerStoppedError before any call once ``stopped()``."""
         start = self.clock()
         table = batch_table(batch)
         prompt = MAP_TEMPLATE.format(reports=table, query=query)
         ids = [r.id for r in batch]
         error = ""
         for attempt in range(self.max_retries + 1):
+            check_stopped(stopped)
             try:
                 points = self.extract_key_points(self.call(MAP_SYSTEM, prompt, attempt), ids)
+            except AnswerStoppedError:  # raised inside the call (at a streamed piece): no retry
+                raise
             except MapParseError as exc:  # the model wrote no readable JSON: ask again, a little warmer
                 error = f"unreadable answer ({exc})"
             except Exception as exc:
@@ -256,30 +206,18 @@ class MapProcessor:
             batch_id, [], self.count_tokens(prompt), self.clock() - start, self.max_retries + 1, error=error
         )
 
-    def map(self, batches: Sequence[Sequence[CommunityReport]], query: str) -> list[MapResult]:
-        """Map every batch, at most ``concurrency`` at once; results in batch order."""
+    def map(
+        self, batches: Sequence[Sequence[CommunityReport]], query: str, stopped: Stopped = never
+    ) -> list[MapResult]:
+        """Map every batch, at most ``concurrency`` at once; results in batch order. Once ``stopped()``,
+        AnswerStoppedError, and the batches not yet begun are never sent."""
         if self.concurrency <= 1 or len(batches) <= 1:
-            return [self.process_batch(i, b, query) for i, b in enumerate(batches)]
+            return [self.process_batch(i, b, query, stopped) for i, b in enumerate(batches)]
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="graph-map") as pool:
-            return list(pool.map(lambda item: self.process_batch(item[0], item[1], query), enumerate(batches)))
+            return list(pool.map(lambda item: self.process_batch(item[0], item[1], query, stopped), enumerate(batches)))
 
 
 # --- reduce ------------------------------------------------------------------------------
-
-
-def ranked_points(results: Sequence[MapResult]) -> list[KeyPoint]:
-    """Every point of every batch, best score first (ties: batch order, then the order written)."""
-    return [
-        p
-        for _, _, p in sorted(
-            ((-p.score, r.batch_id, p) for r in results for p in r.key_points), key=lambda t: (t[0], t[1])
-        )
-    ]
-
-
-def points_text(points: Sequence[KeyPoint]) -> str:
-    """The points as the reduce prompt shows them: ``[n] (重要度 s) description``."""
-    return "\n".join(f"[{i}]（重要度 {p.score}）{p.description}" for i, p in enumerate(points, 1))
 
 
 @dataclass
@@ -361,17 +299,19 @@ class GlobalSearch:
     map_budget: int
     max_batches: int
 
-    def search(self, query: str, reports: Sequence[CommunityReport]) -> GlobalSearchResult:
-        """Batch, map, reduce; timings in seconds (``context``, ``map``, ``reduce``)."""
+    def search(self, query: str, reports: Sequence[CommunityReport], stopped: Stopped = never) -> GlobalSearchResult:
+        """Batch, map, reduce; timings in seconds (``context``, ``map``, ``reduce``). AnswerStoppedError
+        once ``stopped()``, checked before each map call and before the reduce."""
         clock = self.mapper.clock
         start = clock()
         budget = self.map_budget - self.mapper.count_tokens(MAP_SYSTEM + MAP_TEMPLATE.format(reports="", query=query))
         batches, left_out = batch_reports(reports, self.mapper.count_tokens, budget, self.max_batches)
         t_context = clock()
-        results = self.mapper.map(batches, query)
+        results = self.mapper.map(batches, query, stopped)
         t_map = clock()
         chosen = self.reducer.select(results, query)
         attach_sources(chosen, reports)
+        check_stopped(stopped)
         answer = self.reducer.reduce(chosen, query)
         t_reduce = clock()
         total = sum(r.context_tokens for r in results)

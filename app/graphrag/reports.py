@@ -12,8 +12,8 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.graphrag.global_search import MapParseError, parse_json_object
 from app.graphrag.models import CommunityReport
+from app.graphrag.points import MapParseError, parse_json_object
 from app.llm import generate, with_options
 
 log = logging.getLogger(__name__)

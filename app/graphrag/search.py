@@ -25,13 +25,15 @@ from app.graphrag.global_search import (
     GlobalSearch,
     MapProcessor,
     ReduceProcessor,
+    Stopped,
+    check_stopped,
+    never,
 )
 from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
 from app.graphrag.models import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
 from app.graphrag.router import route
 from app.llm import generate, is_chat_model, with_options
-from app.permissions.principals import FULL_ACCESS
 from app.retrieval.search import SCORE_KEY
 from app.storage import graph_store
 
@@ -129,7 +131,7 @@ class LocalResult:
 
 @dataclass
 class GraphSearch:
-    """Local and global search over the collection's graph."""
+    """Local and global search over the collection's graph, as ``principals`` (a required keyword)."""
 
     settings: Settings
     engine: Any
@@ -137,7 +139,9 @@ class GraphSearch:
     llm: Any = None  # needed by global search only
     count_tokens: Callable[[str], int] | None = None  # the LLM's tokenizer; an estimate without one
     sleep: Callable[[float], None] = time.sleep
-    principals: tuple[str, ...] = FULL_ACCESS  # who asks: only graph rows all of whose sources they may read
+    # who asks: only graph rows all of whose sources they may read; required (keyword) so that a
+    # forgotten argument fails instead of reading everything (FULL_ACCESS is full access, on purpose)
+    principals: tuple[str, ...] = field(kw_only=True)
 
     def reading(self):
         """A connection reading as :attr:`principals` (app.storage.readers.reading)."""
@@ -270,16 +274,18 @@ class GraphSearch:
                 conn, collection, level, self.settings.graph.min_rank if min_rank is None else min_rank, self.principals
             )
 
-    def llm_call(self, max_tokens: int) -> Callable[[str, str, int], str]:
+    def llm_call(self, max_tokens: int, stopped: Stopped | None = None) -> Callable[[str, str, int], str]:
         """``call(system, prompt, attempt)`` on the LLM, with no answer stop sequences and
-        ``max_tokens``; each retry ``attempt`` adds RETRY_TEMPERATURE."""
+        ``max_tokens``; each retry ``attempt`` adds RETRY_TEMPERATURE. With ``stopped``, the answer is
+        streamed and stops at its next piece once the asker has gone (a map call takes seconds)."""
         base = with_options(self.llm, ["<|im_end|>", "<|endoftext|>", "</s>"], max_tokens)
+        on_piece = None if stopped is None else (lambda piece: check_stopped(stopped))
 
         def call(system: str, prompt: str, attempt: int) -> str:
             model = base
             if attempt and hasattr(base, "temperature"):
                 model = base.model_copy(update={"temperature": RETRY_TEMPERATURE * attempt})
-            return generate(prompt, llm=model, system=system)
+            return generate(prompt, llm=model, system=system, on_token=on_piece)
 
         return call
 
@@ -288,19 +294,22 @@ class GraphSearch:
         GRAPH_MAP_CONCURRENCY for a server."""
         return self.settings.graph.map_concurrency if is_chat_model(self.llm) else 1
 
-    def global_search(self, query: str) -> GlobalSearchResult:
-        """Map-reduce over the community reports (app.graphrag.global_search)."""
+    def global_search(self, query: str, stopped: Stopped | None = None) -> GlobalSearchResult:
+        """Map-reduce over the community reports (app.graphrag.global_search); ``stopped`` (has the
+        asker gone?) is asked between the model calls and at each piece they write."""
         if self.llm is None:
             raise GraphNotReadyError("global search needs the LLM (it maps and reduces the community reports)")
         start = time.perf_counter()
         reports = self.reports()
         t_read = time.perf_counter() - start
         mapper = MapProcessor(
-            self.llm_call(MAP_MAX_TOKENS), self.tokens, concurrency=self.map_concurrency(), sleep=self.sleep
+            self.llm_call(MAP_MAX_TOKENS, stopped), self.tokens, concurrency=self.map_concurrency(), sleep=self.sleep
         )
-        reducer = ReduceProcessor(self.llm_call(REDUCE_MAX_TOKENS), self.tokens, self.budget(REDUCE_MAX_TOKENS))
+        reducer = ReduceProcessor(
+            self.llm_call(REDUCE_MAX_TOKENS, stopped), self.tokens, self.budget(REDUCE_MAX_TOKENS)
+        )
         result = GlobalSearch(mapper, reducer, self.budget(MAP_MAX_TOKENS), self.settings.graph.map_max_batches).search(
-            query, reports
+            query, reports, stopped or never
         )
         result.timings["read_reports"] = t_read
         return result

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
 from app.ingestion.datadir import SourceFile
 from app.permissions.filesystem import fs_readers
-from app.permissions.rules import AccessRules, document_readers, load_rules
+from app.permissions.rules import AccessRules, document_readers, load_rules, rule_problems
 
 log = logging.getLogger(__name__)
 
@@ -26,18 +27,62 @@ def permissions_on(settings: Settings, data_dir: Path) -> bool:
     return settings.access.from_fs or settings.access.file_in(data_dir).exists()
 
 
-def readers_by_doc(files: Iterable[SourceFile], data_dir: Path, settings: Settings) -> dict[str, tuple[str, ...]]:
-    """doc_id -> readers for ``files``; a file whose permissions cannot be read is ``admin``-only (one warning)."""
+def readers_by_doc(
+    files: Iterable[SourceFile], data_dir: Path, settings: Settings, complete: bool = False
+) -> dict[str, tuple[str, ...]]:
+    """doc_id -> readers for ``files``; a file whose permissions cannot be read, or let nobody read it,
+    is ``admin``-only (one warning). The access file's ties, and, when ``files`` are all the data
+    folder's files (``complete``), its keys that cover no file, are one warning line each."""
+    rules, out = compute_readers(files, data_dir, settings)
+    if rules is not None:
+        for line in rule_problems(rules, out, complete):
+            log.warning("%s", line)
+    return out
+
+
+def compute_readers(
+    files: Iterable[SourceFile], data_dir: Path, settings: Settings
+) -> tuple[AccessRules | None, dict[str, tuple[str, ...]]]:
+    """The access file's rules and doc_id -> readers for ``files`` (file-share permissions with
+    ACCESS_FROM_FS, one warning for a file they give to nobody); AccessFileError for a bad access file."""
     rules = access_rules(settings, data_dir)
+    cache: dict = {}  # each folder examined once per sync
     out: dict[str, tuple[str, ...]] = {}
     for source in files:
         from_fs = None
         if settings.access.from_fs:
-            from_fs = fs_readers(source.path)
+            from_fs = fs_readers(source.path, data_dir, cache)
             if not from_fs:
-                log.warning("%s: its permissions could not be read; only admin may read it", source.doc_id)
+                log.warning(
+                    "%s: its permissions (or its folders') could not be read or let nobody reach it; only admin may "
+                    "read it",
+                    source.doc_id,
+                )
         out[source.doc_id] = document_readers(rules, source.doc_id, from_fs)
-    return out
+    return rules, out
+
+
+@dataclass(frozen=True)
+class AccessCheck:
+    """What ``python -m app.users check`` shows: the readers the next sync gives each file of the data
+    folder, and the access file's problems (:func:`~app.permissions.rules.rule_problems`)."""
+
+    readers: dict[str, tuple[str, ...]]
+    problems: list[str]
+
+
+def access_check(
+    settings: Settings, data_dir: Path, groups: Iterable[str] | None = None, users: Iterable[str] | None = None
+) -> AccessCheck:
+    """Every file's readers as the next sync of ``data_dir`` computes them, and the access file's keys
+    that cover no file, keys that tie, and readers no user (of ``users``, in ``groups``) can hold.
+    AccessFileError for a bad access file."""
+    from app.ingestion.scan import scan  # the format registry loads only for a check
+
+    files, _ = scan(data_dir, settings)
+    rules, readers = compute_readers(files, data_dir, settings)
+    problems = [] if rules is None else rule_problems(rules, readers, True, groups, users)
+    return AccessCheck(readers, problems)
 
 
 def api_document_readers(doc_id: str, settings: Settings) -> tuple[str, ...]:

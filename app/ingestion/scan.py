@@ -11,7 +11,8 @@ from app import formats
 from app.config import Settings
 from app.errors import DataSourceError
 from app.formats.limits import escape, file_hash
-from app.ingestion.datadir import SourceFile, link_refusal, walk_data_dir
+from app.ingestion.datadir import SourceFile, document_id, link_refusal, walk_data_dir
+from app.permissions.principals import nfc
 
 log = logging.getLogger(__name__)
 
@@ -25,14 +26,15 @@ SUPPORTED_TEXT = formats.supported_text()
 
 
 def doc_id_for(path: Path, data_dir: Path) -> str:
-    """A document's ID: its path relative to the data dir, with forward slashes, exactly as the file
-    system names it (no escaping, which could make two names one ID: a real newline and a written
-    ``\\n``). A name with a control character is refused before it gets an ID (:func:`name_refusal`).
+    """A document's ID: its path relative to the data dir, with forward slashes, in Unicode NFC
+    (:func:`~app.ingestion.datadir.document_id`: a name copied from a Mac keeps one identity), else
+    as the file system names it (no escaping, which could make two names one ID: a real newline and a
+    written ``\\n``). A name with a control character is refused before it gets an ID (:func:`name_refusal`).
 
     Links are not followed here, so a link inside the data dir keeps its own name
     even when it points elsewhere.
     """
-    return path.absolute().relative_to(data_dir.absolute()).as_posix()
+    return document_id(path, data_dir)
 
 
 def name_refusal(relative: str) -> str | None:
@@ -62,6 +64,7 @@ def scan(data_dir: Path, settings: Settings | None = None) -> tuple[list[SourceF
     failures: list[tuple[str | None, str]] = [(p.doc_id if p.keep else None, p.reason) for p in walk.problems]
     files: list[SourceFile] = []
     seen: dict[Path, str] = {}
+    ids: set[str] = set()
     for path in sorted(walk.files, key=lambda p: p.is_symlink()):  # stable: pdf/ csv/ docs/, by path
         doc_id = doc_id_for(path, data_dir)
         refused = name_refusal(doc_id)
@@ -72,6 +75,10 @@ def scan(data_dir: Path, settings: Settings | None = None) -> tuple[list[SourceF
         if real in seen:
             log.info("%s is a link to %s: stored once, as %s", doc_id, seen[real], seen[real])
             continue
+        if doc_id in ids:  # two names that differ only in Unicode form (NFC, NFD): one ID, the first file's
+            failures.append((None, f"{doc_id}: a second file with this name in another Unicode form; skipped"))
+            continue
+        ids.add(doc_id)
         too_big = size_refusal(doc_id, real, settings)
         if too_big:
             failures.append((doc_id, too_big))
@@ -82,7 +89,7 @@ def scan(data_dir: Path, settings: Settings | None = None) -> tuple[list[SourceF
             failures.append((doc_id, f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})"))
             continue
         seen[real] = doc_id
-        files.append(SourceFile(doc_id, path, escape(path.name), digest))
+        files.append(SourceFile(doc_id, path, escape(nfc(path.name)), digest))
     return files, failures
 
 
@@ -125,6 +132,6 @@ def resolve_file(path: Path, data_dir: Path, settings: Settings | None = None) -
     if too_big:
         raise DataSourceError(too_big)
     try:
-        return SourceFile(doc_id, path, escape(path.name), file_hash(path))
+        return SourceFile(doc_id, path, escape(nfc(path.name)), file_hash(path))
     except OSError as exc:
         raise DataSourceError(f"{doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None

@@ -40,7 +40,7 @@ from app.config import Settings
 from app.errors import DataSourceError
 from app.graphrag import index
 from app.ingestion.datadir import SourceFile
-from app.ingestion.readers import readers_by_doc
+from app.ingestion.readers import permissions_on, readers_by_doc
 from app.ingestion.scan import scan
 from app.ingestion.staging import (
     FATAL_ERRORS,
@@ -53,7 +53,8 @@ from app.ingestion.staging import (
 from app.ingestion.versions import load_version_overrides, update_versions
 from app.ingestion.workers import Progress, stage_all
 from app.llm import get_llm
-from app.permissions.principals import FULL_ACCESS
+from app.permissions.principals import EVERYONE, FULL_ACCESS
+from app.permissions.rules import AccessFileError
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,22 @@ def plan_sync(
     return plan
 
 
+def check_access_file_kept(settings: Settings, data_dir: Path, stored: Sequence[dict]) -> None:
+    """AccessFileError when there is no access file (nor ACCESS_FROM_FS) but stored documents are readable
+    by some users only: the file was moved away, deleted or its folder unmounted, and a sync without it
+    would make every document everyone's. Opening the store to everyone stays possible, on purpose: an
+    access file whose only rule is ``"" = ["everyone"]``."""
+    if permissions_on(settings, data_dir):
+        return
+    restricted = [d["doc_id"] for d in stored if EVERYONE not in (d.get("readers") or ())]
+    if restricted:
+        raise AccessFileError(
+            f"the access file {settings.access.file_in(data_dir)} is missing, but {len(restricted)} stored documents "
+            f"are not everyone's (e.g. {restricted[0]}); restore it, or write one whose only rule is "
+            '"" = ["everyone"] to give every document to everyone on purpose'
+        )
+
+
 def sync(
     data_dir: Path,
     embeddings: Any,
@@ -201,11 +218,12 @@ def sync(
         files, failures = scan(data_dir, settings)
     files = list(files)
     key = settings_hash(settings)
-    readers = readers_by_doc(files, data_dir, settings)  # a bad access file stops the sync before any write
+    readers = readers_by_doc(files, data_dir, settings, remove_missing)  # a bad access file stops the sync first
     overrides = load_version_overrides(settings, data_dir)  # so does a bad versions file
     if stored is None:
         stored = storage.list_documents(engine, settings.retrieval.collection_name, FULL_ACCESS)
     managed = [d for d in stored if d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
+    check_access_file_kept(settings, data_dir, managed)  # a lost access file must not give everything to everyone
     if remove_missing and not files and not failures and managed and not allow_empty:
         raise DataSourceError(
             f"no supported file under {data_dir}, but {len(managed)} documents are stored; refusing to remove them "
@@ -287,7 +305,9 @@ def write_document(
     engine: Any, settings: Settings, key: str, source: SourceFile, run: str, chunks: int, readers: Sequence[str]
 ) -> None:
     """Switch ``source``'s document over to the ``chunks`` chunks ``run`` staged (and their entity
-    links), readable by ``readers``, in one transaction (the caller holds the writer lock)."""
+    links), readable by ``readers``, in one transaction (the caller holds the writer lock). A CSV's or
+    workbook's tables (app.tables.extract) replace its stored tables in that transaction; a file whose
+    tables cannot be read is stored without (its text is searchable, a warning says why)."""
     storage.switch_document(
         engine,
         settings.retrieval.collection_name,
@@ -302,7 +322,19 @@ def write_document(
         run,
         chunks,
         graph_extractor(settings),
+        tables=_tables_of(source, settings),
     )
+
+
+def _tables_of(source: SourceFile, settings: Settings) -> list:
+    """The tables of a CSV or workbook to store with it (``[]`` for other files, or when unreadable)."""
+    from app.tables.extract import read_tables
+
+    try:
+        return read_tables(source.path, settings)
+    except DataSourceError as exc:
+        log.warning("%s: its tables are not stored (%s)", source.doc_id, exc)
+        return []
 
 
 def _count_written(report: SyncReport, plan: SyncPlan, kind: str, source: SourceFile, staged: StagedFile) -> None:

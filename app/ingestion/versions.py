@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
+from app.ingestion.datadir import document_path
 from app.storage import versions as version_store
 from app.versions.dates import stated_date
 from app.versions.families import Version, VersionDoc, assign_versions, signature
@@ -43,8 +44,9 @@ def read_document(chunks: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, ...],
 
 
 def _mtime(data_dir: Path, doc_id: str) -> float | None:
+    path = document_path(Path(data_dir), doc_id)  # the ID is NFC; the name on disk may be NFD
     try:
-        return (Path(data_dir) / doc_id).stat().st_mtime
+        return path.stat().st_mtime if path is not None else None
     except OSError:
         return None
 

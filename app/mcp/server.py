@@ -29,10 +29,12 @@ from app.config import Settings
 from app.errors import RagError
 from app.serving.access import Token, guard, weak_token_warning
 from app.serving.feedback import FeedbackReceipt, feedback_on
+from app.serving.gate import LOCKED, AccessGate
 from app.serving.hits import SearchHit
 from app.serving.hosts import MachineNames, is_loopback, public_host, server_hosts, serving_line
 from app.serving.identify import Identifier
 from app.serving.service import DEFAULT_K, AskResult, RagService, SyncResult
+from app.text.storable import check_fields
 from app.users.identity import FULL, Identity, identity_for_token, principals_for_user
 
 log = logging.getLogger(__name__)
@@ -44,10 +46,10 @@ INSTRUCTIONS = (
 )
 
 
-async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run a blocking service call in a worker thread; a user-fixable error becomes a tool error."""
     try:
-        return await anyio.to_thread.run_sync(lambda: fn(*args))
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except (RagError, ValueError) as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
@@ -55,6 +57,15 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
         if mapped is None:
             raise
         raise ToolError(str(mapped)) from exc
+
+
+def storable(**arguments: Any) -> None:
+    """A tool error with one line when a tool's text argument holds a character that cannot be stored
+    (NUL, a lone surrogate, …: app.text.storable), before any search, model call or database write."""
+    try:
+        check_fields(arguments)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from exc
 
 
 def request_identity(ctx: Context | None, service: RagService, as_user: str = "") -> Identity:
@@ -82,11 +93,13 @@ def build_server(
     as_user: str = "",
     permissions_on: Callable[[], bool] = lambda: False,
     feedback: bool = True,
+    gate: AccessGate | None = None,
 ) -> MCPServer:
     """The MCP server; ``get_service()`` (called once, in the lifespan) makes the warm service; over
     stdio the tools answer as ``as_user`` (MCP_AS_USER), or with full access when it is empty.
     ``permissions_on()``: an access file exists (then only group admin may sync). ``feedback``
-    (FEEDBACK): offer the ``feedback`` tool."""
+    (FEEDBACK): offer the ``feedback`` tool. ``gate`` (app.serving.gate): while the server is locked,
+    every tool refuses all but group admin with one line (over HTTP the guard refused them already)."""
     holder: dict[str, RagService] = {}
 
     @asynccontextmanager
@@ -98,6 +111,16 @@ def build_server(
     def service() -> RagService:
         return holder["service"]
 
+    def identified(ctx: Context | None) -> Identity:
+        who = request_identity(ctx, service(), as_user)
+        if gate is not None and not who.admin and gate.mode() == LOCKED:
+            raise ToolError(gate.locked_line())
+        return who
+
+    async def caller(ctx: Context | None) -> Identity:
+        """Who calls this tool (:func:`request_identity`), refused while the server is locked unless admin."""
+        return await _call(identified, ctx)
+
     server = MCPServer(name="rag-ja", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     @server.tool()
@@ -108,8 +131,9 @@ def build_server(
         higher is better, monotone with rank), snippet (about 120 characters around the best match) and
         payload (source, document_id, page or row, chunk_index, start/end of the snippet in the chunk).
         mode: hybrid (default), vector or keyword."""
-        who = await _call(request_identity, ctx, service(), as_user)
-        return await _call(service().search, query, k, mode, who)
+        storable(query=query, mode=mode)
+        who = await caller(ctx)
+        return await _call(service().search, query, k, mode, who=who)
 
     @server.tool()
     async def ask(question: str, mode: str = "hybrid", ctx: Context | None = None) -> AskResult:
@@ -118,20 +142,21 @@ def build_server(
         which). Returns answer, mode, sources (cited ones first), cited_sources, abstained (why it
         said 資料に記載がありません, or null), withdrawn (the numbers or words of a withdrawn answer that
         no document states) and timings."""
-        who = await _call(request_identity, ctx, service(), as_user)
-        return await _call(service().ask, question, mode, None, who)
+        storable(question=question, mode=mode)
+        who = await caller(ctx)
+        return await _call(service().ask, question, mode, who=who)
 
     @server.tool()
     async def list_documents(ctx: Context | None = None) -> list[dict[str, Any]]:
         """The stored documents you may read: doc_id, source_file, chunks, ingested_at, origin."""
-        who = await _call(request_identity, ctx, service(), as_user)
+        who = await caller(ctx)
         return await _call(service().list_documents, who)
 
     @server.tool()
     async def sync(ctx: Context | None = None) -> SyncResult:
         """Re-ingest the data folder now (changed, new and deleted files only); returns the summary.
         Group admin only once permissions are on (an access file); before, anyone the server lets in."""
-        who = await _call(request_identity, ctx, service(), as_user)
+        who = await caller(ctx)
         if not who.admin and permissions_on():
             raise ToolError("sync is for administrators (group admin) only")
         return await _call(service().sync_summary)
@@ -151,7 +176,8 @@ def build_server(
             helpful=false, source names the source among the answer's sources that was the right one,
             or none_right=true says none of them was; comment (at most 1000 characters) is optional.
             Only the asker who received the answer may give feedback on it."""
-            who = await _call(request_identity, ctx, service(), as_user)
+            storable(answer_id=answer_id, source=source, comment=comment)
+            who = await caller(ctx)
             body = {
                 "answer_id": answer_id,
                 "helpful": helpful,
@@ -173,13 +199,14 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def http_app(server: MCPServer, settings: Settings, host: str, port: int, token: Token):
+def http_app(server: MCPServer, settings: Settings, host: str, port: int, token: Token, gate: AccessGate | None = None):
     """The SDK's streamable-HTTP Starlette app behind ``app.serving.access``'s Host/Origin/identity guard:
     a personal token is its user, MCP_TOKEN is ``everyone`` (app.serving.identify).
 
     The SDK's own Host/Origin check is turned off: on loopback it would accept any
     ``http://localhost:<port>`` origin and refuse ALLOWED_HOSTS names; the guard checks both,
-    on every binding. The guard passes the lifespan through, so the service still loads once."""
+    on every binding. The guard passes the lifespan through, so the service still loads once. ``gate``:
+    the server's mode (app.serving.gate); while locked only group admin gets past the guard."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     inner = server.streamable_http_app(
@@ -197,6 +224,7 @@ def http_app(server: MCPServer, settings: Settings, host: str, port: int, token:
         settings.servers.allowed_origins,
         public_url=settings.access.public_url,
         identify=identifier.identify,
+        gate=gate,
     )
 
 

@@ -213,9 +213,10 @@ def _wanted_versions(docs: Sequence[Document], year: int | None) -> dict[str, st
 
 def prefer_current(docs: Sequence[Document], query: str) -> list[Document]:
     """``docs`` with each chunk of an unwanted version moved just below the chunk of the wanted version
-    most like it (character trigrams, at least ``MATCH``), when that one ranks lower; other chunks keep
-    their order. The wanted version is the current one; for a question naming a year, the one in force
-    that year; a question asking about the past otherwise (旧, 以前, 改定前 …) keeps the order."""
+    most like it (character trigrams, at least ``MATCH``), when that one ranks lower, its score lowered
+    to that chunk's (:func:`_below`); other chunks keep their order. The wanted version is the current
+    one; for a question naming a year, the one in force that year; a question asking about the past
+    otherwise (旧, 以前, 改定前 …) keeps the order."""
     docs = list(docs)
     if not any(d.metadata.get("superseded_by") for d in docs):
         return docs
@@ -246,8 +247,17 @@ def prefer_current(docs: Sequence[Document], query: str) -> list[Document]:
         if j in moves:
             continue
         out.append(doc)
-        out.extend(docs[i] for i in sorted(moves) if moves[i] == j)
+        out.extend(_below(docs[i], doc) for i in sorted(moves) if moves[i] == j)
     return out
+
+
+def _below(moved: Document, anchor: Document) -> Document:
+    """``moved`` placed just under ``anchor``: its score capped at the anchor's, so that scores still fall
+    down the list (the search's own kept as ``metadata['search_score']``)."""
+    own, cap = moved.metadata.get(SCORE_KEY), anchor.metadata.get(SCORE_KEY)
+    if own is None or cap is None or float(own) <= float(cap):
+        return moved
+    return _copy(moved, **{SCORE_KEY: cap, "search_score": own})
 
 
 def current_first(

@@ -9,7 +9,10 @@ Three checks, in this order, on every HTTP request (:class:`AccessGuard`, a pure
 3. **Who asks**: ``Authorization: Bearer <token>``: a user's personal token, or the shared token
    (compared with :func:`hmac.compare_digest`; its holder is ``everyone``), or a signing-in proxy's
    headers (app.serving.identify); nobody known gives **401** with ``WWW-Authenticate: Bearer`` and a
-   short JSON body, before the app (and so any tool) runs.
+   short JSON body, before the app (and so any tool) runs. An identity header sent twice is **400**;
+   a database that cannot be reached to look a token up is **503** (one line; the detail is logged);
+   a locked server (app.serving.gate: the access file is gone, restricted readers are stored) gives
+   everyone but group ``admin`` **403**.
 
 The token is MCP_TOKEN when set, else the contents of MCP_TOKEN_FILE (default
 ``.secrets/mcp_token``), else a new ``secrets.token_urlsafe(32)`` written to that file (mode 0600,
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import os
 import secrets
 import stat
@@ -38,14 +42,26 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import RagError
+from app.serving.gate import LOCKED, AccessGate
 from app.serving.hosts import MachineNames, access_lists, host_allowed, origin_allowed
 from app.users.identity import SHARED, Identity
+
+log = logging.getLogger(__name__)
 
 TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 characters, 256 bits
 
 
 class TokenFileError(RagError):
     """The token file cannot be used (group/others can read it, it is empty or unreadable)."""
+
+
+class RepeatedHeaderError(RagError):
+    """A request carries an identity header more than once: which copy counts is ambiguous (behind a
+    proxy that appends its own, the first is the client's), so the request is refused."""
+
+    def __init__(self, header: str) -> None:
+        super().__init__(f"the header {header} appears more than once: send it once")
+        self.header = header
 
 
 @dataclass(frozen=True)
@@ -179,25 +195,29 @@ def _refusal(status: int, error: str, detail: str, headers: dict[str, str] | Non
 
 @dataclass(frozen=True)
 class AccessGuard:
-    """ASGI middleware: Host (421), Origin (403), then who asks (401) on every ``http`` and
-    ``websocket`` request; ``lifespan`` and other scopes pass through untouched (so the wrapped
-    app's startup and shutdown still run). ``hosts`` and ``origins`` come from
+    """ASGI middleware: Host (421), Origin (403), then who asks (400, 401, 403 locked, 503) on every
+    ``http`` and ``websocket`` request; ``lifespan`` and other scopes pass through untouched (so the
+    wrapped app's startup and shutdown still run). ``hosts`` and ``origins`` come from
     :func:`~app.serving.hosts.access_lists`. Who asks: ``identify(headers)`` (a personal token's user,
-    a signing-in proxy's) or the shared ``token`` (``everyone``); it goes on in ``scope["state"]["identity"]``."""
+    a signing-in proxy's) or the shared ``token`` (``everyone``); it goes on in ``scope["state"]["identity"]``.
+    ``gate``: the server's mode (None: no store known, never locked; a token is needed anyway)."""
 
     app: ASGIApp
     token: str = field(repr=False)
     hosts: tuple[str, ...]
     origins: tuple[str, ...]
     identify: Callable[[Headers], Identity | None] | None = None
+    gate: AccessGate | None = None
 
     def who(self, headers: Headers) -> Identity | None:
         """The identity of a request with these headers; None: nobody known."""
+        if len(headers.getlist("authorization")) > 1:
+            raise RepeatedHeaderError("Authorization")
         if self.identify is not None:
             return self.identify(headers)
         return SHARED if token_matches(bearer_token(headers.get("authorization")), self.token) else None
 
-    def refusal(self, headers: Headers) -> JSONResponse | object:
+    def checked(self, headers: Headers) -> JSONResponse | Identity:
         """The response refusing a request with these headers, or who asks when it may go on."""
         if not host_allowed(headers.get("host"), self.hosts):
             return _refusal(421, "misdirected_request", "this Host is not served here (add it to ALLOWED_HOSTS)")
@@ -212,7 +232,25 @@ class AccessGuard:
             return _refusal(
                 401, "unauthorized", "send the header Authorization: Bearer <token>", {"WWW-Authenticate": challenge}
             )
+        if self.gate is not None and not found.admin and self.gate.mode() == LOCKED:
+            return _refusal(403, "locked", self.gate.locked_line())
         return found
+
+    def refusal(self, headers: Headers) -> JSONResponse | Identity:
+        """:meth:`checked`, with a repeated identity header as 400 and a database that cannot be reached
+        as 503, each one line (the database's own message, naming sockets or hosts, goes to the log only)."""
+        try:
+            return self.checked(headers)
+        except RepeatedHeaderError as exc:
+            return _refusal(400, "repeated_header", str(exc))
+        except Exception as exc:
+            from app.storage import database_error
+
+            gone = database_error(exc)
+            if gone is None:
+                raise
+            log.warning("who asks could not be checked, the database is not available: %s", gone)
+            return _refusal(503, "database_unavailable", "the database is not available; try again shortly")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse or pass on one connection."""
@@ -240,8 +278,9 @@ def guard(
     public_url: str = "",
     machine: MachineNames | None = None,
     identify: Callable[[Headers], object | None] | None = None,
+    gate: AccessGate | None = None,
 ) -> AccessGuard:
     """``app`` behind an :class:`AccessGuard` for a server bound to ``bind_host:port`` (this
-    machine's names looked up once, unless ``machine`` is given)."""
+    machine's names looked up once, unless ``machine`` is given); ``gate``: the server's mode."""
     hosts, origins = access_lists(bind_host, port, extra_hosts, extra_origins, public_url=public_url, machine=machine)
-    return AccessGuard(app, token, hosts, origins, identify)
+    return AccessGuard(app, token, hosts, origins, identify, gate)

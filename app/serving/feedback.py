@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 from app.config import Settings
 from app.errors import RagError
 from app.storage.feedback import MAX_COMMENT_CHARS
+from app.text.storable import check_fields
 from app.users.identity import Identity
 
 MAX_ANSWER_ID_CHARS = 100
@@ -63,9 +64,11 @@ class FeedbackReceipt(TypedDict):
 def read_feedback(body: Any) -> Feedback:
     """The feedback in a request's JSON (or the MCP tool's arguments): ``answer_id`` (a string),
     ``helpful`` (true/false), with ``helpful: false`` a ``source`` (a string or null) or ``none_right``
-    (not both), and a ``comment``; ValueError with a one-line reason otherwise."""
+    (not both), and a ``comment``; ValueError with a one-line reason otherwise, also for a character
+    that cannot be stored (app.text.storable) in any of them, before the answer is looked up."""
     if not isinstance(body, Mapping):
         raise ValueError("feedback must be a JSON object")
+    check_fields({name: body.get(name) for name in ("answer_id", "source", "comment")})
     answer_id = body.get("answer_id")
     if not isinstance(answer_id, str) or not answer_id.strip() or len(answer_id) > MAX_ANSWER_ID_CHARS:
         raise ValueError(f"answer_id must be the answer's ID (a string of 1 to {MAX_ANSWER_ID_CHARS} characters)")

@@ -22,12 +22,13 @@ from typing_extensions import TypedDict
 
 from app.config import SEARCH_MODES, Settings, validate_mode
 from app.errors import StoreNotReadyError
-from app.graph import default_context, run_rag
+from app.graph import default_context, run_rag, table_answerer
 from app.llm import generate, with_options
 from app.serving.answers import AnswerMemory
 from app.serving.hits import SearchHit, search_hit
+from app.serving.usage import AnswerClock, answer_usage
 from app.store import RagStore
-from app.users.identity import FULL, Identity, record
+from app.users.identity import Identity, record
 from app.versions.preference import answer_version_notes, source_versions
 from app.workflow.passages import for_json, passages
 
@@ -95,6 +96,14 @@ def no_read_source(source: str) -> list[dict]:
     raise RuntimeError("a served question must name who asks (RagService.ask replaces read_source)")
 
 
+def asker(who: Any) -> tuple[str, ...]:
+    """The principals of ``who``, an Identity; TypeError for anything else (None included), so a
+    forgotten or mistyped asker never reads as anyone (app.users.identity.FULL is full access, on purpose)."""
+    if not isinstance(who, Identity):
+        raise TypeError(f"who must be an Identity (app.users.identity; FULL for full access), got {who!r}")
+    return who.principals
+
+
 def documents_for_json(docs: Sequence[dict]) -> list[dict[str, Any]]:
     """Stored documents as JSON-friendly dicts (times as ISO 8601 strings, to the second)."""
     return [
@@ -138,7 +147,7 @@ class RagService:
         """Open the store and load the embedding model now; the LLM and re-ranker load in the
         background (``preload_llm``) or on the first ``ask``."""
 
-        store = RagStore(settings)
+        store = RagStore(settings)  # no principals of its own: every read below names who asks
         try:
             store.warm_up_search("hybrid")
         except StoreNotReadyError:  # nothing ingested yet: searches say so until a sync runs
@@ -147,8 +156,10 @@ class RagService:
             settings=settings,
             store=store,
             data_dir=data_dir,
-            # each ask names its own search, as who asks: the context's own never runs
-            context_factory=lambda: default_context(settings, search=no_search, read_source=no_read_source),
+            # each ask names its own search, as who asks: the context's own never runs and reads as nobody
+            context_factory=lambda: default_context(
+                settings, search=no_search, read_source=no_read_source, principals=()
+            ),
             memory=AnswerMemory(store.engine, settings.retrieval.collection_name, settings),
         )
         if preload_llm:
@@ -170,18 +181,22 @@ class RagService:
                 self._context = self.context_factory()
             return self._context
 
-    def search(self, query: Any, k: Any = DEFAULT_K, mode: Any = "hybrid", who: Identity = FULL) -> list[SearchHit]:
+    def search(self, query: Any, k: Any = DEFAULT_K, mode: Any = "hybrid", *, who: Identity) -> list[SearchHit]:
         """``search_rag``: the best ``k`` chunks ``who`` may read, with normalized scores, snippets and payloads."""
+        principals = asker(who)
         query, k, mode = validate_search(query, k, mode)
-        docs = self.store.search(query, search_mode=mode, top_k=k, principals=who.principals)
+        docs = self.store.search(query, search_mode=mode, top_k=k, principals=principals)
         hits = [search_hit(doc, query, mode, self.settings) for doc in docs]
         self.audit(who, "search", [h["payload"]["source"] for h in hits], query)
         return hits
 
-    def audit(self, who: Identity, action: str, sources: list[str], question: str | None) -> None:
-        """Record who was shown which sources (AUDIT_LOG); the surface is this service's."""
+    def audit(
+        self, who: Identity, action: str, sources: list[str], question: str | None, answer: dict | None = None
+    ) -> None:
+        """Record who was shown which sources (AUDIT_LOG), with an answer's outcome and timings
+        (app.serving.usage.answer_usage); the surface is this service's."""
         if self.settings.access.audit:
-            record(self.store.engine, self.settings, who, self.surface, action, sources, question)
+            record(self.store.engine, self.settings, who, self.surface, action, sources, question, answer)
 
     def _remembering(self) -> bool:
         """Whether answers are kept (for the cache or for feedback)."""
@@ -189,16 +204,17 @@ class RagService:
         return self.memory is not None and (memory.answer_cache or memory.feedback)
 
     def cached_answer(
-        self, question: Any, mode: Any = "hybrid", who: Identity = FULL, fingerprint: str | None = None
+        self, question: Any, mode: Any = "hybrid", *, who: Identity, fingerprint: str | None = None
     ) -> AskResult | None:
         """The earlier answer to the same question (normalized) in the same mode, asked by someone with
         the same principals over the same documents, within ANSWER_CACHE_TTL_S; None when there is none
         (or ANSWER_CACHE=0). Audited like an answer."""
+        principals = asker(who)
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
         if self.memory is None or not self.settings.memory.answer_cache:
             return None
         start = time.perf_counter()
-        hit = self.memory.find(question, mode, who.principals, fingerprint)
+        hit = self.memory.find(question, mode, principals, fingerprint)
         if hit is None:
             return None
         answer_id, result, created_at = hit
@@ -206,16 +222,18 @@ class RagService:
         earlier["answer_id"] = answer_id if self.settings.memory.feedback else None
         earlier["cached_at"] = created_at.isoformat(timespec="seconds")
         earlier["timings"] = {"cache": round(time.perf_counter() - start, 3)}
-        self.audit(who, "ask", list(earlier.get("sources") or []), question)
+        usage = answer_usage(earlier, cached_s=time.perf_counter() - start)
+        self.audit(who, "ask", list(earlier.get("sources") or []), question, usage)
         return earlier
 
-    def passages(self, question: Any, mode: Any = "hybrid", who: Identity = FULL) -> list[dict]:
+    def passages(self, question: Any, mode: Any = "hybrid", *, who: Identity) -> list[dict]:
         """The passages a question would be shown first (retrieval order, no re-ranking, no LLM): what a
         queued asker reads while waiting for the model."""
+        principals = asker(who)
         question = validate_text(question, "question")
         search_mode = mode if mode in SEARCH_MODES else "hybrid"
         docs = self.store.search(
-            question, search_mode=search_mode, top_k=self.settings.retrieval.search_k, principals=who.principals
+            question, search_mode=search_mode, top_k=self.settings.retrieval.search_k, principals=principals
         )
         return for_json(passages(question, docs[: self.settings.retrieval.rerank_top_k]))
 
@@ -229,47 +247,53 @@ class RagService:
         question: Any,
         mode: Any = "hybrid",
         on_token: Callable[[str], None] | None = None,
-        who: Identity = FULL,
+        *,
+        who: Identity,
         on_passages: Callable[[list[dict]], None] | None = None,
+        stopped: Callable[[], bool] | None = None,
     ) -> AskResult:
         """Answer with the LangGraph workflow from what ``who`` may read: answer, sources (cited first),
         abstention, the passages shown first, timings; ``on_passages`` gets the passages as soon as
         retrieval ends and ``on_token`` each generated piece as it comes (the web page streams both).
-        The same question asked again over the same documents is answered from the kept answer."""
-
+        The same question asked again over the same documents is answered from the kept answer.
+        ``stopped()`` says whether the asker has gone: asked between model calls and at each generated
+        piece, it ends the work with app.errors.AnswerStoppedError."""
+        principals = asker(who)
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
+        clock = AnswerClock()
         self.store.warm_up()  # StoreNotReadyError (run make ingest) before anything reads a missing table
         # the documents as they are before answering: one read, for the lookup and for keeping the answer
         fingerprint = self.memory.fingerprint() if self._remembering() else ""
-        earlier = self.cached_answer(question, mode, who, fingerprint)
+        earlier = self.cached_answer(question, mode, who=who, fingerprint=fingerprint)
         if earlier is not None:
             if on_passages is not None:
                 on_passages(list(earlier.get("passages") or []))
             return earlier
         # the top source's other chunks (TOP_SOURCE_CHARS) are read as who asks, like the search
         ctx = replace(
-            self.context(), read_source=partial(self.store.source_chunks, principals=who.principals, vectors=True)
+            self.context(), read_source=partial(self.store.source_chunks, principals=principals, vectors=True)
         )
         if mode in SEARCH_MODES:
-            ctx = replace(ctx, search=self.store.search_function(mode, who.principals), mode=mode)
+            ctx = replace(ctx, search=self.store.search_function(mode, principals), mode=mode)
         else:  # local, global, auto: the graph search with the context's LLM and its tokenizer
             ctx = replace(
                 ctx,
-                search=self.store.search_function("hybrid", who.principals),
+                search=self.store.search_function("hybrid", principals),
                 mode=mode,
-                graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens, principals=who.principals),
+                graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens, principals=principals),
             )
-        if on_token is not None:
-            ctx = replace(ctx, on_token=on_token)
-        if on_passages is not None:
-            ctx = replace(ctx, on_passages=on_passages)
+        if getattr(ctx, "tables", None) is not None:  # the table path reads its tables as who asks too
+            ctx = replace(ctx, tables=table_answerer(self.settings, self.store, ctx.llm, principals))
+        # the asker's own callbacks (or none), timed for the audit (app.serving.usage)
+        ctx = replace(ctx, on_token=clock.on_token(on_token), on_passages=clock.on_passages(on_passages))
+        if stopped is not None:
+            ctx = replace(ctx, stopped=stopped)
         with self._llm_lock:
             state = run_rag(question, ctx)
-        cited = list(state.get("cited_sources") or [])
-        self.audit(who, "ask", cited + [s for s in state["sources"] if s not in cited], question)
         result = self._result(state, mode)
         if self._remembering():
             result["answer_id"] = self._keep(question, mode, who, fingerprint, result)
+        self.audit(who, "ask", list(result["sources"]), question, answer_usage(result, clock))
         return result
 
     def _keep(self, question: str, mode: str, who: Identity, fingerprint: str, result: AskResult) -> str | None:
@@ -309,14 +333,14 @@ class RagService:
         with self._llm_lock:
             return generate(prompt, llm, system=system)
 
-    def list_documents(self, who: Identity = FULL) -> list[dict[str, Any]]:
+    def list_documents(self, who: Identity) -> list[dict[str, Any]]:
         """The stored documents ``who`` may read (their readers shown to an admin only)."""
-        docs = documents_for_json(self.store.list_documents(who.principals))
+        docs = documents_for_json(self.store.list_documents(asker(who)))
         return docs if who.admin else [{k: v for k, v in d.items() if k != "readers"} for d in docs]
 
-    def source_chunks(self, source: str, who: Identity = FULL) -> list[dict]:
+    def source_chunks(self, source: str, who: Identity) -> list[dict]:
         """The stored chunks of one source that ``who`` may read (the page's source view)."""
-        return self.store.source_chunks(source, who.principals)
+        return self.store.source_chunks(source, asker(who))
 
     def sync(self, data_dir: Path | None = None, graph: bool = True):
         """Re-ingest the data dir now (changed files only), one sync at a time: ``(plan, report)``

@@ -9,12 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.storage.chunks import SQL_CREATE_HNSW, SQL_UPSERT_DOCUMENT
+from app.storage.engine import SQL_NO_TIMEOUT, lift_statement_timeout
 from app.storage.keywords import SQL_CREATE_KEYWORD_GIN, SQL_KEYWORD_SEARCH, keyword_search_params
+from app.storage.readers import ALL_ROWS, readers_predicate, reading
 from app.storage.tables import EMBEDDING_TABLE, HNSW_INDEX, KEYWORD_GIN_INDEX, KEYWORD_TABLE, sql, vector_literal
 
 SQL_TRUNCATE = sql(
-    "TRUNCATE {keywords}, {chunks}, {documents}, {term_stats}, {collection_stats}, {mentions}, {pairs}, "
-    "{entities}, {relationships}, {communities}, {reports}, {graph_state}"
+    "TRUNCATE {keywords}, {chunks}, {documents}, {table_rows}, {table_index}, {term_stats}, {collection_stats}, "
+    "{mentions}, {pairs}, {entities}, {relationships}, {communities}, {reports}, {graph_state}"
 )
 SQL_DROP_INDEXES = (sql("DROP INDEX IF EXISTS {hnsw_index}"), sql("DROP INDEX IF EXISTS {keyword_gin_index}"))
 SQL_COPY_EMBEDDINGS = sql(
@@ -53,6 +55,7 @@ def reset(engine: Any) -> None:
     from sqlalchemy import text
 
     with engine.begin() as conn:
+        lift_statement_timeout(conn)
         conn.execute(text(SQL_TRUNCATE))
         for statement in SQL_DROP_INDEXES:
             conn.execute(text(statement))
@@ -72,6 +75,7 @@ def bulk_load(engine: Any, collection, ids, vectors, documents, tokens, doc_id: 
     try:
         conn = raw.driver_connection
         register_vector(conn)
+        conn.execute(SQL_NO_TIMEOUT)  # a bulk load is as long as it is: never cut by DB_STATEMENT_TIMEOUT_MS
         with conn.cursor() as cur, cur.copy(SQL_COPY_EMBEDDINGS) as copy:
             copy.set_types(["varchar", "uuid", "vector", "varchar", "jsonb"])
             for i, row in enumerate(zip(ids, [collection] * len(ids), vectors, documents, tokens), start=1):
@@ -83,6 +87,7 @@ def bulk_load(engine: Any, collection, ids, vectors, documents, tokens, doc_id: 
     finally:
         raw.close()
     with engine.begin() as c:
+        lift_statement_timeout(c)
         c.execute(text(SQL_FILL_KEYWORDS), {"collection": collection})
         if doc_id:
             c.execute(
@@ -107,14 +112,19 @@ def build_indexes(engine: Any) -> dict[str, float]:
 
     timings = {}
     with engine.begin() as conn:
+        lift_statement_timeout(conn)
         conn.execute(text(SQL_INDEX_BUILD_MEMORY))
         for name, statement in (("hnsw", SQL_CREATE_HNSW), ("gin", SQL_CREATE_KEYWORD_GIN)):
             start = time.perf_counter()
             conn.execute(text(statement))
             timings[name] = time.perf_counter() - start
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        for statement in SQL_VACUUM_ANALYZE:
-            conn.execute(text(statement))
+        conn.execute(text("SET statement_timeout = 0"))  # VACUUM runs outside a transaction: no SET LOCAL
+        try:
+            for statement in SQL_VACUUM_ANALYZE:
+                conn.execute(text(statement))
+        finally:
+            conn.execute(text("RESET statement_timeout"))  # the pooled connection's own limit again
     return timings
 
 
@@ -141,13 +151,14 @@ def nearest_ids(engine: Any, collection, vector: Sequence[float], k: int, exact:
 
 
 def exact_keyword_ids(engine: Any, collection, terms: Sequence[str], k: int) -> list[str]:
-    """The BM25 keyword query with index scans disabled (a sequential scan), for comparison."""
+    """The BM25 keyword query with index scans disabled (a sequential scan), for comparison: read as
+    ALL_ROWS (every row), as the search reads (the statistics are given to a reading transaction only)."""
     from sqlalchemy import text
 
-    with engine.begin() as conn:
+    with reading(engine, ALL_ROWS) as conn:
         for statement in SQL_NO_INDEX_SCANS:
             conn.execute(text(statement))
-        params = keyword_search_params(conn, collection, terms, k, ("admin",))  # every row
+        params = keyword_search_params(conn, collection, terms, k, ALL_ROWS)
         return [r[0] for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
 
 
@@ -159,7 +170,7 @@ SQL_ADD_READER = sql(
 )
 # the readers' predicate of app.storage.vectors, exact when index scans are off
 SQL_NEAREST_READABLE = sql(
-    "SELECT id FROM {chunks} WHERE collection_id = :collection AND readers && CAST(:principals AS text[]) "
+    "SELECT id FROM {chunks} WHERE collection_id = :collection AND " + readers_predicate() + " "
     "ORDER BY embedding <=> CAST(:vector AS vector) LIMIT :k"
 )
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from app.storage import graph, readers
 from app.storage.collection import collection_id, require_collection
 from app.storage.keywords import keyword_row, upsert_keywords
-from app.storage.readers import principals_param, reading
+from app.storage.readers import principals_param, readers_predicate, reading
 from app.storage.tables import sql, vector_literal
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ SQL_UPSERT_EMBEDDING = sql(
 )
 SQL_LIST_DOCUMENTS = sql(
     "SELECT doc_id, source_file, content_hash, settings_hash, chunks, ingested_at, origin, readers FROM {documents} "
-    "WHERE collection_id = :collection AND readers && CAST(:principals AS text[]) ORDER BY doc_id"
+    "WHERE collection_id = :collection AND " + readers_predicate() + " ORDER BY doc_id"
 )
 # A document's chunks: by doc_id, or (written before documents were tracked) by file.
 _DOC_CHUNKS = (
@@ -63,8 +63,7 @@ SQL_DELETE_DOC_CHUNKS = sql("DELETE FROM {chunks} WHERE " + _DOC_CHUNKS)
 # The chunks of one source (a PDF page, a CSV row, a section), in their order: what a source shows.
 _SOURCE_CHUNKS_WHERE = (
     "FROM {chunks} WHERE collection_id = :collection AND cmetadata->>'source' = :source "
-    "AND readers && CAST(:principals AS text[]) "
-    "ORDER BY (cmetadata->>'chunk_index')::int, id LIMIT :limit"
+    "AND " + readers_predicate() + " ORDER BY (cmetadata->>'chunk_index')::int, id LIMIT :limit"
 )
 SQL_SOURCE_CHUNKS = sql("SELECT document, cmetadata " + _SOURCE_CHUNKS_WHERE)
 SQL_SOURCE_CHUNKS_WITH_VECTORS = sql("SELECT document, cmetadata, CAST(embedding AS text) " + _SOURCE_CHUNKS_WHERE)

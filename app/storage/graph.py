@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from app.storage.readers import readers_predicate
 from app.storage.tables import (
     COMMUNITY_TABLE,
     ENTITY_TABLE,
@@ -165,10 +166,12 @@ SQL_SAVE_STATE = sql(
 )
 
 # --- queries (local and global search, make docs) ----------------------------------------
+# Communities counted through their entities: the query role may not read the community table (no readers).
 SQL_COUNTS = sql(
     "SELECT (SELECT count(*) FROM {entities} WHERE collection_id = :collection) AS entities, "
     "(SELECT count(*) FROM {relationships} WHERE collection_id = :collection) AS relationships, "
-    "(SELECT count(*) FROM {communities} WHERE collection_id = :collection) AS communities, "
+    "(SELECT count(DISTINCT c) FROM {entities}, unnest(communities) c WHERE collection_id = :collection) "
+    "AS communities, "
     "(SELECT count(*) FROM {reports} WHERE collection_id = :collection) AS reports, "
     "(SELECT count(*) FROM {mentions} WHERE collection_id = :collection) AS links"
 )
@@ -177,44 +180,54 @@ _ENTITY_COLUMNS = "id, key, title, kind, description, mentions, chunks, degree, 
 # may still hold the old size until its graph is rebuilt).
 SQL_ENTITIES_BY_VECTOR = sql(
     "SELECT " + _ENTITY_COLUMNS + ", 1 - (embedding <=> CAST(:vector AS vector)) AS similarity FROM {entities} "
-    "WHERE collection_id = :collection AND embedding IS NOT NULL AND readers && CAST(:principals AS text[]) "
-    "AND vector_dims(embedding) = vector_dims(CAST(:vector AS vector)) "
+    "WHERE collection_id = :collection AND embedding IS NOT NULL AND "
+    + readers_predicate()
+    + " AND vector_dims(embedding) = vector_dims(CAST(:vector AS vector)) "
     "ORDER BY embedding <=> CAST(:vector AS vector) LIMIT :k"
 )
 # Entities named in the question: their normalized title occurs in the normalized question
 # (longest first: a compound such as パッケージ管理システム before パッケージ).
 SQL_ENTITIES_IN_TEXT = sql(
     "SELECT " + _ENTITY_COLUMNS + ", length(key) AS similarity FROM {entities} "
-    "WHERE collection_id = :collection AND length(key) >= 2 AND strpos(:text, key) > 0 AND readers && CAST(:principals AS text[]) "
-    "ORDER BY length(key) DESC, chunks DESC, id LIMIT :k"
+    "WHERE collection_id = :collection AND length(key) >= 2 AND strpos(:text, key) > 0 AND "
+    + readers_predicate()
+    + " ORDER BY length(key) DESC, chunks DESC, id LIMIT :k"
 )
 SQL_RELATIONSHIPS_OF = sql(
     "SELECT id, source, target, weight, chunks, description FROM {relationships} "
-    "WHERE collection_id = :collection AND (source = ANY(:ids) OR target = ANY(:ids)) AND readers && CAST(:principals AS text[]) "
-    "ORDER BY weight DESC, id"
+    "WHERE collection_id = :collection AND (source = ANY(:ids) OR target = ANY(:ids)) AND "
+    + readers_predicate()
+    + " ORDER BY weight DESC, id"
 )
 SQL_ENTITIES_BY_ID = sql(
     "SELECT " + _ENTITY_COLUMNS + ", 0.0 AS similarity FROM {entities} "
-    "WHERE collection_id = :collection AND id = ANY(:ids) AND readers && CAST(:principals AS text[])"
+    "WHERE collection_id = :collection AND id = ANY(:ids) AND " + readers_predicate()
 )
 # the chunks that name the entities (by key), how many of them and how often
 SQL_TEXT_UNITS_OF = sql(
     "SELECT m.chunk_id, e.document, e.cmetadata, array_agg(m.entity ORDER BY m.entity) AS keys, sum(m.n) AS n "
     "FROM {mentions} m JOIN {chunks} e ON e.id = m.chunk_id "
-    "WHERE m.collection_id = :collection AND m.entity = ANY(:keys) AND e.readers && CAST(:principals AS text[]) GROUP BY m.chunk_id, e.document, e.cmetadata"
+    "WHERE m.collection_id = :collection AND m.entity = ANY(:keys) AND "
+    + readers_predicate("e")
+    + " GROUP BY m.chunk_id, e.document, e.cmetadata"
 )
 _REPORT_COLUMNS = "id, level, title, summary, findings, rank, kind, chunk_ids, document_ids, entity_ids"
 SQL_REPORTS_BY_ID = sql(
     "SELECT "
     + _REPORT_COLUMNS
-    + " FROM {reports} WHERE collection_id = :collection AND id = ANY(:ids) AND readers && CAST(:principals AS text[])"
+    + " FROM {reports} WHERE collection_id = :collection AND id = ANY(:ids) AND "
+    + readers_predicate()
 )
 SQL_REPORTS_AT_LEVEL = sql(
     "SELECT " + _REPORT_COLUMNS + " FROM {reports} "
-    "WHERE collection_id = :collection AND level = :level AND rank >= :min_rank AND readers && CAST(:principals AS text[]) ORDER BY rank DESC, id"
+    "WHERE collection_id = :collection AND level = :level AND rank >= :min_rank AND "
+    + readers_predicate()
+    + " ORDER BY rank DESC, id"
 )
 SQL_LEVELS = sql(
-    "SELECT level, count(*) FROM {reports} WHERE collection_id = :collection AND readers && CAST(:principals AS text[]) GROUP BY level ORDER BY level"
+    "SELECT level, count(*) FROM {reports} WHERE collection_id = :collection AND "
+    + readers_predicate()
+    + " GROUP BY level ORDER BY level"
 )
 SQL_CORPUS_SIZE = sql(
     "SELECT count(DISTINCT cmetadata->>'source') AS pages, count(*) AS chunks FROM {chunks} "
@@ -232,7 +245,8 @@ SQL_TABLE_BYTES = sql(
     "(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {reports} t WHERE t.collection_id = :collection)"
 )
 SQL_DOCUMENT_OF_CHUNKS = sql(
-    "SELECT id, cmetadata->>'doc_id', cmetadata->>'source' FROM {chunks} WHERE id = ANY(CAST(:ids AS varchar[])) AND readers && CAST(:principals AS text[])"
+    "SELECT id, cmetadata->>'doc_id', cmetadata->>'source' FROM {chunks} WHERE id = ANY(CAST(:ids AS varchar[])) AND "
+    + readers_predicate()
 )
 
 

@@ -6,16 +6,18 @@ CSV file and header) carry weight A, body tokens D; ``dl`` is the number of toke
 length). Document frequencies and lengths per collection are kept exact by statement-level triggers
 (set-based, with transition tables): every writer, a cascade delete included, updates them in its own
 transaction. Scoring: ``idf · tf·(k1+1) / (tf + k1·(1−b+b·dl/avgdl))`` over the candidates the GIN
-index returns.
+index returns. The query role reads the rows and the statistics only through two functions that test
+the readers themselves (:data:`DEFINER_FUNCTIONS`, migration 11).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from app.storage.collection import collection_id
-from app.storage.readers import principals_param, reading
+from app.storage.readers import principals_param, readers_predicate, reading
 from app.storage.tables import sql
 from app.text import keywords as tokens
 
@@ -130,26 +132,97 @@ SQL_UPSERT_KEYWORDS = sql(
 # scan every term (measured in make bench: 30 ms per keyword search at 10k chunks, 100-140 ms at
 # 100k, until autovacuum came by). An owner analyzes; anyone else gets a warning, not an error.
 SQL_ANALYZE_KEYWORD_STATS = sql("ANALYZE {term_stats}, {collection_stats}")
-SQL_TERM_STATS = sql(
+# --- the query role's reads (migration 11) ---------------------------------------------------
+# The query role may not SELECT the keyword rows or the statistics: their tokens, with positions, spell
+# the text (``'kx':28 '4471':29``). It reads them through two functions that run as the schema's owner
+# (SECURITY DEFINER) and return only what both walls let through, tested in their own statement: the
+# principals the caller binds and the transaction's (app.storage.readers), and a login that may read
+# the chunk table at all. A row-level policy instead would cost the GIN index: under one, PostgreSQL
+# tests the policy before the non-leakproof ``@@`` and every search becomes a scan (51 ms instead of
+# 7 ms at 50k chunks).
+_ADMITTED = (
+    "CAST(:principals AS text[]) && (SELECT {principals_function}()) "
+    "AND (SELECT has_table_privilege(session_user, '{chunks}', 'SELECT'))"
+)
+# Candidates come from the GIN index (run by EXECUTE: planned for each call's tsquery); the readers'
+# tests come after ``@@`` in the plan, on the rows the index returns.
+SQL_KEYWORD_CANDIDATES = sql(
+    "SELECT k.id, k.tsv, k.dl FROM {keywords} k "
+    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) AND "
+    + readers_predicate("k")
+    + " AND k.readers && (SELECT {principals_function}()) AND "
+    + _ADMITTED
+    + " ORDER BY ts_rank(k.tsv, to_tsquery('simple', :tsquery), 1) DESC LIMIT :cap"
+)
+# The statistics of the terms named only: per-term document frequencies count every chunk (BM25's idf),
+# so a caller learns the frequency of a term it names, never the list of terms (docs/security.md).
+SQL_TERM_STATS_OF = sql(
     "SELECT c.n, c.total_len, t.term, coalesce(s.df, 0) FROM {collection_stats} c "
     "CROSS JOIN unnest(CAST(:terms AS text[])) AS t(term) "
     "LEFT JOIN {term_stats} s ON s.collection_id = c.collection_id AND s.term = t.term "
-    "WHERE c.collection_id = :collection"
+    "WHERE c.collection_id = :collection AND " + _ADMITTED
 )
-# Candidates come from the GIN index (the tsquery is inline so the planner uses it); each
-# candidate's term frequencies come from its tsvector's positions, a context (weight A)
+
+
+def positional(statement: str, names: Sequence[str]) -> str:
+    """``statement`` with each bound name ``:name`` written ``$i`` (its place in ``names``, from 1), for a
+    function's EXECUTE; ValueError when another bound name is left."""
+    index = {name: i for i, name in enumerate(names, start=1)}
+    out = re.sub(r"(?<![:\w]):(\w+)", lambda m: f"${index[m[1]]}" if m[1] in index else m[0], statement)
+    left = re.findall(r"(?<![:\w]):(\w+)", out)
+    if left:
+        raise ValueError(f"bound names without a place: {sorted(set(left))}")
+    return out
+
+
+def definer_function(name: str, arguments: str, returns: str, statement: str, names: Sequence[str]) -> str:
+    """``CREATE OR REPLACE FUNCTION`` ``name`` (a field of app.storage.tables), run as its owner, returning
+    ``statement``'s rows for the values of its ``arguments`` (``names`` in order); its search path is the
+    creating session's, so its tables are the ones they were when it was made."""
+    return (
+        sql("CREATE OR REPLACE FUNCTION {" + name + "}(" + arguments + ") RETURNS TABLE (" + returns + ") ")
+        + "LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $fn$ BEGIN RETURN QUERY "
+        + "EXECUTE $q$"
+        + positional(statement, names)
+        + "$q$ USING "
+        + ", ".join(names)
+        + "; END $fn$"
+    )
+
+
+DEFINER_FUNCTIONS = (
+    definer_function(
+        "keyword_candidates_function",
+        "collection uuid, tsquery text, cap integer, principals text[]",
+        "id varchar, tsv tsvector, dl integer",
+        SQL_KEYWORD_CANDIDATES,
+        ("collection", "tsquery", "cap", "principals"),
+    ),
+    definer_function(
+        "term_stats_function",
+        "collection uuid, terms text[], principals text[]",
+        "n bigint, total_len bigint, term text, df integer",
+        SQL_TERM_STATS_OF,
+        ("collection", "terms", "principals"),
+    ),
+)
+SQL_TERM_STATS = sql(
+    "SELECT n, total_len, term, df FROM "
+    "{term_stats_function}(CAST(:collection AS uuid), CAST(:terms AS text[]), CAST(:principals AS text[]))"
+)
+# Each candidate's term frequencies come from its tsvector's positions, a context (weight A)
 # occurrence counting twice; BM25 with the idf values computed from the statistics.
 SQL_KEYWORD_SEARCH = sql(
     "WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idfs AS float8[])) AS q(term, idf)), "
-    "cand AS (SELECT k.id, k.tsv, k.dl FROM {keywords} k "
-    "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) AND k.readers && CAST(:principals AS text[]) "
-    "ORDER BY ts_rank(k.tsv, to_tsquery('simple', :tsquery), 1) DESC LIMIT :cap), "
+    "cand AS (SELECT k.id, k.tsv, k.dl FROM {keyword_candidates_function}(CAST(:collection AS uuid), "
+    "CAST(:tsquery AS text), CAST(:cap AS integer), CAST(:principals AS text[])) k), "
     "scored AS (SELECT c.id, sum(q.idf * f.tf * (:k1 + 1) / (f.tf + :k1 * (1 - :b + :b * c.dl / :avgdl))) AS score "
     "FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(cardinality(u.positions), 1) "
     "+ coalesce(cardinality(array_positions(u.weights, 'A')), 0) AS tf FROM unnest(c.tsv) u) f "
     "JOIN q ON q.term = f.lexeme GROUP BY c.id ORDER BY score DESC, c.id LIMIT :k) "
-    "SELECT e.id, e.document, e.cmetadata, s.score FROM scored s JOIN {chunks} e ON e.id = s.id AND e.readers && CAST(:principals AS text[]) "
-    "ORDER BY s.score DESC, e.id"
+    "SELECT e.id, e.document, e.cmetadata, s.score FROM scored s JOIN {chunks} e ON e.id = s.id AND "
+    + readers_predicate("e")
+    + " ORDER BY s.score DESC, e.id"
 )
 
 
@@ -223,12 +296,14 @@ def keyword_search(
 def keyword_search_params(
     conn, collection, terms: Sequence[str], k: int, principals: Sequence[str], budget: int | None = None
 ) -> dict | None:
-    """Bound values for SQL_KEYWORD_SEARCH, read as ``principals``: idf per term from the statistics, candidate terms
-    (within ``budget`` postings, default app.text.keywords.CANDIDATE_POSTINGS), average length;
-    None when no term occurs in the collection."""
+    """Bound values for SQL_KEYWORD_SEARCH, read as ``principals`` (in a :func:`app.storage.readers.reading`
+    transaction: the statistics are given to its principals only): idf per term from the statistics,
+    candidate terms (within ``budget`` postings, default app.text.keywords.CANDIDATE_POSTINGS), average
+    length; None when no term occurs in the collection, or the transaction reads as nobody."""
     from sqlalchemy import text
 
-    stats = conn.execute(text(SQL_TERM_STATS), {"terms": list(terms), "collection": collection}).all()
+    bound = {"terms": list(terms), "collection": collection, "principals": principals_param(principals)}
+    stats = conn.execute(text(SQL_TERM_STATS), bound).all()
     if not stats or not stats[0][0]:
         return None
     n, total = int(stats[0][0]), int(stats[0][1])
@@ -246,7 +321,7 @@ def keyword_search_params(
         "b": tokens.B,
         "avgdl": max(total / n, 1.0),
         "cap": max(CANDIDATE_CAP, k),
-        "principals": principals_param(principals),
+        "principals": bound["principals"],
     }
 
 

@@ -5,7 +5,7 @@ principals that may read it (group names, ``user:NAME``, always ``admin``; a GIN
 and documents'). A new row is ``{admin}`` until a sync gives it its readers (deny by default).
 
 1. **The application's predicate**: every read statement of app.storage carries
-   ``readers && CAST(:principals AS text[])`` in its own WHERE clause.
+   ``readers && CAST(:principals AS text[])`` in its own WHERE clause (:func:`readers_predicate` writes it).
 2. **Row-level security**: a SELECT policy on the same tables with the same test against the
    principals set for the transaction (:data:`SQL_AS_READER`: ``set_config('rag.principals', …, true)``).
    Reads run as the query role ``rag_query`` (``set_config('role', 'rag_query', true)``), which owns
@@ -13,6 +13,11 @@ and documents'). A new row is ``{admin}`` until a sync gives it its readers (den
    the owner and are not filtered. The embedded server's superuser creates the role
    (app.storage.provision); on a DATABASE_URL server the schema's writer creates it when it may, else
    says which two statements an administrator runs. Without the role, the first wall stands alone.
+
+The query role may SELECT only tables with such a policy (QUERY_ROLE_TABLES; migration 11): without
+principals it reads no row of any table. The keyword rows and the BM25 statistics, whose tokens spell the
+text, it reads through two functions that run as the schema's owner and apply both walls in their own
+statement (app.storage.keywords); what only the writer or the login needs it may not read at all.
 
 Derived rows carry the **intersection** of their sources' readers (:data:`SQL_REFRESH_GRAPH_READERS`):
 an entity is readable by the principals common to every chunk naming it, a relationship by those
@@ -24,6 +29,7 @@ every chunk naming it.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -39,23 +45,14 @@ QUERY_ROLE = NAMES["query_role"]
 ALL_ROWS = ("admin",)  # principals every row's readers hold: counts that name no document
 # the tables whose rows carry readers, each with a SELECT policy
 RLS_TABLES = ("chunks", "documents", "entities", "relationships", "reports")
-# what the query role may SELECT (nothing of users, tokens or the audit)
-QUERY_ROLE_TABLES = (
-    "chunks",
-    "collections",
-    "keywords",
-    "term_stats",
-    "collection_stats",
-    "documents",
-    "meta",
-    "mentions",
-    "pairs",
-    "entities",
-    "relationships",
-    "communities",
-    "reports",
-    "graph_state",
-)
+# What the query role may SELECT: tables under a readers' policy only (migration 11). Nothing of users,
+# tokens, the audit, kept answers or feedback; a mention's policy is its chunk's readers, the graph
+# state's is ALL_ROWS (its statistics count every row).
+QUERY_ROLE_TABLES = (*RLS_TABLES, "mentions", "graph_state", "table_index", "table_rows")  # tables: issue 50
+# What it could SELECT before migration 11 and may not any more: the keyword rows and statistics (their
+# tokens spell the text; read through app.storage.keywords' definer functions), pairs and communities
+# (read by the graph's build, as the owner), the collections and the schema version (read as the login).
+QUERY_ROLE_REVOKED = ("keywords", "term_stats", "collection_stats", "pairs", "communities", "collections", "meta")
 
 # --- schema (migration 6, app.storage.schema) ------------------------------------------------
 SQL_ADD_READERS = tuple(
@@ -111,7 +108,8 @@ KEYWORD_READERS_STATEMENTS = (
     # No row-level policy here: under one, PostgreSQL may not use the GIN index before the policy's
     # filter (``@@`` is not leakproof), and the search becomes a scan of every row (51 ms instead of
     # 7 ms at 50k chunks). The statement's own predicate filters the candidates; the text returned
-    # comes from the chunk table, whose policy still holds.
+    # comes from the chunk table, whose policy still holds. (Migration 11: the query role reads these rows
+    # only through a function that tests the readers, app.storage.keywords.DEFINER_FUNCTIONS.)
     sql("DROP POLICY IF EXISTS {readers_policy} ON {keywords}"),
     sql("ALTER TABLE {keywords} DISABLE ROW LEVEL SECURITY"),
 )
@@ -121,6 +119,37 @@ KEYWORD_READERS_UPGRADE = (
         "AND k.readers IS DISTINCT FROM c.readers"
     ),
 )
+
+# --- migration 11: the query role reads no row that its principals may not ---------------------
+# A mention holds the sentence naming its entity: it is readable where its chunk is. The policy asks the
+# chunk table (whose own policy applies inside too) rather than a copied readers column: a mention is
+# written with its chunk and deleted with it, so there is nothing to keep in step.
+SQL_MENTION_POLICY = (
+    sql("ALTER TABLE {mentions} ENABLE ROW LEVEL SECURITY"),
+    sql("DROP POLICY IF EXISTS {readers_policy} ON {mentions}"),
+    sql(
+        "CREATE POLICY {readers_policy} ON {mentions} FOR SELECT USING (EXISTS (SELECT 1 FROM {chunks} c "
+        "WHERE c.id = {mentions}.chunk_id AND c.readers && {principals_function}()))"
+    ),
+)
+# The graph's state holds its build's statistics, which count every row: its readers are ALL_ROWS.
+SQL_STATE_POLICY = (
+    sql("ALTER TABLE {graph_state} ENABLE ROW LEVEL SECURITY"),
+    sql("DROP POLICY IF EXISTS {readers_policy} ON {graph_state}"),
+    sql(
+        "CREATE POLICY {readers_policy} ON {graph_state} FOR SELECT USING ('{{"
+        + ",".join(ALL_ROWS)
+        + "}}' && {principals_function}())"
+    ),
+)
+SQL_REVOKE_SELECT = sql(
+    "REVOKE SELECT ON " + ", ".join("{" + t + "}" for t in QUERY_ROLE_REVOKED) + " FROM {query_role}"
+)
+# A store whose query role was granted the older list; a server without the role has nothing to revoke.
+SQL_REVOKE_OLD_GRANTS = (
+    sql("DO $$ BEGIN IF to_regrole('{query_role}') IS NOT NULL THEN ") + SQL_REVOKE_SELECT + "; END IF; END $$"
+)
+QUERY_ROLE_STATEMENTS = (*SQL_MENTION_POLICY, *SQL_STATE_POLICY, SQL_REVOKE_OLD_GRANTS)
 
 # Rows stored before readers existed are the admin's until the next sync gives them theirs.
 MIGRATION_STATEMENTS = (
@@ -146,8 +175,18 @@ SQL_AS_READER = (
     "CASE WHEN to_regrole(:role) IS NOT NULL AND pg_has_role(current_user, CAST(:role AS name), 'MEMBER') "
     "THEN set_config('role', :role, true) END"
 )
-# The application's predicate, for statements on a table aliased ``alias`` (or unaliased).
-PREDICATE = "readers && CAST(:principals AS text[])"
+_ALIAS = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def readers_predicate(alias: str = "") -> str:
+    """The application's predicate (the first wall) on the rows of the table aliased ``alias`` (none: an
+    unaliased table): ``<alias>.readers && CAST(:principals AS text[])``, the caller's principals bound as
+    ``:principals`` (:func:`principals_param`). ValueError for an alias that is not a plain lower-case name
+    (it is written into SQL)."""
+    if alias and not _ALIAS.fullmatch(alias):
+        raise ValueError(f"a table alias is a lower-case SQL name, got {alias!r}")
+    return (alias + "." if alias else "") + "readers && CAST(:principals AS text[])"
+
 
 # --- writes ------------------------------------------------------------------------------------
 _DOC_CHUNKS = (
@@ -213,7 +252,7 @@ def reading(engine: Engine, principals: Sequence[str]) -> Iterator[Connection]:
 
 def ensure_query_role(conn: Connection) -> str | None:
     """Write path, the owner's transaction: the query role exists, this login may take it, and it may
-    SELECT the store's tables. Returns None, or the one line saying why the second wall is missing
+    SELECT the tables under a readers' policy (QUERY_ROLE_TABLES) and no other of the store's. Returns None, or the one line saying why the second wall is missing
     (the caller warns; the application's predicate still holds)."""
     from sqlalchemy import text
 
@@ -225,6 +264,7 @@ def ensure_query_role(conn: Connection) -> str | None:
             if not conn.execute(text(SQL_IS_MEMBER), role).scalar():
                 conn.execute(text(SQL_GRANT_ROLE))
             conn.execute(text(SQL_GRANT_SELECT))
+            conn.execute(text(SQL_REVOKE_SELECT))  # a grant of every table (an administrator's) narrowed again
     except Exception as exc:  # InsufficientPrivilege: a login that may not create or grant roles
         from app.storage.engine import first_line
 

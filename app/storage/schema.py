@@ -10,7 +10,9 @@ writer's locks; they only check the recorded version.
 Version history (the number is what ``rag_meta`` holds; stores made before 2 hold none, read as 0):
 2 documents and the keyword index · 3 BM25 statistics · 4 the graph's tables · 5 the ingest staging table ·
 6 readers on every row, row-level security, users, tokens and the audit log · 7 answers kept ·
-8 document versions · 9 the askers' feedback · 10 readers on the keyword rows.
+8 document versions · 9 the askers' feedback · 10 readers on the keyword rows ·
+11 the query role reads only rows its principals may (mentions, keyword rows, statistics) · 12 the page's sign-in sessions ·
+13 tables stored as tables (app.storage.table_rows) · 14 answers' outcome and timings in the audit log (app.storage.usage).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from app.config import EMBED_DIM
 from app.errors import StoreNotReadyError
-from app.storage import answers, chunks, feedback, graph, keywords, readers, staging, users, versions
+from app.storage import answers, chunks, feedback, graph, keywords, readers, staging, table_rows, usage, users, versions
 from app.storage.collection import collection_id
 from app.storage.engine import lift_statement_timeout
 from app.storage.tables import META_TABLE, sql
@@ -110,6 +112,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         readers.KEYWORD_READERS_STATEMENTS,
         upgrade=readers.KEYWORD_READERS_UPGRADE,
     ),
+    Migration(
+        11,
+        "the query role reads no row its principals may not: mentions and the graph's state under policies, "
+        "keyword rows and statistics through functions that test the readers, no other table",
+        readers.QUERY_ROLE_STATEMENTS + keywords.DEFINER_FUNCTIONS,
+    ),
+    # cookies set before held the raw token and are no longer accepted: people open their link once more
+    Migration(12, "the page's sign-in sessions (hashed IDs, ended with their token)", users.SESSION_STATEMENTS),
+    # CSV and Excel documents stored before are read again by the next sync, for their tables
+    Migration(
+        13,
+        "tables stored as tables: each CSV's and sheet's columns and rows, with their document's readers",
+        table_rows.MIGRATION_STATEMENTS,
+        upgrade=table_rows.UPGRADE_STATEMENTS,
+    ),
+    Migration(
+        14,
+        "the audit log's answers: outcome, cited sources, timings (the administrator's view)",
+        usage.MIGRATION_STATEMENTS,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -161,29 +183,45 @@ def check_schema(engine: Engine, collection_name: str) -> None:
 @functools.cache
 def sized_vectorstore_class() -> type:
     """PGVector whose nearest-neighbour search is :func:`app.storage.vectors.nearest_chunks` (the HNSW
-    index of the vectors' size, the readers' predicate): ``principals`` (default: full access, the
-    spec's face) say who asks; a ``filter`` of ``{field: value}`` pairs is matched in the same SQL."""
+    index of the vectors' size, the readers' predicate): the ``principals`` of the call, else the
+    store's (:func:`make_vectorstore`), say who asks; with neither, the search raises TypeError rather
+    than read everything. A ``filter`` of ``{field: value}`` pairs is matched in the same SQL. The
+    reads PGVector would run without the readers' predicate (MMR, ``get_by_ids``) raise."""
     from langchain_core.documents import Document
     from langchain_postgres import PGVector
 
     class SizedPGVector(PGVector):
         """PGVector over vectors of any size (app.storage.vectors), read as given principals."""
 
+        principals: tuple[str, ...] | None = None  # who reads when a call names nobody (None: refuse)
+
         def similarity_search_with_score(self, query: str, k: int = 4, filter: dict | None = None, **kwargs):
             """``(Document, cosine distance)`` pairs for ``query``, nearest first."""
             return self.similarity_search_with_score_by_vector(self.embeddings.embed_query(query), k, filter, **kwargs)
 
         def similarity_search_with_score_by_vector(
-            self, embedding, k: int = 4, filter: dict | None = None, principals=("admin",), **kwargs
+            self, embedding, k: int = 4, filter: dict | None = None, principals=None, **kwargs
         ):
-            """``(Document, cosine distance)`` pairs, nearest first."""
-            rows = nearest_chunks(
-                self._engine, self.collection_name, list(embedding), k, principals, metadata_filter(filter)
-            )
+            """``(Document, cosine distance)`` pairs, nearest first, that ``principals`` (else the store's) may read."""
+            who = self.principals if principals is None else tuple(principals)
+            if who is None:  # a forgotten argument must not read everything
+                raise TypeError(
+                    "vector search needs principals: pass principals= or make the store with them "
+                    "(app.permissions.principals.FULL_ACCESS for full access, on purpose)"
+                )
+            rows = nearest_chunks(self._engine, self.collection_name, list(embedding), k, who, metadata_filter(filter))
             return [
                 (Document(id=str(id_), page_content=text, metadata=metadata or {}), float(distance))
                 for id_, text, metadata, distance in rows
             ]
+
+        def max_marginal_relevance_search_with_score_by_vector(self, *args, **kwargs):
+            """Refused: PGVector's MMR reads the table without the readers' predicate."""
+            raise NotImplementedError("MMR search is not supported: it would skip who may read each chunk")
+
+        def get_by_ids(self, ids, /):
+            """Refused: PGVector reads the rows by ID without the readers' predicate."""
+            raise NotImplementedError("get_by_ids is not supported: it would skip who may read each chunk")
 
     return SizedPGVector
 
@@ -204,15 +242,21 @@ def metadata_filter(filter: dict | None) -> dict | None:
 
 
 def make_vectorstore(
-    engine: Engine, embeddings, collection_name: str, create: bool = False, size: int | None = None
+    engine: Engine,
+    embeddings,
+    collection_name: str,
+    create: bool = False,
+    size: int | None = None,
+    principals: Sequence[str] | None = None,
 ) -> PGVector:
-    """A PGVector on ``engine`` (JSONB metadata; a new store's column is ``vector(size)``).
+    """A PGVector on ``engine`` (JSONB metadata; a new store's column is ``vector(size)``), searching as
+    ``principals`` when a call names none (None: such a search raises TypeError).
 
     With ``create`` (write paths only, under the writer lock) it creates the extension,
     its tables and the collection; without, it only finds them (no DDL, no writes) and takes
     vectors of any size (app.storage.vectors).
     """
-    return sized_vectorstore_class()(
+    store = sized_vectorstore_class()(
         embeddings=embeddings,
         connection=engine,
         embedding_length=size,
@@ -220,6 +264,8 @@ def make_vectorstore(
         use_jsonb=True,
         create_extension=create,
     )
+    store.principals = None if principals is None else tuple(principals)
+    return store
 
 
 def open_store(engine: Engine, embeddings, collection_name: str) -> PGVector:

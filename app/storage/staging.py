@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from app.storage import graph, readers
+from app.storage import graph, readers, table_rows
 from app.storage.chunks import SQL_DELETE_DOC_STAGING, SQL_UPSERT_DOCUMENT, document_params, document_readers
 from app.storage.collection import collection_id, require_collection
 from app.storage.engine import lift_statement_timeout
@@ -196,13 +196,21 @@ def _graph_json(chunk_graph) -> str | None:
 
 
 def switch_document(
-    engine: Engine, collection_name: str, doc: Mapping, run: str, chunks: int, extractor: str = ""
+    engine: Engine,
+    collection_name: str,
+    doc: Mapping,
+    run: str,
+    chunks: int,
+    extractor: str = "",
+    tables: Sequence | None = None,
 ) -> None:
     """Replace a document by its rows staged in ``run``, in one transaction: its stored chunk rows that
     are not among them (same id and metadata) out, with their keyword rows and links; the staged rows
     in (vector, keyword and link rows); its ``rag_document`` row; its staging rows deleted. Readers
     see the old version or the new one, never a mix. ``chunks`` is how many rows the run staged
-    (anything else is an error: nothing changes). ``doc`` as for app.storage.chunks.replace_document."""
+    (anything else is an error: nothing changes). ``doc`` as for app.storage.chunks.replace_document.
+    ``tables`` (app.tables.extract.SourceTable), when given, replace the document's stored tables in the
+    same transaction (app.storage.table_rows)."""
     from sqlalchemy import text
 
     collection = require_collection(engine, collection_name)
@@ -224,6 +232,10 @@ def switch_document(
             graph.mark_dirty(conn, collection)
         conn.execute(text(SQL_UPSERT_DOCUMENT), document_params(collection, doc, chunks))
         readers.set_document_readers(conn, collection, doc["doc_id"], doc["source_file"], document_readers(doc))
+        if tables is not None:
+            table_rows.replace_tables(
+                conn, collection, doc["doc_id"], doc["source_file"], tables, document_readers(doc)
+            )
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc["doc_id"]})
 
 

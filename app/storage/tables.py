@@ -30,10 +30,14 @@ GRAPH_STATE_TABLE = "rag_graph_state"
 # who may ask (app.storage.users): users with their groups, personal tokens (hashes), the audit log
 USER_TABLE = "rag_user"
 TOKEN_TABLE = "rag_token"
+SESSION_TABLE = "rag_session"  # the page's sign-in sessions (hashes of their IDs)
 AUDIT_TABLE = "rag_audit"
 # what the product remembers: answers given (app.storage.answers), the askers' feedback (app.storage.feedback)
 ANSWER_TABLE = "rag_answer"
 FEEDBACK_TABLE = "rag_feedback"
+# questions about tables (app.storage.table_rows): each stored table and its rows, with their document's readers
+TABLE_INDEX_TABLE = "rag_table"
+TABLE_ROW_TABLE = "rag_table_row"
 
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 ENTITY_HNSW_INDEX = "rag_graph_entity_embedding_hnsw"
@@ -59,12 +63,22 @@ NAMES: dict[str, str] = {
     "graph_state": GRAPH_STATE_TABLE,
     "users": USER_TABLE,
     "tokens": TOKEN_TABLE,
+    "sessions": SESSION_TABLE,
     "audit": AUDIT_TABLE,
     "answers": ANSWER_TABLE,
     "answer_key_index": "rag_answer_key",
     "answer_created_index": "rag_answer_created",
     "feedback": FEEDBACK_TABLE,
+    "table_index": TABLE_INDEX_TABLE,
+    "table_rows": TABLE_ROW_TABLE,
+    "table_document_index": "rag_table_document",
+    "table_readers_index": "rag_table_readers",
+    "table_readers_function": "rag_table_readers",
+    "table_readers_trigger": "rag_table_readers_upd",
     "token_user_index": "rag_token_user",
+    "session_user_index": "rag_session_user",
+    "session_token_index": "rag_session_token",
+    "session_expiry_index": "rag_session_expiry",
     "audit_at_index": "rag_audit_at",
     "chunk_readers_index": "rag_embedding_readers",
     "document_readers_index": "rag_document_readers",
@@ -73,6 +87,8 @@ NAMES: dict[str, str] = {
     "intersect_aggregate": "rag_readers_intersect",
     "readers_policy": "rag_readers",
     "keyword_readers_function": "rag_keyword_readers",
+    "keyword_candidates_function": "rag_keyword_candidates",  # the query role's keyword rows (migration 11)
+    "term_stats_function": "rag_term_stats_of",  # and the statistics of the terms it names
     "keyword_readers_trigger": "rag_keyword_readers_ins",
     "chunk_readers_trigger": "rag_chunk_readers_upd",
     "query_role": "rag_query",

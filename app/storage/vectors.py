@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from app.errors import StoreNotReadyError
 from app.storage.collection import collection_id
-from app.storage.readers import principals_param, reading
+from app.storage.readers import principals_param, readers_predicate, reading
 from app.storage.tables import (
     EMBEDDING_TABLE,
     ENTITY_HNSW_INDEX,
@@ -56,13 +56,13 @@ SQL_SIZED_INDEX = (
 # A column of one size: its plain HNSW index (no size test, which would only blur the row estimate).
 SQL_NEAREST_CHUNKS_ONE_SIZE = (
     "SELECT id, document, cmetadata, embedding <=> CAST(:vector AS vector({size})) AS distance FROM {chunks} "
-    "WHERE collection_id = :collection AND readers && CAST(:principals AS text[]){filter} ORDER BY distance LIMIT :k"
+    "WHERE collection_id = :collection AND " + readers_predicate() + "{filter} ORDER BY distance LIMIT :k"
 )
 # A column of any size: the partial index of the question's size (its predicate must be in the query).
 SQL_NEAREST_CHUNKS = (
     "SELECT id, document, cmetadata, CAST(embedding AS vector({size})) <=> CAST(:vector AS vector({size})) "
     "AS distance FROM {chunks} WHERE collection_id = :collection AND vector_dims(embedding) = {size} "
-    "AND readers && CAST(:principals AS text[]){filter} ORDER BY distance LIMIT :k"
+    "AND " + readers_predicate() + "{filter} ORDER BY distance LIMIT :k"
 )
 # How many rows have each size, for the planner's estimate of the size test (ANALYZE fills it).
 SQL_SIZE_STATISTICS = sql(

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from app.storage.collection import collection_id
-from app.storage.readers import PREDICATE, principals_param, reading
+from app.storage.readers import principals_param, readers_predicate, reading
 from app.storage.tables import sql
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ SQL_SET_VERSION = sql(
 # The current version is named only to a reader of it.
 _VISIBLE = (
     "FROM {documents} d LEFT JOIN {documents} c ON c.collection_id = d.collection_id "
-    "AND c.doc_id = d.version_family AND c.readers && CAST(:principals AS text[]) "
-    "WHERE d.collection_id = :collection AND d." + PREDICATE
+    "AND c.doc_id = d.version_family AND " + readers_predicate("c") + " "
+    "WHERE d.collection_id = :collection AND " + readers_predicate("d")
 )
 SQL_VERSIONS_OF = sql(
     "SELECT d.doc_id, d.version_effective, CASE WHEN c.doc_id IS NULL THEN NULL ELSE d.superseded_by END, "

@@ -16,12 +16,20 @@ from typing import Any
 from langchain_core.documents import Document
 
 from app.text.normalize import canonical, numbers
+from app.versions.matching import MATCH, chunk_similarity, difference_note, matching_current, trigrams
 
-__all__ = ["MATCH", "asks_about_past", "asked_year", "chunk_similarity", "version_notes"]
+__all__ = [
+    "MATCH",
+    "answer_version_notes",
+    "asks_about_past",
+    "asked_year",
+    "chunk_similarity",
+    "trigrams",
+    "version_notes",
+]
 
 PAST_WORDS = re.compile(r"旧|以前|改定前|改訂前|過去|当時|前回|変更前|かつて|昔|previous|former|\bold\b", re.IGNORECASE)
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?:年度?|(?!\d))")
-MATCH = 0.4  # two chunks alike enough (character trigrams, Jaccard) to be one passage's versions
 
 
 def asked_year(query: str) -> int | None:
@@ -33,18 +41,6 @@ def asked_year(query: str) -> int | None:
 def asks_about_past(query: str) -> bool:
     """Whether the question asks about a past version: a year, or 旧/以前/改定前/過去/当時 …"""
     return asked_year(query) is not None or bool(PAST_WORDS.search(query or ""))
-
-
-def trigrams(text: str) -> set[str]:
-    """The character trigrams of ``text`` (whitespace dropped)."""
-    flat = re.sub(r"\s+", "", text or "")
-    return {flat[i : i + 3] for i in range(max(len(flat) - 2, 1))}
-
-
-def chunk_similarity(a: str, b: str) -> float:
-    """The Jaccard similarity of two texts' character trigrams (whitespace dropped)."""
-    x, y = trigrams(a), trigrams(b)
-    return len(x & y) / len(x | y) if x | y else 0.0
 
 
 def _when(doc: Document) -> str:
@@ -110,8 +106,21 @@ def source_versions(state: Mapping) -> list[dict]:
 
 
 def answer_version_notes(state: Mapping) -> list[str]:
-    """The notes under an answer that read a past version (app.versions.preference.version_notes): the
-    sources shown that a later version supersedes, and which version is in force where they differ."""
+    """The notes under an answer (app.versions.preference.version_notes): the sources shown that a later
+    version supersedes (the past versions hidden from the model among them), which version is in force
+    where the model read both and they differ, and, when the answer comes from a current version's
+    passage whose hidden past version said otherwise, what it said (app.versions.matching.difference_note;
+    not under an abstention)."""
     read = list(state.get("reranked_documents") or [])
+    hidden = list(state.get("hidden_versions") or [])
     shown = set(state.get("cited_sources") or state.get("sources") or [])
-    return version_notes([d for d in read if d.metadata.get("source") in shown], read)
+    notes = version_notes([d for d in read if d.metadata.get("source") in shown] + hidden, read)
+    answered_from = set(state.get("cited_sources") or [d.metadata.get("source") for d in read])
+    for past in [] if state.get("abstained") else hidden:  # no answer: nothing it said to set against
+        current = matching_current(past, read)
+        if current is None or current.metadata.get("source") not in answered_from:
+            continue
+        note = difference_note(past, current)
+        if note and note not in notes:
+            notes.append(note)
+    return notes

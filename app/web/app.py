@@ -12,7 +12,8 @@ Routes:
   machine only: the administrator's);
 * ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources);
 * ``GET /files/<doc_id>`` — a stored file the asker may read: a PDF in the browser's own viewer
-  (``#page=N``), any other as a download.
+  (``#page=N``), any other as a download;
+* ``GET /admin`` — the administrator's usage view (app.web.admin): 403 with one line for anyone else.
 
 The service (:class:`app.serving.service.RagService`: models and pool loaded once) is handed in, so tests
 pass a fake; questions take turns on the one in-process model (:class:`app.web.turns.Turns`).
@@ -36,12 +37,14 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 
 from app import storage
-from app.errors import DatabaseUnavailableError, RagError
+from app.errors import AnswerStoppedError, DatabaseUnavailableError, RagError
 from app.serving.hosts import is_loopback
+from app.text.storable import check_fields
 from app.users.identity import Identity
+from app.web.admin import admin_routes
 from app.web.feedback import feedback_routes
 from app.web.followup import standalone
-from app.web.guard import LOCAL
+from app.web.guard import DATABASE_GONE, LOCAL
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
 from app.web.turns import Turns
 
@@ -74,7 +77,8 @@ def sync_result(report: Any) -> dict[str, Any] | None:
 
 
 def read_question(body: Any) -> tuple[str, str, list[str]]:
-    """``(question, mode, history)`` from the request's JSON; ValueError with the one line the page shows."""
+    """``(question, mode, history)`` from the request's JSON; ValueError with the one line the page shows,
+    also for a character that cannot be stored (app.text.storable), before anything is searched."""
     if not isinstance(body, dict):
         raise ValueError("質問を JSON で送ってください")
     question = body.get("question")
@@ -88,6 +92,7 @@ def read_question(body: Any) -> tuple[str, str, list[str]]:
     history = body.get("history") or []
     if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
         raise ValueError("history は文字列のリストで指定してください")
+    check_fields({"question": question, "mode": mode, "history": history})
     return question.strip(), mode, [h[:MAX_QUESTION_CHARS] for h in history[-HISTORY_KEPT:]]
 
 
@@ -99,7 +104,7 @@ def page_result(result: Any) -> dict[str, Any]:
     return out
 
 
-class Cancelled(Exception):
+class Cancelled(AnswerStoppedError):
     """The asker closed the connection: the answer is stopped at its next token."""
 
 
@@ -134,7 +139,8 @@ async def answer_events(
     thread; a queued asker is told its place and, for a question without history, shown the passages
     retrieval finds meanwhile), then is answered on ``executor`` (the model's own threads) while this
     streams its ``sources`` and ``token`` events. When the asker goes away, the question leaves the line
-    at once, or the generation stops at its next token and the model passes on."""
+    at once, or its work stops at the next check (``stopped``: between model calls, at each generated
+    piece; a global question's map calls not yet made are never made) and the model passes on."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
     gone = threading.Event()
@@ -157,9 +163,11 @@ async def answer_events(
                 raise Cancelled
             searched = followup(question, history) if history else question
             put("searched", {"question": searched, "rewritten": searched != question})
-            result = service.ask(searched, mode, on_token=on_token, who=who, on_passages=on_passages)
+            result = service.ask(
+                searched, mode, on_token=on_token, who=who, on_passages=on_passages, stopped=gone.is_set
+            )
             put("done", page_result(result))
-        except Cancelled:
+        except AnswerStoppedError:
             log.info("an answer was stopped: the asker closed the connection")
         except Exception as exc:
             put("error", {"message": error_line(exc)})
@@ -167,7 +175,7 @@ async def answer_events(
     async def run() -> None:
         try:
             if not history:
-                earlier = await asyncio.to_thread(service.cached_answer, question, mode, who)
+                earlier = await asyncio.to_thread(service.cached_answer, question, mode, who=who)
                 if earlier is not None:
                     put("searched", {"question": question, "rewritten": False})
                     on_passages(list(earlier.get("passages") or []))
@@ -176,7 +184,7 @@ async def answer_events(
             ticket = turns.join(lambda ahead: events.put_nowait(("queued", {"ahead": ahead})))
             try:
                 if not ticket.started and not history:  # something to read while waiting
-                    on_passages(await asyncio.to_thread(service.passages, question, mode, who))
+                    on_passages(await asyncio.to_thread(service.passages, question, mode, who=who))
                 await turns.wait(ticket)
             except BaseException:
                 turns.drop(ticket)
@@ -210,19 +218,30 @@ class BadBody(ValueError):
 
 async def read_json(request: Request, limit: int = MAX_BODY_BYTES) -> Any:
     """The request's JSON body, read no further than ``limit`` bytes; :class:`BadBody` for a larger
-    one, one that is not JSON, or one nested so deep that parsing it would exhaust the stack."""
+    one, one that is not UTF-8 (RFC 8259; ``json.loads`` would let encoded surrogates through), not
+    JSON, or nested so deep that parsing it would exhaust the stack."""
     size, parts = 0, []
     async for part in request.stream():
         size += len(part)
         if size > limit:
             raise BadBody(f"リクエストが大きすぎます（{limit // 1024} KB まで）", status=413)
         parts.append(part)
-    try:
-        return json.loads(b"".join(parts))
+    try:  # strict UTF-8: json.loads(bytes) would decode encoded surrogates (ED A0 80) into the text
+        return json.loads(b"".join(parts).decode("utf-8"))
     except RecursionError:
         raise BadBody("JSON の入れ子が深すぎます") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise BadBody("質問を JSON で送ってください") from None
+
+
+def refusal(fields: dict[str, Any]) -> Response | None:
+    """400 with one line when a request's text (name → value) holds a character that cannot be stored
+    (app.text.storable), before anything is looked up; None when all of it can."""
+    try:
+        check_fields(fields)
+    except ValueError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    return None
 
 
 def database_message(exc: BaseException) -> str | None:
@@ -232,7 +251,7 @@ def database_message(exc: BaseException) -> str | None:
     if gone is None:
         return None
     log.warning("the database is not available: %s", gone)
-    return f"データベースに接続できません: {gone}"
+    return DATABASE_GONE  # the driver's own text names the socket path or the server's address: the log's only
 
 
 def with_database(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
@@ -320,13 +339,18 @@ def create_app(
 
     async def source(request: Request) -> Response:
         wanted = request.query_params.get("id", "")
+        if (refused := refusal({"id": wanted})) is not None:
+            return refused
         view = await asyncio.to_thread(view_source, wanted, identity(request)) if wanted else None
         if view is None:
             return JSONResponse({"error": "この出典は保存されていません"}, status_code=404)
         return JSONResponse(view)
 
     async def document_file(request: Request) -> Response:
-        path = await asyncio.to_thread(document_path, request.path_params["doc_id"], identity(request))
+        doc_id = request.path_params["doc_id"]
+        if (refused := refusal({"doc_id": doc_id})) is not None:
+            return refused
+        path = await asyncio.to_thread(document_path, doc_id, identity(request))
         if path is None:
             return JSONResponse({"error": "この文書は保存されていません"}, status_code=404)
         if path.suffix.lower() == ".pdf":  # the browser's own viewer, at #page=N
@@ -348,5 +372,6 @@ def create_app(
             *feedback_routes(
                 service, read_body=read_json, who=identity, administers=may_administer, guarded=with_database
             ),
+            *admin_routes(service, who=identity, administers=may_administer, guarded=with_database),
         ]
     )

@@ -2,6 +2,7 @@
 (nothing leaves the building, and it works offline). Every text from the server is set with
 ``textContent``, never as HTML, so a document's text cannot run in the page."""
 
+from app.web.export import EXPORT_SCRIPT
 from app.web.page_script import ASK_SCRIPT
 
 PAGE = (
@@ -64,6 +65,7 @@ mark { background: #fff1a8; }
   </select>
   <button id="send" type="submit">質問する</button>
   <button id="reset" type="button" title="前の質問を引き継がずに聞き直す">新しい会話</button>
+  <button id="export" type="button" title="この会話の質問・回答・引用・出典を Markdown で保存" hidden>会話を保存</button>
 </form>
 <p id="searched" hidden></p>
 <p id="status" role="status"></p>
@@ -98,6 +100,7 @@ mark { background: #fff1a8; }
 <details id="timings-box" hidden><summary>処理時間</summary><div id="timings"></div></details>
 <script>"""
     + ASK_SCRIPT
+    + EXPORT_SCRIPT
     + """</script>
 </body>
 </html>
@@ -120,7 +123,8 @@ td.n { text-align: right; }
 </style>
 </head>
 <body>
-<p><a href="/">← 質問に戻る</a> · <span id="user"></span> <a href="/signout">ログアウト</a></p>
+<p><a href="/">← 質問に戻る</a> · <span id="user"></span> <a href="/signout">ログアウト</a>
+<a id="admin-link" href="/admin" hidden>· 利用状況（管理者）</a></p>
 <h1>保存されている文書</h1>
 <p id="summary"></p>
 <ul id="failures"></ul>
@@ -171,6 +175,7 @@ async function load() {
   }
   $("user").textContent = body.user ? "ログイン中: " + body.user : "";
   $("resync").hidden = !body.admin;  // re-sync and the skipped files are the administrator's
+  $("admin-link").hidden = !body.admin;
   if (body.admin) { showSync(body.last_sync); await loadFlagged(); }
 }
 

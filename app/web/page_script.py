@@ -26,7 +26,6 @@ let lastQuote = "";
 let history = [];  // the questions as searched, oldest first (a follow-up refers to the last)
 let passagesShown = false;  // this answer's passages are on the page (a `sources` event came)
 let answerId = null;  // the answer feedback is about (null: none can be given)
-
 $("reset").addEventListener("click", () => {
   history = [];
   $("searched").hidden = true;
@@ -306,6 +305,8 @@ $("ask").addEventListener("submit", async (event) => {
   $("passages").textContent = "";
   passagesShown = false;
   answerId = null;
+  const asked = $("question").value.trim();
+  let searchedAs = asked;
   $("status").textContent = "検索しています…";
   $("send").disabled = true;
   try {
@@ -327,6 +328,7 @@ $("ask").addEventListener("submit", async (event) => {
       buffer = parseEvents(buffer + value, (kind, data) => {
         if (kind === "searched") {
           history = history.concat([data.question]).slice(-3);
+          searchedAs = data.question;
           $("searched").textContent = "検索した質問: " + data.question;
           $("searched").hidden = !data.rewritten;
         }
@@ -336,7 +338,7 @@ $("ask").addEventListener("submit", async (event) => {
           if (!$("answer").textContent) $("status").textContent = "回答を書いています…";
         }
         else if (kind === "token") { $("status").textContent = ""; $("answer").textContent += data.text; }
-        else if (kind === "done") showDone(data);
+        else if (kind === "done") { showDone(data); remember(asked, searchedAs, data); }
         else if (kind === "error") $("status").textContent = data.message;
       });
     }

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.ingestion.datadir import document_path
 from app.web.markdown import markdown_blocks
 
 _KINDS = (
@@ -77,7 +78,8 @@ def document_file(documents: Iterable[Mapping[str, Any]], data_dir: Path, doc_id
     if doc_id not in {str(d.get("doc_id")) for d in documents}:
         return None
     root = data_dir.resolve()
-    path = (root / doc_id).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
+    found = document_path(root, doc_id)  # the ID is NFC; the name on disk may be NFD (copied from a Mac)
+    path = found.resolve() if found is not None else None
+    if path is None or not path.is_relative_to(root) or not path.is_file():
         return None
     return path

@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from app.errors import AnswerStoppedError
 from app.llm import generate
 from app.reranker import SCORE_KEY as RERANK_SCORE
 from app.workflow.checks.cells import absent_from_rows, cell_answer
@@ -162,6 +163,12 @@ def prepare_prompt(
     return system, build_prompt(query, contexts, sources, style=ctx.prompt_style, preamble=preamble), contexts
 
 
+def stop_if_gone(ctx: RAGContext) -> None:
+    """:class:`~app.errors.AnswerStoppedError` once the run's ``stopped()`` says the asker has gone."""
+    if ctx.stopped is not None and ctx.stopped():
+        raise AnswerStoppedError("the asker went away")
+
+
 def call_llm(
     ctx: RAGContext, prompt: str, system: str | None, n_contexts: int, start: float, llm: Any = None
 ) -> tuple[str, list[float]]:
@@ -174,11 +181,13 @@ def call_llm(
     shown, first = CitationFilter(n_contexts), []
 
     def on_token(piece: str) -> None:
+        stop_if_gone(ctx)  # at each piece: the model passes on within one token
         if not first:
             first.append(time.perf_counter() - start)
         if ctx.on_token and (text := shown.feed(piece)):
             ctx.on_token(text)
 
+    stop_if_gone(ctx)  # before the prompt is read (seconds on a CPU for a long one)
     raw = strip_echo(generate(prompt, llm=llm or ctx.llm, on_token=on_token, system=system))
     if ctx.on_token and (rest := shown.flush()):
         ctx.on_token(rest)
@@ -239,6 +248,15 @@ def ask_with_evidence(
 
 
 def generate_node(state: RAGState, runtime) -> dict:
+    """:func:`answer_node`'s answer, its sources followed by those of the past versions hidden from the
+    model (``hidden_versions``, app.versions.reading.split_read): they are shown, with their notes."""
+    result = answer_node(state, runtime)
+    shown = list(result.get("sources") or [])
+    hidden = [s for s in unique_sources(state.get("hidden_versions") or []) if s not in shown]
+    return {**result, "sources": shown + hidden} if hidden else result
+
+
+def answer_node(state: RAGState, runtime) -> dict:
     """Ask the LLM with the re-ranked chunks (or, PROMPT_STYLE=evidence, evidence windows from all the
     candidates) as numbered contexts, or abstain; when the question names a table row among the chunks and
     its column, the answer is that cell, the LLM not called.

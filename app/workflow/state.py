@@ -22,6 +22,8 @@ class RAGState(TypedDict, total=False):
     query: str
     documents: list[Document]
     reranked_documents: list[Document]
+    hidden_versions: list[Document]  # past versions' chunks not given to the model: a chunk of their current
+    # version among the candidates matches them (app.versions.reading.split_read); still sources, with notes
     contexts: list[str]
     prompt: str
     answer: str
@@ -54,6 +56,7 @@ class RAGState(TypedDict, total=False):
     traceability: dict  # global: report, document, chunk and entity IDs behind the answer
     map_results: list  # global: each batch's key points, tokens, seconds, attempts, error
     passages: list[dict]  # the sentence windows shown first, one per top source (app.workflow.passages)
+    table: dict  # the table path answered (app.tables.answer): its table, the SQL run, the result rows
     timings: Annotated[dict[str, float], _merge]
 
 
@@ -70,6 +73,9 @@ class RAGContext:
     token_budget: int | None = None  # prompt tokens allowed: n_ctx - max_tokens
     on_token: Callable[[str], None] | None = None  # streaming: called with each generated piece
     on_passages: Callable[[list[dict]], None] | None = None  # called once retrieval ends, with the passages shown first
+    # whether the asker has gone (a closed page, a cancelled tool call): asked between model calls and at each
+    # generated piece, so the model passes on (app.errors.AnswerStoppedError); None: nobody can leave (the CLI)
+    stopped: Callable[[], bool] | None = None
     prompt_style: str = "cited"  # or "spec" (§4.9's template)
     min_confidence: float = 0.0  # abstain without asking the LLM when the best similarity is lower
     min_rerank: float = 0.0  # the same for the cross-encoder's best score (0..1), when one re-ranked
@@ -86,3 +92,4 @@ class RAGContext:
     )
     mode: str = "hybrid"  # what was asked for: a search mode, local, global or auto
     graph: Any | None = None  # app.graphrag.search.GraphSearch (local, global, auto)
+    tables: Any | None = None  # app.tables.answer.TableAnswerer; None: no table path (TABLE_ANSWERS=0, no model)

@@ -17,6 +17,7 @@ from langchain_core.embeddings import Embeddings
 
 from app import storage
 from app.config import Settings, variables
+from app.permissions.principals import FULL_ACCESS
 from app.storage import embedded as embedded_pg
 from app.storage import pg_process
 from bench.tiny_models import build_tiny_cross_encoder
@@ -82,7 +83,7 @@ def rag_store(settings, engine, real_embeddings):
     """The Python API on the embedded server (collection 'documents')."""
     from app.store import RagStore
 
-    rs = RagStore(settings, embeddings=real_embeddings, engine=engine)
+    rs = RagStore(settings, embeddings=real_embeddings, engine=engine, principals=FULL_ACCESS)  # the owner's
     with rs.writing():  # creates the schema, as the first ingest does
         pass
     return rs
@@ -123,7 +124,7 @@ def own_store(settings, engine, real_embeddings, request):
     from app.store import RagStore
 
     s = settings.changed(retrieval={"collection_name": f"t_{uuid.uuid4().hex[:8]}"})
-    rs = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine)
+    rs = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine, principals=FULL_ACCESS)
     with rs.writing():
         pass
     yield rs
@@ -283,7 +284,7 @@ def hash_store(settings, engine):
     from app.store import RagStore
 
     s = settings.changed(retrieval={"collection_name": f"h_{uuid.uuid4().hex[:8]}"})
-    rs = RagStore(s, embeddings=HashEmbeddings(), engine=engine)
+    rs = RagStore(s, embeddings=HashEmbeddings(), engine=engine, principals=FULL_ACCESS)
     yield rs
     with rs.writing():
         rs.vectorstore.delete_collection()
@@ -354,6 +355,7 @@ def acl(settings, engine, real_embeddings, tmp_path_factory):
     s = settings.changed(
         retrieval={"collection_name": f"acl_{suffix}"}, graph={"extractor": "fast"}, ingest={"data_dir": data}
     )
+    # no principals of its own: every read names who asks (a forgotten one raises; test_fail_closed.py)
     store = RagStore(s, embeddings=CountingEmbeddings(real_embeddings), engine=engine)
     store.sync(data)
     names = {"alice": f"alice_{suffix}", "bob": f"bob_{suffix}"}
@@ -386,7 +388,9 @@ def acl_service(acl):
 
     settings = acl.settings.changed(retrieval={"rerank_top_k": 10})
     made = RagService(
-        settings=settings, store=acl.store, context_factory=lambda: default_context(settings, search=no_search)
+        settings=settings,
+        store=acl.store,
+        context_factory=lambda: default_context(settings, search=no_search, principals=()),
     )
     made.context()
     return made

@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from app.serving.answers import AnswerMemory
 from app.serving.service import RagService, no_search
-from app.users.identity import identity_for_token
+from app.users.identity import FULL, identity_for_token
 from app.web.app import create_app
 from tests.integration.conftest import ACL_QUESTION, assert_no_secret, sse_events
 
@@ -25,7 +25,7 @@ def service_for(acl, engine, **memory) -> RagService:
     made = RagService(
         settings=settings,
         store=acl.store,
-        context_factory=lambda: default_context(settings, search=no_search),
+        context_factory=lambda: default_context(settings, search=no_search, principals=()),
         memory=AnswerMemory(engine, settings.retrieval.collection_name, settings),
     )
     made.context()
@@ -62,19 +62,19 @@ def test_the_same_question_is_answered_again_at_once_for_the_same_readers_only(s
 
 def test_the_switch_off_answers_anew_and_feedback_still_names_the_answer(acl, engine):
     uncached = service_for(acl, engine, answer_cache=False)
-    one = uncached.ask(FAQ_QUESTION, "keyword")
-    two = uncached.ask(FAQ_QUESTION, "keyword")
+    one = uncached.ask(FAQ_QUESTION, "keyword", who=FULL)
+    two = uncached.ask(FAQ_QUESTION, "keyword", who=FULL)
     assert two["cached_at"] is None and one["answer_id"] != two["answer_id"]
     nothing = service_for(acl, engine, answer_cache=False, feedback=False)
-    assert nothing.ask(FAQ_QUESTION, "keyword")["answer_id"] is None
+    assert nothing.ask(FAQ_QUESTION, "keyword", who=FULL)["answer_id"] is None
 
 
 def test_an_earlier_answer_lasts_its_time_to_live(acl, engine):
     brief = service_for(acl, engine, answer_cache_ttl_s=1)
-    brief.ask("営業手当はいくらですか？", "keyword")
-    assert brief.ask("営業手当はいくらですか？", "keyword")["cached_at"] is not None
+    brief.ask("営業手当はいくらですか？", "keyword", who=FULL)
+    assert brief.ask("営業手当はいくらですか？", "keyword", who=FULL)["cached_at"] is not None
     time.sleep(1.2)
-    assert brief.ask("営業手当はいくらですか？", "keyword")["cached_at"] is None
+    assert brief.ask("営業手当はいくらですか？", "keyword", who=FULL)["cached_at"] is None
 
 
 def test_the_page_shows_the_passages_before_the_first_word_and_a_repeated_question_at_once(service):
@@ -97,9 +97,9 @@ def test_the_page_shows_the_passages_before_the_first_word_and_a_repeated_questi
 
 
 def test_a_changed_document_makes_every_earlier_answer_stale(service, acl):
-    assert service.ask(FAQ_QUESTION, "vector")["cached_at"] is None
-    assert service.ask(FAQ_QUESTION, "vector")["cached_at"] is not None
+    assert service.ask(FAQ_QUESTION, "vector", who=FULL)["cached_at"] is None
+    assert service.ask(FAQ_QUESTION, "vector", who=FULL)["cached_at"] is not None
     changed = acl.data / "docs" / "営業" / "営業手当.md"
     changed.write_text(changed.read_text(encoding="utf-8") + "\n申請は月末までとする。\n", encoding="utf-8")
     acl.store.sync(acl.data)
-    assert service.ask(FAQ_QUESTION, "vector")["cached_at"] is None
+    assert service.ask(FAQ_QUESTION, "vector", who=FULL)["cached_at"] is None

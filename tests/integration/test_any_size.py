@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from app import storage
 from app.errors import StoreNotReadyError
+from app.permissions.principals import FULL_ACCESS
 from app.store import RagStore
 from bench.kit import bench_bulk_load
 from bench.tiny_models import build_modernbert_cross_encoder, build_modernbert_embedder
@@ -55,7 +56,10 @@ def folders(tmp_path_factory) -> dict[str, Path]:
 def store_for(settings, model: Path | str, collection: str) -> RagStore:
     """A RagStore of ``collection`` in the test's own database, embedding with ``model``."""
     return RagStore(
-        settings.changed(db={"name": DB}, models={"embed_model": str(model)}, retrieval={"collection_name": collection})
+        settings.changed(
+            db={"name": DB}, models={"embed_model": str(model)}, retrieval={"collection_name": collection}
+        ),
+        principals=FULL_ACCESS,
     )
 
 

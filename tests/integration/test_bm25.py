@@ -108,7 +108,7 @@ def test_frequent_terms_beyond_the_postings_budget_score_but_do_not_select(store
         add(store, f"common{i}", f"サーバー{i}番の案内")
     cid = storage.collection_id(store.engine, store.settings.retrieval.collection_name)
     terms = ["芝浦", "サー"]  # df 1 and 5
-    with store.engine.connect() as conn:
+    with storage.reading(store.engine, ["admin"]) as conn:  # the statistics are given to a reading transaction
         assert storage.keyword_search_params(conn, cid, terms, 10, ["admin"])["tsquery"] == "'芝浦' | 'サー'"
         monkeypatch.setattr(keywords, "CANDIDATE_POSTINGS", 3)
         params = storage.keyword_search_params(conn, cid, terms, 10, ["admin"])

@@ -32,7 +32,7 @@ def service(settings, rag_store, ingested):
     made = RagService(
         settings=settings,
         store=rag_store,
-        context_factory=lambda: default_context(settings, search=no_search),
+        context_factory=lambda: default_context(settings, search=no_search, principals=()),
         memory=AnswerMemory(rag_store.engine, settings.retrieval.collection_name, settings),
         surface="web",
     )

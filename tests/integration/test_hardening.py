@@ -490,8 +490,9 @@ def test_a_read_only_database_user_can_list_and_search(tcp_server, integration_e
     listed = run_cli("app.docs", "list", env=reader, process=True)
     assert listed.returncode == 0 and "csv/faq.csv" in listed.stdout, listed.stderr
     code = (
-        "from app.store import RagStore; print([d.metadata['source'] for d in "
-        "RagStore().search('受付時間', search_mode='hybrid', top_k=3)])"
+        "from app.permissions.principals import FULL_ACCESS; from app.store import RagStore; "
+        "print([d.metadata['source'] for d in "
+        "RagStore(principals=FULL_ACCESS).search('受付時間', search_mode='hybrid', top_k=3)])"
     )
     searched = subprocess.run(
         [sys.executable, "-c", code],

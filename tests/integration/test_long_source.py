@@ -102,7 +102,7 @@ def test_bobs_context_one_gains_his_sources_window_and_nothing_of_accounting(two
         settings=two_users.settings,
         store=store,
         context_factory=lambda: default_context(
-            two_users.settings, search=no_search, llm=llm, reranker=None, read_source=no_read_source
+            two_users.settings, search=no_search, llm=llm, reranker=None, read_source=no_read_source, principals=()
         ),
     )
     store.read_as.clear()
@@ -132,7 +132,9 @@ def test_the_real_model_reads_the_window_from_the_other_chunk(own_store, tmp_pat
     )
     chunks = [c["text"] for c in own_store.source_chunks(SOURCE)]
     assert len(chunks) == 2, chunks
-    ctx = default_context(settings, search=own_store.search_function("hybrid"), reranker=None)
+    ctx = default_context(
+        settings, search=own_store.search_function("hybrid"), reranker=None, principals=own_store.principals
+    )
     state = run_rag("出張旅費の精算はいつまでに、どの画面から行いますか？", ctx)
     assert state["numbered_sources"][0] == SOURCE, state["numbered_sources"]
     top = state["reranked_documents"][0].page_content

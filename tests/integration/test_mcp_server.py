@@ -198,6 +198,7 @@ def test_corrupt_embedder_falls_back_to_keywords_in_cli_api_and_mcp(
 ):
     from mcp import Client
 
+    from app.permissions.principals import FULL_ACCESS
     from app.store import RagStore
 
     env = {"MODELS_DIR": str(corrupt_models)}
@@ -212,7 +213,7 @@ def test_corrupt_embedder_falls_back_to_keywords_in_cli_api_and_mcp(
     assert vector.stderr.strip().splitlines() == [vector.stderr.strip()]  # one line
     assert vector.stderr.startswith("Error: the embedding model 'intfloat/multilingual-e5-small' could not be loaded")
 
-    broken = RagStore(settings.changed(models={"dir": corrupt_models}), engine=engine)
+    broken = RagStore(settings.changed(models={"dir": corrupt_models}), engine=engine, principals=FULL_ACCESS)
     hits = broken.search("サポート窓口の受付時間", search_mode="hybrid", top_k=3)
     assert hits and hits[0].metadata["source"] == "faq.csv:r2" and broken.vector_unavailable
 
@@ -229,8 +230,9 @@ def test_ask_on_a_database_nothing_was_ingested_into_says_so(settings):
     servers turn into a message, not a ProgrammingError from the keyword search's SQL."""
     from app.errors import StoreNotReadyError
     from app.serving.service import RagService
+    from app.users.identity import FULL
 
     fresh = settings.changed(db={"name": f"fresh_{uuid.uuid4().hex[:8]}"})
     service = RagService.create(fresh, preload_llm=False)
     with pytest.raises(StoreNotReadyError, match="make ingest"):
-        service.ask("受付時間は？")
+        service.ask("受付時間は？", who=FULL)

@@ -109,10 +109,14 @@ def store_with_a_document(engine) -> None:
 def test_migrations_applied_again_change_nothing(own_engine):
     store_with_a_document(own_engine)
     before = snapshot(own_engine)
-    assert before["stats"] and before["collection_stats"][0][0] == 3 and before["meta"] == [("schema_version", "10")]
+    assert (
+        before["stats"]
+        and before["collection_stats"][0][0] == 3
+        and before["meta"] == [("schema_version", str(schema.SCHEMA_VERSION))]
+    )
     for previous in (0, 0, 1, 1):  # every statement twice more, then with the upgrade statements too
         with own_engine.begin() as conn:
-            assert schema.apply_migrations(conn, previous) == [2, 3, 4, 5, 6, 7, 8, 9, 10]
+            assert schema.apply_migrations(conn, previous) == [m.version for m in schema.MIGRATIONS]
         assert snapshot(own_engine) == before
 
 
@@ -171,3 +175,27 @@ def test_keyword_rows_carry_their_chunk_s_readers_through_every_change(own_engin
             {"c": collection},
         )
         assert conn.execute(text("SELECT readers FROM rag_keyword_index WHERE id = 'c1'")).scalar() == ["admin", "経理"]
+
+
+def test_an_older_store_s_query_role_loses_the_tables_that_spell_the_text(own_engine):
+    """A store at version 10, its query role granted the keyword rows, statistics and the rest: the
+    upgrade takes them back, puts the mentions under their chunks' policy and keyword search still works."""
+    from app.storage import keywords, readers
+
+    store_with_a_document(own_engine)
+    revoked = [tables.NAMES[t] for t in readers.QUERY_ROLE_REVOKED]
+    with own_engine.begin() as conn:
+        conn.execute(text(f"GRANT SELECT ON {', '.join(map(tables.quote, revoked))} TO rag_query"))
+        conn.execute(text("DROP POLICY rag_readers ON rag_graph_mention"))
+        conn.execute(text("DROP FUNCTION rag_keyword_candidates, rag_term_stats_of"))
+        conn.execute(text("UPDATE rag_meta SET value = '10' WHERE key = 'schema_version'"))
+    schema.create_schema(own_engine, HashEmbeddings(), COLLECTION)
+    with own_engine.connect() as conn:
+        may = {
+            t: conn.execute(text("SELECT has_table_privilege('rag_query', :t, 'SELECT')"), {"t": t}).scalar()
+            for t in revoked
+        }
+        policies = conn.execute(text("SELECT tablename FROM pg_policies WHERE tablename = 'rag_graph_mention'")).all()
+    assert may == dict.fromkeys(revoked, False) and policies == [("rag_graph_mention",)]
+    found = keywords.keyword_search(own_engine, COLLECTION, ["就業"], 5, readers.ALL_ROWS)
+    assert sorted(row[0] for row in found) == ["c0", "c1", "c2"]

@@ -150,9 +150,30 @@ def test_a_bad_access_file_stops_the_sync_and_keeps_the_readers(acl):
     assert leaks(acl.store.search(QUESTION, principals=acl.principals["bob"])) == []
 
 
+def test_a_lost_access_file_stops_the_sync_instead_of_giving_everything_to_everyone(acl):
+    access = acl.data / "access.toml"
+    moved = access.with_name("access.toml.moved")
+    access.rename(moved)
+    try:
+        with pytest.raises(AccessFileError, match=r"is missing, but \d+ stored documents are not everyone's"):
+            acl.store.sync(acl.data)
+        assert leaks(acl.store.search(QUESTION, principals=acl.principals["bob"])) == []
+        access.write_text('[folders]\n"" = ["everyone"]\n', encoding="utf-8")  # opened to everyone on purpose
+        _, report = acl.store.sync(acl.data)
+        assert report.readers_changed >= 1
+        assert "KX-4471" in " ".join(
+            d.page_content for d in acl.store.search("KX-4471", search_mode="keyword", principals=acl.principals["bob"])
+        )
+    finally:
+        access.unlink(missing_ok=True)
+        moved.rename(access)
+        acl.store.sync(acl.data)
+    assert leaks(acl.store.search(QUESTION, principals=acl.principals["bob"])) == []
+
+
 def test_file_share_permissions_are_readers_and_a_chmod_applies_at_the_next_sync(acl, tmp_path):
-    """ACCESS_FROM_FS=1 without an access file: a file's group when group-readable, everyone when
-    world-readable; a chmod is applied by the next sync, nothing embedded again."""
+    """ACCESS_FROM_FS=1 without an access file: a file's OS group when group-readable (as os-group:,
+    no app group), everyone when world-readable; a chmod is applied by the next sync, nothing embedded again."""
     import grp
     import os
     import shutil
@@ -171,7 +192,7 @@ def test_file_share_permissions_are_readers_and_a_chmod_applies_at_the_next_sync
         os.chmod(note, 0o640)
         store.sync(data)
         readers = {d["doc_id"]: d["readers"] for d in store.list_documents(FULL_ACCESS)}
-        assert readers[BONUS_DOC] == sorted({"admin", group, f"user:{note.owner()}"})
+        assert readers[BONUS_DOC] == sorted({"admin", f"os-group:{group}", f"os-user:{note.owner()}"})
         assert leaks(store.search(QUESTION, search_mode="keyword", principals=SHARED_SECRET)) == []
         embedded = store.embeddings.texts
         os.chmod(note, 0o644)
@@ -239,10 +260,10 @@ def test_the_audit_records_who_was_shown_what_and_the_question_only_when_asked(a
     def rows():
         return [r for r in user_rows.audit_rows(engine, 1) if r["user_name"] == bob.name]
 
-    service().search("営業手当", 5, "keyword", bob)
+    service().search("営業手当", 5, "keyword", who=bob)
     assert rows() == []  # off by default
-    service(audit=True).search("営業手当", 5, "keyword", bob)
-    service(audit=True, audit_questions=True).search("営業手当の支給額", 5, "keyword", bob)
+    service(audit=True).search("営業手当", 5, "keyword", who=bob)
+    service(audit=True, audit_questions=True).search("営業手当の支給額", 5, "keyword", who=bob)
     newest, first = rows()[:2]
     assert (first["surface"], first["action"], first["question"]) == ("mcp", "search", None)
     assert "営業手当.md#支給額" in first["sources"] and newest["question"] == "営業手当の支給額"

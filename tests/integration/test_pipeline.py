@@ -12,6 +12,7 @@ from sqlalchemy import event, text
 
 from app import db, storage
 from app.graph import default_context, run_rag
+from app.permissions.principals import FULL_ACCESS
 from app.retrieval.search import vector_search
 from bench import kit as benchkit
 from tests.integration.conftest import ROOT, run_cli
@@ -133,7 +134,7 @@ def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings
     from functools import partial
 
     ctx = default_context(
-        settings, search=partial(vector_search, store, principals=("admin",))
+        settings, search=partial(vector_search, store, principals=FULL_ACCESS), principals=FULL_ACCESS
     )  # vector mode: the spec's path
     assert ctx.reranker is not None
     ctx.min_confidence = ctx.min_coverage = 0.0  # the tiny cross-encoder's picks may hold few question terms
@@ -156,7 +157,7 @@ def test_ask_search_gives_what_the_workflows_retrieve_and_rerank_keep(ingested, 
     from app import ask
 
     question = "サポート窓口の受付時間を教えてください"
-    state = run_rag(question, default_context(settings, generate=False))
+    state = run_rag(question, default_context(settings, generate=False, principals=FULL_ACCESS))
     hits = ask.search(question, settings=settings)
     assert len(hits) == settings.retrieval.rerank_top_k and all(h["score"] is not None for h in hits)
     assert [(h["source"], h["chunk_index"], h["content"]) for h in hits] == [

@@ -66,7 +66,10 @@ def test_families_off_then_on_again(own_store, data, engine):
     name = own_store.settings.retrieval.collection_name
     own_store.sync(data)
     off = RagStore(
-        own_store.settings.changed(memory={"version_families": False}), embeddings=own_store.embeddings, engine=engine
+        own_store.settings.changed(memory={"version_families": False}),
+        embeddings=own_store.embeddings,
+        engine=engine,
+        principals=FULL_ACCESS,
     )
     _, report = off.sync(data)
     assert report.embedded == 0 and report.versions_changed == 2
