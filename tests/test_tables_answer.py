@@ -255,7 +255,10 @@ def test_choose_table_counts_shared_character_pairs_with_names_and_short_samples
 
 
 def test_a_date_cell_named_in_the_question_is_a_lookup():
-    rows = [(1, [["元治", None], ["1864年3月27日", "1864-03-27"]]), (2, [["慶応", None], ["1865年5月1日", "1865-05-01"]])]
+    rows = [
+        (1, [["元治", None], ["1864年3月27日", "1864-03-27"]]),
+        (2, [["慶応", None], ["1865年5月1日", "1865-05-01"]]),
+    ]
     assert lookup_rows("1864年3月27日に始まった元号は？", rows, ["text", "date"]) == [1]
 
 
@@ -272,7 +275,9 @@ def test_a_sum_of_a_code_column_is_refused_and_an_average_is_rounded_to_the_colu
     assert made.answer("価格の合計は？") is not None
     code = place_table(1, "codes.csv", [("市区町村ID", "number", ["16201"]), ("市区町村名", "text", ["富山市"])])
     rows = [(1, [["16201", 16201], ["富山市", None]]), (2, [["16202", 16202], ["高岡市", None]])]
-    made = TableAnswerer(lambda: [code], {1: rows}.__getitem__, lambda p: 'SELECT SUM("市区町村ID") FROM t', TableSettings())
+    made = TableAnswerer(
+        lambda: [code], {1: rows}.__getitem__, lambda p: 'SELECT SUM("市区町村ID") FROM t', TableSettings()
+    )
     assert made.answer("市区町村IDの合計は？") is None
     assert decimal_places([(1, [["1.25", 1.25]]), (2, [["3", 3]])], 0) == 2
     assert format_value(1394735.6, "人", 0) == "約1,394,736人" and format_value(2.5, "", 1) == "2.5"

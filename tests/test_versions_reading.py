@@ -21,7 +21,7 @@ from app.versions.matching import (
     value_tokens,
 )
 from app.versions.preference import answer_version_notes
-from app.versions.reading import asked_date, reads_past, split_read
+from app.versions.reading import asked_date, question_share, reads_past, split_read
 
 PAST_ID, CURRENT_ID = "docs/規程/人事規程_2023.md", "docs/規程/人事規程_2024.md"
 
@@ -50,6 +50,7 @@ CURRENT = chunk(CURRENT_ID, "資格取得奨励金", "資格取得奨励金は�
 LEAVE = chunk(CURRENT_ID, "休暇", "年次有給休暇は入社6か月後に10日付与する。", None, "2024-04-01")
 PAST_LEAVE = chunk(PAST_ID, "休暇", "年次有給休暇は入社6か月後に10日付与する。", CURRENT_ID, "2023-04-01")
 MANUAL = chunk("docs/it_helpdesk.md", "パスワード", "パスワードは90日ごとに変更してください。")
+APPLY = chunk("docs/faq.md", "申請", "資格取得奨励金の申請は、合格証の写しを添えて人事部へ行う。")
 QUESTION = "資格取得奨励金は一資格につきいくらですか？"
 
 
@@ -148,19 +149,40 @@ def test_reads_past_without_dates():
 # --- which chunks the model reads ---------------------------------------------------------------------
 
 
+def test_question_share_counts_the_question_bigrams_a_chunk_holds():
+    assert question_share(QUESTION, CURRENT) == 0.75  # 12 of the question's 16 bigrams
+    assert question_share(QUESTION, APPLY) == 0.375  # 資格 格取 取得 得奨 奨励 励金
+    assert question_share(QUESTION, MANUAL) == 0.0
+    assert question_share("？", MANUAL) == 1.0  # no tokens to hold
+
+
 def test_split_read_hides_the_past_and_gives_its_place_to_the_next_candidate():
-    read, hidden = split_read(QUESTION, [CURRENT, PAST, MANUAL, LEAVE], 2)
-    assert (read, hidden) == ([CURRENT, MANUAL], [PAST])
+    read, hidden = split_read(QUESTION, [CURRENT, PAST, APPLY, LEAVE], 2)
+    assert (read, hidden) == ([CURRENT, APPLY], [PAST])  # 0.375 is RELEVANT_SHARE (0.5) of 0.75: read
 
 
 def test_split_read_puts_the_matching_current_chunk_in_the_past_ones_place():
-    read, hidden = split_read(QUESTION, [PAST, MANUAL, LEAVE, CURRENT], 2)
-    assert (read, hidden) == ([CURRENT, MANUAL], [PAST])
+    read, hidden = split_read(QUESTION, [PAST, APPLY, MANUAL, CURRENT], 2)
+    assert (read, hidden) == ([CURRENT, APPLY], [PAST])
+
+
+def test_split_read_passes_over_unrelated_candidates_once_a_chunk_is_hidden():
+    # the done-when case: the 1.5B model refused beside an unrelated chunk, answered with the current one alone
+    assert split_read(QUESTION, [PAST, CURRENT, MANUAL, LEAVE], 3) == ([CURRENT], [PAST])
+    assert split_read(QUESTION, [MANUAL, PAST, CURRENT, APPLY], 3) == ([MANUAL, CURRENT, APPLY], [PAST])
+    assert split_read(QUESTION, [CURRENT, MANUAL, PAST], 3) == ([CURRENT, MANUAL], [PAST])  # read before the hide
+
+
+def test_split_read_without_a_hidden_chunk_reads_the_first_top_k():
+    assert split_read(QUESTION, [CURRENT, MANUAL, LEAVE], 3) == ([CURRENT, MANUAL, LEAVE], [])
 
 
 def test_split_read_hides_each_past_chunk_that_has_its_current_passage():
+    both = "資格取得奨励金と年次有給休暇は？"  # CURRENT and LEAVE each hold 3 of its 7 bigrams
+    read, hidden = split_read(both, [PAST, PAST_LEAVE, CURRENT, LEAVE, MANUAL], 3)
+    assert (read, hidden) == ([CURRENT, LEAVE], [PAST, PAST_LEAVE])
     read, hidden = split_read(QUESTION, [PAST, PAST_LEAVE, CURRENT, LEAVE, MANUAL], 3)
-    assert (read, hidden) == ([CURRENT, LEAVE, MANUAL], [PAST, PAST_LEAVE])
+    assert (read, hidden) == ([CURRENT], [PAST, PAST_LEAVE])  # LEAVE holds none of this question
 
 
 @pytest.mark.parametrize("query", ["改定前の資格取得奨励金はいくらでしたか？", "2023年の資格取得奨励金は？"])
@@ -265,12 +287,14 @@ def ask(query: str, candidates: list[Document]) -> tuple[dict, str]:
 
 
 def test_the_model_reads_the_current_version_and_the_sources_list_the_past_one():
-    state, prompt = ask(QUESTION, [CURRENT, PAST, MANUAL, LEAVE])
-    assert "50,000円" in prompt and "30,000円" not in prompt and "90日ごと" in prompt  # the freed place
+    state, prompt = ask(QUESTION, [CURRENT, PAST, APPLY, MANUAL])
+    assert "50,000円" in prompt and "30,000円" not in prompt and "合格証の写し" in prompt  # the freed place
     assert [d.metadata["source"] for d in state["reranked_documents"]] == [
         "規程/人事規程_2024.md#資格取得奨励金",
-        "it_helpdesk.md#パスワード",
+        "faq.md#申請",
     ]
+    alone, prompt = ask(QUESTION, [CURRENT, PAST, MANUAL, LEAVE])  # unrelated candidates: passed over
+    assert "90日ごと" not in prompt and len(alone["reranked_documents"]) == 1
     assert state["sources"][-1] == "規程/人事規程_2023.md#資格取得奨励金"
     assert state["cited_sources"] == ["規程/人事規程_2024.md#資格取得奨励金"]
     assert answer_version_notes(state)[-1].startswith("2023-04-01 版では 30,000円")

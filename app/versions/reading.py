@@ -6,7 +6,8 @@ A chunk of a past version is **hidden** from the model when a chunk of its curre
 candidates **matches** it (app.versions.matching: the same section, or texts alike by character trigrams),
 unless the question asks about the past (:func:`reads_past`: 旧, 以前, 改定前 …, or a year or date on
 which the past version was in force). Its place among the contexts goes to the matching current chunk
-(when that one ranked lower) or to the next candidate (:func:`split_read`). The hidden chunk is still a
+(when that one ranked lower) or to the next candidate that holds enough of the question (:func:`split_read`;
+an unrelated chunk is passed over and the model reads fewer). The hidden chunk is still a
 source, with its version note, and where the two versions state other numbers, amounts or dates, the
 note says what the past version said (app.versions.matching.difference_note, app.versions.preference).
 """
@@ -19,11 +20,17 @@ from datetime import date
 
 from langchain_core.documents import Document
 
+from app.text.keywords import query_tokens, tokenize
 from app.text.normalize import canonical
 from app.versions.matching import matching_current
 from app.versions.preference import PAST_WORDS, asked_year
 
-__all__ = ["asked_date", "reads_past", "split_read"]
+__all__ = ["RELEVANT_SHARE", "asked_date", "question_share", "reads_past", "split_read"]
+
+# Once a past chunk is hidden, a later candidate is read only when it holds at least this share of the question's
+# keywords that the best chunk read holds: beside a short current passage, one unrelated chunk (an FAQ row about
+# another fee, a helpdesk section) made the 1.5B model refuse (docs/evaluation.md, issue 51).
+RELEVANT_SHARE = 0.5
 
 _DATE = re.compile(r"((?:19|20)\d{2})年(\d{1,2})月(?:(\d{1,2})日)?")
 
@@ -68,14 +75,31 @@ def reads_past(query: str, past: Document, current: Document) -> bool:
     return (since is None or since <= day) and day < until
 
 
+def question_share(query: str, doc: Document) -> float:
+    """Share of ``query``'s distinct keyword tokens (app.text.keywords bigrams) that ``doc``'s text holds: the
+    question coverage of app.workflow.checks.coverage for one chunk; 1.0 for a question without tokens."""
+    wanted = set(query_tokens(query))
+    if not wanted:
+        return 1.0
+    return len(wanted & set(tokenize(doc.page_content))) / len(wanted)
+
+
 def split_read(query: str, docs: Sequence[Document], top_k: int) -> tuple[list[Document], list[Document]]:
-    """``(read, hidden)``: the first ``top_k`` chunks of ``docs`` (best first) the model reads, and the past
+    """``(read, hidden)``: at most ``top_k`` chunks of ``docs`` (best first) the model reads, and the past
     versions' chunks hidden from it on the way. A past chunk is hidden when a chunk of its current version
     among ``docs`` matches it (:func:`matching_current`) and the question does not ask about it
     (:func:`reads_past`); the matching chunk takes its place when not read yet, else the next candidate
-    does. Without past versions among ``docs``: ``(docs[:top_k], [])``."""
+    does. Once a chunk is hidden, a chunk (a later candidate or a match) is read only when its
+    :func:`question_share` is at least RELEVANT_SHARE of the best one read so far; the others are passed
+    over, and the model may read fewer than ``top_k``. Without past versions among ``docs``: ``(docs[:top_k], [])``."""
     read: list[Document] = []
     hidden: list[Document] = []
+
+    def relevant(doc: Document) -> bool:
+        if not hidden or not read:
+            return True
+        return question_share(query, doc) >= RELEVANT_SHARE * max(question_share(query, r) for r in read)
+
     for doc in docs:
         if len(read) >= top_k:
             break
@@ -84,8 +108,8 @@ def split_read(query: str, docs: Sequence[Document], top_k: int) -> tuple[list[D
         match = matching_current(doc, docs)
         if match is not None and not reads_past(query, doc, match):
             hidden.append(doc)
-            if not any(match is r for r in read):
+            if not any(match is r for r in read) and relevant(match):
                 read.append(match)
-            continue
-        read.append(doc)
+        elif relevant(doc):
+            read.append(doc)
     return read, hidden
