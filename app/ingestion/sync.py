@@ -176,7 +176,7 @@ def check_access_file_kept(settings: Settings, data_dir: Path, stored: Sequence[
     access file whose only rule is ``"" = ["everyone"]``."""
     if permissions_on(settings, data_dir):
         return
-    restricted = [d["doc_id"] for d in stored if EVERYONE not in (d.get("readers") or ())]
+    restricted = [d["doc_id"] for d in stored if d.get("readers") is not None and EVERYONE not in d["readers"]]
     if restricted:
         raise AccessFileError(
             f"the access file {settings.access.file_in(data_dir)} is missing, but {len(restricted)} stored documents "
@@ -223,12 +223,12 @@ def sync(
     if stored is None:
         stored = storage.list_documents(engine, settings.retrieval.collection_name, FULL_ACCESS)
     managed = [d for d in stored if d.get("origin", ORIGIN_DATA_DIR) == ORIGIN_DATA_DIR]
-    check_access_file_kept(settings, data_dir, managed)  # a lost access file must not give everything to everyone
     if remove_missing and not files and not failures and managed and not allow_empty:
         raise DataSourceError(
             f"no supported file under {data_dir}, but {len(managed)} documents are stored; refusing to remove them "
             "all (check the folder, or run `python -m app.ingest --allow-empty` to empty the store)"
         )
+    check_access_file_kept(settings, data_dir, managed)  # a lost access file must not give everything to everyone
     plan = plan_sync(files, stored, key, remove_missing, keep=[doc_id for doc_id, _ in failures if doc_id])
     report = SyncReport(unchanged=len(plan.unchanged), doc_ids=[f.doc_id for f in plan.unchanged])
     for _, reason in failures:

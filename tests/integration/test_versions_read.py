@@ -49,7 +49,7 @@ def rules(integration_env, tmp_path_factory):
     (data / "docs" / "規程" / "人事規程_2023.md").write_text(PAST_TEXT, encoding="utf-8")
     (data / "docs" / "規程" / "人事規程_2024.md").write_text(CURRENT_TEXT, encoding="utf-8")
     env = {
-        "COLLECTION_NAME": f"t51_{uuid.uuid4().hex[:8]}",
+        "DB_NAME": f"t51_{uuid.uuid4().hex[:8]}",  # a database of its own: the collection name is no variable
         "LLM_MODEL_PATH": str(QWEN),
         "LLM_MAX_TOKENS": "80",
         "RERANKER_MODEL": "acme/absent",
