@@ -300,6 +300,16 @@ def one_line_error(response: httpx.Response, status: int, where: str) -> str:
 # --- the attacks ------------------------------------------------------------------------------------
 
 
+def only_alice_finds(world: World, query: str, secret: str, word: str) -> None:
+    """AssertionError when bob's search for ``query`` returns ``secret`` or ``word``, or when alice's (経理)
+    does not return ``secret`` (then the attack proves nothing)."""
+    bob = leaked(received(world.store, world.principals["bob"], query), secret, word)
+    if bob:
+        raise AssertionError(f"bob received {bob}")
+    if secret not in received(world.store, world.principals["alice"], query):
+        raise AssertionError("alice (経理) does not find the document either: the check proves nothing")
+
+
 def attack_1(world: World) -> str:
     """A folder named in NFD under a key written in NFC: stored readers and bob's search."""
     on_disk = [p.name for p in (world.data / "docs").iterdir() if unicodedata.normalize("NFC", p.name) == "ボーナス"]
@@ -309,11 +319,7 @@ def attack_1(world: World) -> str:
     if readers.get(BONUS) != ["admin", "経理"]:
         raise AssertionError(f"{BONUS} stored with readers {readers.get(BONUS)}; all IDs: {sorted(readers)}")
     query = f"{BONUS_SECRET} 賞与明細"
-    bob = leaked(received(world.store, world.principals["bob"], query), BONUS_SECRET, "賞与明細")
-    if bob:
-        raise AssertionError(f"bob received {bob}")
-    if BONUS_SECRET not in received(world.store, world.principals["alice"], query):
-        raise AssertionError("alice (経理) does not find the document either: the check proves nothing")
+    only_alice_finds(world, query, BONUS_SECRET, "賞与明細")
     return f"{BONUS} readers [admin, 経理]; bob: no {BONUS_SECRET}; alice finds it"
 
 
@@ -325,11 +331,7 @@ def attack_2(world: World) -> str:
     if "everyone" not in readers.get(TOP_LEVEL, []):
         raise AssertionError(f"the glob key gave {TOP_LEVEL} no everyone ({readers.get(TOP_LEVEL)}): not in force")
     query = f"{SECRET} 賞与規程 支給率"
-    bob = leaked(received(world.store, world.principals["bob"], query), SECRET, "賞与規程")
-    if bob:
-        raise AssertionError(f"bob received {bob}")
-    if SECRET not in received(world.store, world.principals["alice"], query):
-        raise AssertionError("alice (経理) does not find the document either: the check proves nothing")
+    only_alice_finds(world, query, SECRET, "賞与規程")
     return f"{ACCOUNTING} readers [admin, 経理], {TOP_LEVEL} everyone's; bob: no {SECRET}"
 
 
