@@ -113,7 +113,7 @@ def test_storage_builds_no_sql_with_f_strings():
 def test_migrations_are_numbered_in_order_and_the_last_is_the_schema_version():
     versions = [m.version for m in schema.MIGRATIONS]
     assert versions == sorted(set(versions)) and versions[0] >= 1
-    assert schema.SCHEMA_VERSION == versions[-1] == 14  # what stores made by earlier releases recorded
+    assert schema.SCHEMA_VERSION == versions[-1] == 15  # what stores made by earlier releases recorded
 
 
 def test_pending_migrations_by_stored_version():

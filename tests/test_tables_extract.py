@@ -9,7 +9,8 @@ import pytest
 from app.config import Settings
 from app.formats.csv_rows import csv_table
 from app.formats.excel import xlsx_document
-from app.tables.extract import column_names, csv_tables, read_tables
+from app.tables.extract import column_names, csv_tables
+from app.tables.reading import read_tables
 from app.tables.values import Cell
 from tests.test_formats_excel import roster  # noqa: F401  (the workbook fixture)
 

@@ -328,7 +328,7 @@ def write_document(
 
 def _tables_of(source: SourceFile, settings: Settings) -> list:
     """The tables of a CSV or workbook to store with it (``[]`` for other files, or when unreadable)."""
-    from app.tables.extract import read_tables
+    from app.tables.reading import read_tables
 
     try:
         return read_tables(source.path, settings)

@@ -12,7 +12,8 @@ Version history (the number is what ``rag_meta`` holds; stores made before 2 hol
 6 readers on every row, row-level security, users, tokens and the audit log · 7 answers kept ·
 8 document versions · 9 the askers' feedback · 10 readers on the keyword rows ·
 11 the query role reads only rows its principals may (mentions, keyword rows, statistics) · 12 the page's sign-in sessions ·
-13 tables stored as tables (app.storage.table_rows) · 14 answers' outcome and timings in the audit log (app.storage.usage).
+13 tables stored as tables (app.storage.table_rows) · 14 answers' outcome and timings in the audit log (app.storage.usage) ·
+15 tables in Word, PowerPoint and HTML documents (their citing section).
 """
 
 from __future__ import annotations
@@ -131,6 +132,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         14,
         "the audit log's answers: outcome, cited sources, timings (the administrator's view)",
         usage.MIGRATION_STATEMENTS,
+    ),
+    # Word, PowerPoint and HTML documents stored before are read again by the next sync, for their tables
+    Migration(
+        15,
+        "tables in Word, PowerPoint and HTML documents, cited by the section or slide that holds them",
+        table_rows.ANCHOR_STATEMENTS,
+        upgrade=table_rows.ANCHOR_UPGRADE,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -76,12 +76,18 @@ MIGRATION_STATEMENTS = (
 UPGRADE_STATEMENTS = (
     sql("UPDATE {documents} SET settings_hash = '' WHERE lower(source_file) ~ '[.](csv|xlsx|xlsm|xls)$'"),
 )
+# --- migration 15: tables in Word, PowerPoint and HTML documents, cited by their section or slide ------
+ANCHOR_STATEMENTS = (sql("ALTER TABLE {table_index} ADD COLUMN IF NOT EXISTS anchor text NOT NULL DEFAULT ''"),)
+ANCHOR_UPGRADE = (
+    sql("UPDATE {documents} SET settings_hash = '' WHERE lower(source_file) ~ '[.](docx|pptx|html|htm)$'"),
+)
 
 # --- writes ----------------------------------------------------------------------------------
 SQL_DELETE_TABLES = sql("DELETE FROM {table_index} WHERE collection_id = :collection AND doc_id = :doc")
 SQL_INSERT_TABLE = sql(
-    "INSERT INTO {table_index} (collection_id, doc_id, source_file, sheet, columns, row_count, readers) "
-    "VALUES (:collection, :doc, :file, :sheet, CAST(:columns AS jsonb), :rows, CAST(:readers AS text[])) RETURNING id"
+    "INSERT INTO {table_index} (collection_id, doc_id, source_file, sheet, columns, row_count, readers, anchor) "
+    "VALUES (:collection, :doc, :file, :sheet, CAST(:columns AS jsonb), :rows, CAST(:readers AS text[]), :anchor) "
+    "RETURNING id"
 )
 SQL_INSERT_ROWS = sql(
     "INSERT INTO {table_rows} (table_id, n, cells, readers) SELECT :table, r.n, r.cells, CAST(:readers AS text[]) "
@@ -90,7 +96,7 @@ SQL_INSERT_ROWS = sql(
 
 # --- reads (the readers' predicate in each statement) -------------------------------------------
 SQL_READABLE_TABLES = sql(
-    "SELECT id, doc_id, source_file, sheet, columns, row_count FROM {table_index} "
+    "SELECT id, doc_id, source_file, sheet, columns, row_count, anchor FROM {table_index} "
     "WHERE collection_id = :collection AND " + readers_predicate() + " ORDER BY source_file, sheet"
 )
 SQL_TABLE_ROWS = sql(
@@ -106,7 +112,8 @@ SQL_TABLE_ROWS = sql(
 @dataclass(frozen=True)
 class StoredTable:
     """A stored table as a reader may see it: its ID, document, file, sheet, columns
-    (``[{"name", "kind", "unit", "samples"}, …]``) and row count."""
+    (``[{"name", "kind", "unit", "samples"}, …]``), row count, and the source ID its rows are cited by
+    when they have none of their own (a table in a Word section or on a slide; ``""``)."""
 
     id: int
     doc_id: str
@@ -114,9 +121,13 @@ class StoredTable:
     sheet: str
     columns: list[dict]
     row_count: int
+    anchor: str = ""
 
     def cite(self, n: int) -> str:
-        """A row's citation, as its text unit's: ``file.xlsx:Sheet!r12``, ``faq.csv:r2``."""
+        """A row's citation, as its text unit's: ``file.xlsx:Sheet!r12``, ``faq.csv:r2``; a document's
+        table row is cited by the section or slide that holds it (``報告.docx#料金``, ``説明.pptx:s3``)."""
+        if self.anchor:
+            return self.anchor
         return f"{self.source_file}:{self.sheet}!r{n}" if self.sheet else f"{self.source_file}:r{n}"
 
 
@@ -158,6 +169,7 @@ def replace_tables(
                 "columns": _columns_json(table),
                 "rows": len(table.rows),
                 "readers": list(readers),
+                "anchor": getattr(table, "anchor", ""),
             },
         ).scalar_one()
         for start in range(0, len(table.rows), ROW_BATCH):
@@ -182,7 +194,7 @@ def readable_tables(engine: Engine, collection_name: str, principals: Sequence[s
         rows = conn.execute(
             text(SQL_READABLE_TABLES), {"collection": collection, "principals": principals_param(principals)}
         ).all()
-    return [StoredTable(int(r[0]), r[1], r[2], r[3], list(r[4]), int(r[5])) for r in rows]
+    return [StoredTable(int(r[0]), r[1], r[2], r[3], list(r[4]), int(r[5]), r[6] or "") for r in rows]
 
 
 def table_rows(

@@ -5,7 +5,8 @@ found under a title block and through merged cells, data rows numbered as their 
 (``faq.csv:r2``, ``file.xlsx:Sheet!r12``), each cell kept as its text and its typed value
 (:func:`app.tables.values.parse_cell`). Column names keep the header's Japanese; an empty header cell,
 or one holding a formula, is named by its position (``列3``); a repeated name gets ``_2``, ``_3``
-(:func:`column_names`). Word, HTML and PowerPoint tables are not read here (yet).
+(:func:`column_names`). Word, HTML and PowerPoint tables are read by app.tables.documents;
+app.tables.reading reads any of them.
 """
 
 from __future__ import annotations
@@ -21,21 +22,31 @@ from app.formats.limits import Limits, display_name
 from app.tables.runner import ROW_COLUMN
 from app.tables.values import Cell, column_kind, column_unit, parse_cell
 
-__all__ = ["SourceTable", "TABLE_SUFFIXES", "column_names", "csv_tables", "make_table", "read_tables", "sheet_table"]
+__all__ = [
+    "SourceTable",
+    "TABLE_SUFFIXES",
+    "column_names",
+    "csv_tables",
+    "make_table",
+    "sheet_table",
+    "workbook_tables",
+]
 
 TABLE_SUFFIXES = (".csv", ".xlsx", ".xlsm", ".xls")
 
 
 @dataclass(frozen=True)
 class SourceTable:
-    """One table of a file: its sheet (``""`` for a CSV), unique column names, each column's kind and
-    unit, and its data rows as ``(row number in the citation, cells)``."""
+    """One table of a file: its sheet (``""`` for a CSV; ``表2`` in a document), unique column names,
+    each column's kind and unit, its data rows as ``(row number in the citation, cells)``, and the
+    source ID its rows are cited by when that is not the row's own (a Word section, a slide; ``""``)."""
 
     sheet: str
     columns: list[str]
     kinds: list[str]
     units: list[str]
     rows: list[tuple[int, list[Cell]]]
+    anchor: str = ""
 
 
 def column_names(header: Iterable[str], width: int) -> list[str]:
@@ -175,28 +186,3 @@ def workbook_tables(path: Path, settings, on_page=None) -> list[SourceTable]:
         raise
     except Exception as exc:  # a damaged workbook: this file's tables only
         raise DataSourceError(f"{name}: unreadable workbook ({exc.__class__.__name__})") from exc
-
-
-def _read_here(path: Path, settings, on_page=None) -> list[SourceTable]:
-    """The tables of ``path`` read in this process."""
-    if path.suffix.lower() == ".csv":
-        return csv_tables(path, Limits.from_settings(settings))
-    return workbook_tables(path, settings)
-
-
-def read_tables(path: Path, settings) -> list[SourceTable]:
-    """The tables of a CSV file or a workbook (``[]`` for any other file); a workbook, or a file over
-    1 MiB, is read in a bounded child process as its text is (app.formats.bounded). DataSourceError
-    (one line) when it cannot be read."""
-    from app.formats import OFFICE_SUFFIXES
-    from app.formats.bounded import IN_PROCESS_BYTES, read_bounded
-
-    if path.suffix.lower() not in TABLE_SUFFIXES:
-        return []
-    try:
-        large = path.stat().st_size > IN_PROCESS_BYTES
-    except OSError:
-        large = False
-    if (large or path.suffix.lower() in OFFICE_SUFFIXES) and settings.ingest.max_reader_mb:
-        return read_bounded(_read_here, path, settings)
-    return _read_here(path, settings)

@@ -136,3 +136,39 @@ def test_a_changed_file_replaces_its_tables_and_a_removed_one_purges_them(tables
             conn.execute(text("SELECT count(*) FROM rag_table_row WHERE table_id = :t"), {"t": products.id}).scalar()
             == 0
         )
+
+
+def test_a_word_table_is_stored_and_answers_cite_its_section(settings, engine, tmp_path):
+    """A .docx in docs/ with a table: stored as a table by the sync, answered from it (the SQL handed in
+    as the model's reply), its rows cited by the Word section the text path cites."""
+    from app.store import RagStore
+    from app.tables.answer import TableAnswerer
+    from tests.test_tables_documents import _docx
+
+    data = tmp_path / "data"
+    (data / "docs").mkdir(parents=True)
+    _docx(data / "docs" / "旅費.docx")
+    s = settings.changed(
+        retrieval={"collection_name": f"tw_{uuid.uuid4().hex[:8]}"},
+        graph={"extractor": "off"},
+        ingest={"data_dir": data},
+    )
+    rs = RagStore(s, embeddings=HashEmbeddings(), engine=engine, principals=FULL_ACCESS)
+    try:
+        rs.sync(data)
+        collection = s.retrieval.collection_name
+        (table,) = readable_tables(engine, collection, FULL_ACCESS)
+        assert (table.source_file, table.sheet, table.anchor) == ("旅費.docx", "表1", "旅費.docx#日当")
+        answerer = TableAnswerer(
+            list_tables=lambda: readable_tables(engine, collection, FULL_ACCESS),
+            load_rows=lambda table_id: table_rows(engine, collection, table_id, FULL_ACCESS),
+            generate=lambda prompt: 'SELECT "役職", "宿泊費" FROM t ORDER BY "宿泊費" DESC LIMIT 1',
+            settings=s.tables,
+        )
+        found = answerer.answer("宿泊費が一番高い役職は？")
+        assert found.sources == ["旅費.docx#日当"] and "部長" in found.answer and "12,000円" in found.answer
+        chunk_sources = {d.metadata["source"] for d in rs.search("宿泊費", principals=FULL_ACCESS, top_k=10)}
+        assert "旅費.docx#日当" in chunk_sources  # the citation names a stored chunk
+    finally:
+        with rs.writing():
+            rs.vectorstore.delete_collection()
