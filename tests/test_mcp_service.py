@@ -257,6 +257,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         "passages": [],
         "past_versions": [],
         "version_notes": [],
+        "table": None,  # the text path
         "answer_id": None,  # no answer memory: nothing kept
         "cached_at": None,
     }

@@ -58,6 +58,8 @@ class AskResult(TypedDict):
     # the sources of past versions: {source, doc_id, effective, superseded_by} (app.versions.preference)
     past_versions: list[dict]
     version_notes: list[str]  # which version is in force, where a past one was read
+    # answered by computing over a table (app.tables): {table, sql, rows}; None on the text path
+    table: dict | None
     answer_id: str | None  # names this answer for feedback (None: nothing is kept, ANSWER_CACHE=0 and FEEDBACK=0)
     cached_at: str | None  # an earlier answer given again: when it was written (ISO 8601); None: written now
 
@@ -320,6 +322,7 @@ class RagService:
             "passages": list(state.get("passages") or []),
             "past_versions": [v for v in source_versions(state) if v.get("superseded_by")],
             "version_notes": [] if state.get("abstained") else answer_version_notes(state),
+            "table": state.get("table") or None,
             "answer_id": None,
             "cached_at": None,
         }

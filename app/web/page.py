@@ -47,6 +47,10 @@ a.source { cursor: pointer; color: #0a58ca; text-decoration: underline; }
 #viewer th, #viewer td { border: 1px solid #ccd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
 #viewer-text { white-space: pre-wrap; line-height: 1.7; }
 mark { background: #fff1a8; }
+#table-box { margin: .6rem 0; font-size: .95rem; }
+#table-sql { white-space: pre-wrap; background: #f5f5f7; padding: .4rem .6rem; border-radius: 4px; }
+#table-rows { border-collapse: collapse; }
+#table-rows th, #table-rows td { border: 1px solid #ccd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
 </style>
 </head>
 <body>
@@ -84,6 +88,12 @@ mark { background: #fff1a8; }
   </form>
   <p id="feedback-status" role="status"></p>
 </div>
+<details id="table-box" hidden>
+  <summary>計算に使った行と式</summary>
+  <p id="table-name"></p>
+  <pre id="table-sql"></pre>
+  <table id="table-rows"><thead></thead><tbody></tbody></table>
+</details>
 <section id="passages-box" hidden>
   <h2>該当箇所</h2>
   <ol id="passages"></ol>

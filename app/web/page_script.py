@@ -292,13 +292,32 @@ function showDone(result) {
   $("timings-box").hidden = false;
   $("cached").textContent = result.cached_at ? "以前の回答（" + whenText(result.cached_at) + "）" : "";
   $("cached").hidden = !result.cached_at;
+  showTable(result.table);
   if (!passagesShown) showPassages(result.passages);
   showFeedback(result);
 }
 
+function showTable(table) {
+  // the table path's table, SQL and result rows (text only: cells are data, never markup)
+  $("table-box").hidden = !table;
+  if (!table) return;
+  $("table-name").textContent = "表: " + table.table;
+  $("table-sql").textContent = table.sql;
+  const rows = table.rows || [];
+  const head = $("table-rows").tHead, body = $("table-rows").tBodies[0];
+  head.textContent = ""; body.textContent = "";
+  const columns = rows.length ? Object.keys(rows[0]) : [];
+  const line = head.insertRow();
+  for (const name of columns) { const th = document.createElement("th"); th.scope = "col"; th.textContent = name; line.appendChild(th); }
+  for (const row of rows) {
+    const tr = body.insertRow();
+    for (const name of columns) tr.insertCell().textContent = row[name] == null ? "" : String(row[name]);
+  }
+}
+
 $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
-  for (const id of ["quote", "sources-box", "timings-box", "viewer", "passages-box", "feedback", "cached"]) {
+  for (const id of ["quote", "sources-box", "timings-box", "viewer", "passages-box", "feedback", "cached", "table-box"]) {
     $(id).hidden = true;
   }
   $("answer").textContent = ""; $("sources").textContent = ""; $("answer").className = "";

@@ -220,3 +220,23 @@ def test_a_person_reads_the_passages_and_flags_an_answer_with_the_right_source(w
     exported = run_cli("app.feedback", "export", str(out))
     assert exported.returncode == 0, exported.stderr
     assert {"query": question, "expected_source": chosen, "expected_keywords": []} in json.loads(out.read_text())
+
+
+def test_a_person_sees_the_rows_and_the_sql_a_table_answer_was_computed_from(web_url, browser):
+    """Issue 50 item 3: a question answered by computing over products.csv shows, under 「計算に使った行と式」,
+    the table, the SQL run and the result rows; the row used is the cited source."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(web_url)
+    cheapest = ask(browser, "一番安い製品はどれですか？")
+    assert "ミナト勤怠" in cheapest["answer"] and cheapest["sources"] == ["products.csv:r3"], cheapest
+    box = browser.find_element(By.ID, "table-box")
+    assert box.is_displayed() and box.find_element(By.TAG_NAME, "summary").text == "計算に使った行と式"
+    box.find_element(By.TAG_NAME, "summary").click()
+    assert browser.find_element(By.ID, "table-name").text == "表: products.csv"
+    assert browser.find_element(By.ID, "table-sql").text.startswith("SELECT ")
+    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#table-rows tbody td")]
+    assert "ミナト勤怠" in cells, cells
+    browser.save_screenshot(str(SHOTS / "12-table-answer.png"))
+    text_answer = ask(browser, "無料トライアルは何日間使えますか？")  # the text path: the box goes away
+    assert not browser.find_element(By.ID, "table-box").is_displayed(), text_answer
