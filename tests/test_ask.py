@@ -111,6 +111,18 @@ def test_format_output_matches_spec():
     )
 
 
+def test_format_table_shows_the_table_the_sql_and_the_rows():
+    table = {
+        "table": "products.csv",
+        "sql": 'SELECT "製品名", "価格" FROM t ORDER BY "価格" LIMIT 1',
+        "rows": [{"製品名": "ミナト勤怠", "価格": "300円"}],
+    }
+    assert output.format_table(table) == (
+        "=== 計算に使った行と式 ===\n表: products.csv\n"
+        'SQL: SELECT "製品名", "価格" FROM t ORDER BY "価格" LIMIT 1\n- 製品名: ミナト勤怠、価格: 300円'
+    )
+
+
 def test_format_output_without_sources():
     assert output.format_output("なし", []).endswith("=== Sources ===\n(none)")
 

@@ -104,6 +104,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
             out.write(f"注意: {warning}\n")
         for note in [] if abstained else answer_version_notes(state):
             out.write(f"版: {note}\n")
+        if state.get("table"):
+            out.write("\n" + output.format_table(state["table"]) + "\n")
         out.flush()
         if args.timings:
             print(output.timing_report(state, first_token_at[0] if first_token_at else None), file=sys.stderr)

@@ -56,6 +56,15 @@ def format_output(
     return f"=== Answer ===\n{body}\n\n{format_sources(sources, cited, abstained, versions)}"
 
 
+def format_table(table: Mapping) -> str:
+    """The 「計算に使った行と式」 section of an answer computed over a table: the table, the SQL run and
+    the result rows, one ``- column: value、…`` line each."""
+    lines = ["=== 計算に使った行と式 ===", f"表: {table.get('table')}", f"SQL: {table.get('sql')}"]
+    for row in table.get("rows") or []:
+        lines.append("- " + "、".join(f"{name}: {value}" for name, value in row.items()))
+    return "\n".join(lines)
+
+
 def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsupported") -> str:
     """After a streamed answer that states numbers (``unsupported``) or words (``unstated``) no document
     holds: the withdrawal, naming them, and the real answer."""
