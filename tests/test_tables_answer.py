@@ -168,7 +168,24 @@ def test_counts_and_aggregates_are_written_with_the_columns_unit(question, sql, 
 def test_a_lookup_that_finds_no_row_says_so_and_names_the_table():
     made, _ = answerer('SELECT "価格" FROM t WHERE "製品名" = \'ミナトXYZ\'')
     found = made.answer("ミナトXYZの価格は？")
-    assert (found.answer, found.found, found.sources) == (f"{NOT_FOUND}（products.csv を検索しました）", False, [])
+    assert (found.answer, found.found, found.sources) == (
+        f"{NOT_FOUND}（products.csv に「ミナトXYZ」はありません）",
+        False,
+        [],
+    )
+
+
+def test_a_count_of_what_the_table_does_not_name_is_not_zero_but_absent():
+    made, _ = answerer('SELECT COUNT(*) FROM t WHERE "対象" = \'官公庁\'')
+    found = made.answer("対象が官公庁の製品はいくつありますか？")
+    assert (found.answer, found.found) == (f"{NOT_FOUND}（products.csv に「官公庁」はありません）", False)
+
+
+def test_a_named_row_whose_asked_cell_is_empty_is_not_stated():
+    # the row is found, its cell holds nothing (令和の終了日): not stated, rather than the row quoted
+    made, _ = answerer('SELECT CAST(NULL AS VARCHAR) AS "終了日" FROM t WHERE "製品名" = \'ミナト勤怠\'')
+    found = made.answer("ミナト勤怠の仕様は？")  # a named row: the lookup is taken
+    assert (found.answer, found.found) == (f"{NOT_FOUND}（products.csv を検索しました）", False)
 
 
 @pytest.mark.parametrize(
@@ -286,3 +303,26 @@ def test_a_sum_of_a_code_column_is_refused_and_an_average_is_rounded_to_the_colu
 def test_spell_out_numbers_writes_man_and_oku_as_digits():
     assert spell_out_numbers("人口70万人を下回る県は？") == "人口700000人を下回る県は？"
     assert spell_out_numbers("1億2000万円以上、2024年4月1日") == "120000000円以上、2024年4月1日"
+
+
+def test_a_failed_statement_is_asked_again_once_with_its_reason():
+    replies = iter(['SELECT "価格" FROM t WHERE "製品名" = \'鹿児島\'', 'SELECT COUNT(*) FROM t'])
+    prompts: list[str] = []
+    products, product_rows = stored(PRODUCTS)
+    made = TableAnswerer(
+        lambda: [products], {products.id: product_rows}.__getitem__,
+        lambda prompt: prompts.append(prompt) or next(replies), TableSettings(),
+    )  # fmt: skip
+    found = made.answer("製品はいくつありますか？")
+    assert found.answer == "products.csv で条件に合う行は7件です。" and len(prompts) == 2
+    assert prompts[1].startswith(prompts[0] + " SELECT \"価格\" FROM t WHERE \"製品名\" = '鹿児島'\n\n")
+    assert "この SQL は使えません: the question names no '鹿児島'" in prompts[1]
+    assert prompts[1].endswith("質問: 製品はいくつありますか？\nSQL:")
+
+
+def test_without_retries_the_model_is_asked_once():
+    made, prompts = answerer("DROP TABLE t")
+    made.settings = TableSettings(sql_retries=0)
+    assert made.answer("一番安い製品はどれですか？") is None and len(prompts) == 1
+    made, prompts = answerer("DROP TABLE t")  # the default: asked again once, refused again
+    assert made.answer("一番安い製品はどれですか？") is None and len(prompts) == 2

@@ -66,6 +66,7 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "TABLE_THREADS": (1, 1),  # DuckDB's threads for one question's table
     "TABLE_RESULT_ROWS": (50, 1),  # most rows a table query returns (its LIMIT is capped to this)
     "TABLE_SQL_MAX_CHARS": (2000, 100),  # longest SQL the model may write (checked before parsing)
+    "TABLE_SQL_RETRIES": (1, 0),  # times the model is asked again, told why, when its SQL fails
 }
 INT_MAX: dict[str, int] = {"DB_PORT": 65535}
 

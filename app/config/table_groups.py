@@ -23,6 +23,7 @@ class TableSettings:
         "TABLE_THREADS",
         "TABLE_RESULT_ROWS",
         "TABLE_SQL_MAX_CHARS",
+        "TABLE_SQL_RETRIES",
     )
     answers: bool = True  # TABLE_ANSWERS=0: every question takes the text path
     timeout_s: float = TABLE_TIMEOUT_S_DEFAULT  # the query is interrupted after this many seconds
@@ -30,6 +31,7 @@ class TableSettings:
     threads: int = read.int_default("TABLE_THREADS")
     result_rows: int = read.int_default("TABLE_RESULT_ROWS")
     sql_max_chars: int = read.int_default("TABLE_SQL_MAX_CHARS")
+    sql_retries: int = read.int_default("TABLE_SQL_RETRIES")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> TableSettings:
@@ -41,4 +43,5 @@ class TableSettings:
             threads=read.integer(env, "TABLE_THREADS"),
             result_rows=read.integer(env, "TABLE_RESULT_ROWS"),
             sql_max_chars=read.integer(env, "TABLE_SQL_MAX_CHARS"),
+            sql_retries=read.integer(env, "TABLE_SQL_RETRIES"),
         )

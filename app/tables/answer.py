@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from app.tables.errors import TableQueryError
+from app.tables.grounding import fold, ground_conditions, missing_values
 from app.tables.runner import ROW_COLUMN, TABLE_NAME, QueryResult, TableData, run_query
 from app.tables.statement import aggregated_column, check_statement, is_aggregate, source_statement
 from app.tables.values import format_number, parse_cell, parse_number
@@ -130,15 +130,11 @@ class TableAnswer:
     found: bool = True  # False: a lookup that found no row
 
 
-def _fold(text: str) -> str:
-    return "".join(unicodedata.normalize("NFKC", text or "").casefold().split())
-
-
 def question_intent(question: str) -> str | None:
     """The kind of table question ``question`` asks (``count``, ``total``, ``average``, ``max``, ``min``,
     ``latest``, ``earliest``, ``extreme`` (一番/最も with another word), ``filter``), or None (a lookup, or
     no table question)."""
-    folded = _fold(question)
+    folded = fold(question)
     for kana, kanji in _SPELLINGS:
         folded = folded.replace(kana, kanji)
     return next((intent for intent, words in INTENTS if any(w in folded for w in words)), None)
@@ -151,7 +147,7 @@ def table_label(table) -> str:
 
 def _bigrams(text: str) -> set[str]:
     """The folded text's character pairs without a digit (``2020年`` says nothing about which table)."""
-    folded = _fold(text)
+    folded = fold(text)
     return {folded[i : i + 2] for i in range(len(folded) - 1) if not any(ch.isdigit() for ch in folded[i : i + 2])}
 
 
@@ -185,12 +181,15 @@ def choose_table(question: str, tables: Sequence, intent: str | None):
 
 def lookup_rows(question: str, rows: Sequence[tuple[int, list]], kinds: Sequence[str]) -> list[int]:
     """The rows a lookup names: those with a text or date cell (3+ characters) that occurs in the question
-    (``1864年3月27日に始まった元号は``)."""
-    folded = _fold(question)
+    (``1864年3月27日に始まった元号は``), or that holds a quoted stretch of it of 4+ characters
+    (``「豊かな自然と共生する…」を掲げている市``)."""
+    folded = fold(question)
+    quoted = [fold(q) for q in re.findall(r"[「『]([^」』]{4,})[」』]", question)]
     named = []
     for n, cells in rows:
         for (text, _), kind in zip(cells, kinds):
-            if kind in ("text", "date") and len(_fold(text)) >= 3 and _fold(text) in folded:
+            cell = fold(text)
+            if kind in ("text", "date") and len(cell) >= 3 and (cell in folded or any(q in cell for q in quoted)):
                 named.append(n)
                 break
     return named
@@ -199,14 +198,14 @@ def lookup_rows(question: str, rows: Sequence[tuple[int, list]], kinds: Sequence
 def asks_for_column(question: str, columns: Sequence[dict]) -> bool:
     """Whether ``question`` asks for a column's value of something (``ミナトBIの価格は``): ``の`` then a
     column name of two or more characters."""
-    folded = _fold(question)
-    return any(len(c["name"]) >= 2 and "の" + _fold(c["name"]) in folded for c in columns)
+    folded = fold(question)
+    return any(len(c["name"]) >= 2 and "の" + fold(c["name"]) in folded for c in columns)
 
 
 def asked_noun(question: str) -> str | None:
     """What a lookup asks for: the words between the last ``の`` and ``は``/``を``/``って``
     (``福井市の面積は何平方キロメートル`` asks for 面積), or None."""
-    found = re.findall(r"の([^の、。?？「」]{2,12}?)(?:は|を|って)", _fold(question))
+    found = re.findall(r"の([^の、。?？「」]{2,12}?)(?:は|を|って)", fold(question))
     return found[-1] if found else None
 
 
@@ -242,6 +241,23 @@ def build_prompt(question: str, columns: Sequence[dict]) -> str:
         example = f" 例: {', '.join(str(s) for s in samples)}" if samples else ""
         lines.append(f'"{c["name"]}" {_KIND_WORDS.get(c["kind"], "文字列")}{unit}{example}')
     return _PROMPT.format(columns="\n".join(lines), question=spell_out_numbers(question.strip()))
+
+
+def retry_prompt(prompt: str, statement: str, error: Exception) -> str:
+    """The prompt asked again after ``statement`` failed: the first prompt, then the statement and why
+    it failed (one line), and a fresh ``SQL:``."""
+    reason = " ".join(str(error).split())[:300]
+    return (
+        prompt
+        + f" {statement or '(SQL なし)'}\n\nこの SQL は使えません: {reason}\n"
+        + "質問に書かれた値だけを条件に使い、日付は '1800-01-01' の形で書いて、正しい SELECT 文を1つだけ書いてください。\n"
+        + f"質問: {question_of(prompt)}\nSQL:"
+    )
+
+
+def question_of(prompt: str) -> str:
+    """The question a table prompt asks (its last ``質問:`` line)."""
+    return prompt.rsplit("質問: ", 1)[-1].split("\n", 1)[0]
 
 
 def extract_sql(reply: str) -> str:
@@ -315,6 +331,24 @@ def write_answer(
     return "\n".join(lines)
 
 
+def grounded(sql: str, question: str, values: set[str], columns: Sequence[dict]) -> str:
+    """A checked statement with its conditions' values grounded in the question
+    (app.tables.grounding; ``values`` the table's folded cell texts): a sample value copied from the
+    prompt dropped, a name in another script read as the question's; UngroundedValueError for a value
+    the question does not name."""
+    from sqlglot import parse_one
+
+    tree = parse_one(sql, read="duckdb")
+    samples = {fold(sample) for c in columns for sample in c.get("samples") or []}
+    samples |= {
+        fold(format_number(v).replace(",", "")) for c in columns for s in c.get("samples") or []
+        if c["kind"] == "number" and (v := parse_cell(s).value) is not None
+    }  # fmt: skip
+    for change in ground_conditions(tree, question + " " + spell_out_numbers(question), values, samples):
+        log.info("table SQL: %s", change)
+    return tree.sql(dialect="duckdb")
+
+
 def _typed_cells(cells: Sequence, kinds: Sequence[str]) -> list:
     """A stored row's values as the runner loads them: a text column's text, another column's typed value."""
     return [text if kind == "text" else value for (text, value), kind in zip(cells, kinds)]
@@ -351,11 +385,25 @@ class TableAnswerer:
             return None
 
     def _run(self, question: str, intent: str | None, table, rows, kinds) -> TableAnswer | None:
+        prompt = build_prompt(question, table.columns)
+        reply = self.generate(prompt)
+        for retry in range(self.settings.sql_retries + 1):
+            try:
+                return self._compute(extract_sql(reply), question, intent, table, rows, kinds)
+            except TableQueryError as exc:
+                if retry == self.settings.sql_retries:
+                    raise
+                log.info("table SQL asked again (%s)", exc)
+                reply = self.generate(retry_prompt(prompt, extract_sql(reply), exc))
+        return None
+
+    def _compute(self, statement: str, question: str, intent: str | None, table, rows, kinds) -> TableAnswer | None:
+        """The answer computed by the model's ``statement``, checked, grounded and run (TableQueryError
+        when any of these fails)."""
         names = [c["name"] for c in table.columns]
-        reply = self.generate(build_prompt(question, table.columns))
-        sql = check_statement(
-            extract_sql(reply), TABLE_NAME, names, self.settings.result_rows, self.settings.sql_max_chars
-        )
+        sql = check_statement(statement, TABLE_NAME, names, self.settings.result_rows, self.settings.sql_max_chars)
+        values = {fold(text) for _, cells in rows for text, _ in cells if text}
+        sql = grounded(sql, question, values, table.columns)
         data = TableData(names, kinds, [(n, _typed_cells(cells, kinds)) for n, cells in rows])
         column = _aggregate_column(sql, table.columns) if is_aggregate(sql) else None
         if column and _CODE_COLUMN.search(column["name"]) and re.search(r"(?i)\b(sum|avg)\(", sql):
@@ -365,8 +413,14 @@ class TableAnswerer:
         used = source_statement(sql, ROW_COLUMN, SOURCE_ROWS)
         numbers = [int(r[-1]) for r in run_query(used, data, self.settings).rows] if used else []
         cited = {n: by_number[n] for n in numbers if n in by_number}
-        empty = not result.rows or (is_aggregate(sql) and all(v is None for v in result.rows[0]))
+        empty = not result.rows or all(v is None for row in result.rows for v in row)
         label = table_label(table)
+        missing = missing_values(sql, values)
+        counted_none = is_aggregate(sql) and len(result.rows) == 1 and result.rows[0][0] in (0, None)
+        if missing and (empty or counted_none):  # 滋賀県の市町村はいくつ: no row is named so
+            return TableAnswer(
+                f"{NOT_FOUND}（{label} に「{missing[0]}」はありません）", [], sql, label, [], found=False
+            )
         if empty and intent is None:
             return TableAnswer(f"{NOT_FOUND}（{label} を検索しました）", [], sql, label, [], found=False)
         if empty:
@@ -374,4 +428,5 @@ class TableAnswerer:
         places = decimal_places(rows, names.index(column["name"])) if column else None
         answer = write_answer(intent, table, sql, result, cited, table.columns, places)
         shown = [dict(zip(result.columns, (format_value(v) for v in row))) for row in result.rows]
-        return TableAnswer(answer, [table.cite(n) for n in cited], sql, label, shown)
+        sources = list(dict.fromkeys(table.cite(n) for n in cited))  # a document's rows share their section
+        return TableAnswer(answer, sources, sql, label, shown)

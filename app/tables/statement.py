@@ -8,7 +8,8 @@ A statement passes only if it is, after :func:`check_statement`:
   INTO;
 * reading only the table named ``table`` (no schema, no other table, no file: ``FROM '/etc/passwd'``
   is read by sqlglot as the identifier and refused unless it is the table's name);
-* naming only the table's columns (or aliases the statement defines);
+* naming only the table's columns (or aliases the statement defines); a double-quoted value compared
+  with that names no column (``LIKE "%都市%"``) is read as the string it is meant to be;
 * calling only the functions of :data:`ALLOWED_FUNCTIONS` (an allowlist: ``read_csv``, ``glob``,
   ``getenv``, ``current_setting`` and every function not listed are refused);
 * with a row limit: no LIMIT gets ``LIMIT max_rows``, a larger (or non-literal) one is capped.
@@ -113,6 +114,16 @@ def _check_tables(tree: exp.Expression, table: str) -> set[str]:
     return names
 
 
+def _quoted_strings(tree: exp.Expression, columns: Sequence[str]) -> None:
+    """A double-quoted value compared with (``LIKE "%都市%"``, ``= "富山市"``) that names no column is
+    the string the model meant (SQLite reads it so; DuckDB as a column): made a string literal."""
+    known = set(columns) | {a.alias for a in tree.find_all(exp.Alias) if a.alias}
+    for condition in list(tree.find_all(exp.EQ, exp.NEQ, exp.Like, exp.ILike)):
+        value = condition.expression
+        if isinstance(value, exp.Column) and not value.table and value.name not in known:
+            value.replace(exp.Literal.string(value.name))
+
+
 def _check_columns(tree: exp.Expression, columns: Sequence[str], qualifiers: set[str]) -> None:
     """Every column named is one of ``columns`` or an alias the statement defines."""
     known = set(columns) | {a.alias for a in tree.find_all(exp.Alias) if a.alias}
@@ -167,6 +178,7 @@ def check_statement(sql: str, table: str, columns: Sequence[str], max_rows: int,
         raise _refuse("joins are not allowed; the statement reads one table")
     _check_functions(tree)  # first: read_csv('/etc/passwd') is named as the function it is
     qualifiers = _check_tables(tree, table)
+    _quoted_strings(tree, columns)
     _check_columns(tree, columns, qualifiers)
     _cap_limit(tree, max_rows)
     return tree.sql(dialect="duckdb")
