@@ -251,6 +251,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         "numbered_sources": ["faq.csv:r2", "faq.csv:r9"],
         "abstained": None,
         "withdrawn": [],
+        "status": None,  # the model's answer
         "warnings": [],
         "keyword_only": None,
         "timings": {"generate": 1.235},

@@ -332,6 +332,6 @@ def test_cited_coverage_and_best_covering_context_exact_values():
     ],
 )
 def test_the_streamed_withdrawal_says_why(kind, line):
-    from app.cli.output import unsupported_note
+    from app.workflow.withdrawals import streamed_note as unsupported_note
 
     assert unsupported_note([], "資料の該当箇所: 「…」[1]", kind) == f"{line}\n資料の該当箇所: 「…」[1]"

@@ -14,6 +14,7 @@ from app.graph import default_context, run_rag
 from app.permissions.principals import FULL_ACCESS
 from app.text.storable import check_fields
 from app.versions.preference import answer_version_notes, source_versions
+from app.workflow.withdrawals import WITHDRAWN, streamed_note
 
 
 def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> int:
@@ -88,15 +89,9 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         if args.no_stream or not first_token_at:
             out.write(output.format_output(state["answer"], state["sources"], cited, abstained, quote, versions) + "\n")
         else:
-            if state.get("abstained") in (
-                "unsupported",
-                "unstated",
-                "restated",
-                "incomplete",
-                "off_topic",
-            ) or state.get("evidence_shown"):  # withdrawn
+            if state.get("abstained") in WITHDRAWN or state.get("evidence_shown"):
                 kind = state.get("evidence_shown") or state.get("abstained")
-                out.write("\n\n" + output.unsupported_note(state.get("unsupported", []), state["answer"], kind))
+                out.write("\n\n" + streamed_note(state.get("unsupported", []), state["answer"], kind))
             if quote:
                 out.write("\n" + quote)
             out.write("\n\n" + output.format_sources(state["sources"], cited, abstained, versions) + "\n")

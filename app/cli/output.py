@@ -65,19 +65,6 @@ def format_table(table: Mapping) -> str:
     return "\n".join(lines)
 
 
-def unsupported_note(unstated: Sequence[str], answer: str, kind: str = "unsupported") -> str:
-    """After a streamed answer that states numbers (``unsupported``) or words (``unstated``) no document
-    holds: the withdrawal, naming them, and the real answer."""
-    if kind in ("restated", "incomplete", "off_topic"):  # issue 39: it said nothing the question asked
-        return f"（取り消し: 上の回答は質問に答えていません）\n{answer}"
-    if kind == "wrong_cell":  # issue 39: another cell of the cited row
-        return f"（取り消し: 上の回答は質問された列の値ではありません）\n{answer}"
-    if kind == "unstated":
-        named = "、".join(f"「{w}」" for w in unstated)
-        return f"（取り消し: 上の回答の{named or '内容'}はどの資料にも書かれていません）\n{answer}"
-    return f"（取り消し: 上の回答の数値 {'、'.join(unstated)} はどの資料にも書かれていません）\n{answer}"
-
-
 def ensure_ingested(settings: Settings) -> None:
     """RagError if nothing is stored yet (the user has not run ingest); a read: creates nothing."""
     engine = storage.get_engine(settings)

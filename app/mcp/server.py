@@ -141,7 +141,8 @@ def build_server(
         keyword, local or global (graph search), or auto (chosen per question; the answer's mode says
         which). Returns answer, mode, sources (cited ones first), cited_sources, abstained (why it
         said 資料に記載がありません, or null), withdrawn (the numbers or words of a withdrawn answer that
-        no document states) and timings."""
+        no document states), status (that reason as one Japanese line), table (the table, SQL and rows of
+        an answer computed over a table, or null) and timings."""
         storable(question=question, mode=mode)
         who = await caller(ctx)
         return await _call(service().ask, question, mode, who=who)

@@ -31,6 +31,7 @@ from app.store import RagStore
 from app.users.identity import Identity, record
 from app.versions.preference import answer_version_notes, source_versions
 from app.workflow.passages import for_json, passages
+from app.workflow.withdrawals import status_line
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ class AskResult(TypedDict):
     abstained: str | None
     # abstained "unsupported"/"unstated": the numbers or words of the withdrawn answer that no document states
     withdrawn: list[str]
+    # the line the page shows above an answer that is not the model's (app.workflow.withdrawals)
+    status: str | None
     warnings: list[str]
     keyword_only: str | None
     timings: dict[str, float]
@@ -223,6 +226,7 @@ class RagService:
         earlier: AskResult = {**result}  # type: ignore[typeddict-item]
         earlier["answer_id"] = answer_id if self.settings.memory.feedback else None
         earlier["cached_at"] = created_at.isoformat(timespec="seconds")
+        earlier["status"] = status_line(earlier.get("abstained"), earlier.get("withdrawn") or [])  # kept before it was
         earlier["timings"] = {"cache": round(time.perf_counter() - start, 3)}
         usage = answer_usage(earlier, cached_s=time.perf_counter() - start)
         self.audit(who, "ask", list(earlier.get("sources") or []), question, usage)
@@ -316,6 +320,9 @@ class RagService:
             "numbered_sources": list(state.get("numbered_sources") or []),
             "abstained": state.get("abstained") or None,
             "withdrawn": list(state.get("unsupported") or []) if state.get("abstained") else [],
+            "status": status_line(
+                state.get("abstained"), list(state.get("unsupported") or []) if state.get("abstained") else []
+            ),
             "warnings": list(state.get("warnings") or []),
             "keyword_only": self.store.vector_unavailable,
             "timings": {k: round(v, 3) for k, v in (state.get("timings") or {}).items()},

@@ -258,16 +258,7 @@ $("feedback-form").addEventListener("submit", (event) => {
 function showDone(result) {
   withCitationLinks($("answer"), result.answer, result.numbered_sources || []);
   $("answer").classList.toggle("abstained", Boolean(result.abstained));
-  const withdrawn = (result.withdrawn || []).map((w) => "「" + w + "」").join("");
-  const reasons = {
-    restated: "回答が質問の繰り返しだったため取り消しました。",
-    incomplete: "回答が途中で切れていたため取り消しました。",
-    off_topic: "回答の出典が質問とずれていたため取り消しました。",
-  };
-  $("status").textContent = !result.abstained ? "" : withdrawn
-    ? "回答に資料にない" + withdrawn + "が含まれていたため取り消しました。近い出典を示します。"
-    : reasons[result.abstained] ? reasons[result.abstained] + "資料の該当箇所を示します。"
-    : "資料に答えが見つかりませんでした。近い出典を示します。";
+  $("status").textContent = result.status || "";  // the server's words (app.workflow.withdrawals)
   if (result.quote) { $("quote").textContent = result.quote; $("quote").hidden = false; }
   const quoted = /「(.+?)」/.exec(result.quote || "");
   lastQuote = quoted ? quoted[1].replace(/…$/, "") : "";

@@ -21,10 +21,8 @@ from app.workflow.checks.restated import restated
 from app.workflow.checks.support import support, unstated_words
 from app.workflow.prompts import ABSTAIN_ANSWER
 from app.workflow.state import RAGContext
+from app.workflow.withdrawals import WITHDRAWN
 
-# Why an answer the model gave is withdrawn: a number or words no context states, an answer that says
-# nothing the question did not (app.workflow.checks.restated).
-WITHDRAWN = ("unsupported", "unstated", "restated", "incomplete", "off_topic")
 # An answer whose named passage holds less of the question's terms than this (question_coverage, with the
 # context line) is withdrawn as ``off_topic``: the passage that holds the most of the question is shown when
 # it holds EVIDENCE_MIN_COVERAGE, else the answer is refused. Off (0.0): the real tuning set's rule (the
