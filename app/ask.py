@@ -9,7 +9,7 @@ from typing import Any
 from app.config import Settings, get_settings, validate_mode
 from app.models.resources import cached
 from app.permissions.principals import FULL_ACCESS
-from app.reranker import SCORE_KEY, load_reranker, rerank_documents
+from app.reranker import RERANK_SCORE_KEY, load_reranker, rerank_documents
 from app.retrieval.search import vector_search
 from app.store import RagStore
 
@@ -54,7 +54,7 @@ def search(
             "content": d.page_content,
             "source": d.metadata.get("source", "unknown"),
             "chunk_index": d.metadata.get("chunk_index"),
-            "score": d.metadata.get(SCORE_KEY),
+            "score": d.metadata.get(RERANK_SCORE_KEY),
         }
         for d in docs
     ]

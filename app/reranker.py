@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from langchain_core.retrievers import BaseRetriever
 
 log = logging.getLogger(__name__)
-SCORE_KEY = "rerank_score"
+RERANK_SCORE_KEY = "rerank_score"  # the cross-encoder's score in a re-ranked chunk's metadata
 
 
 def _scoring_reranker_class():
@@ -51,7 +51,7 @@ def rerank_documents(query: str, documents: Sequence[Document], reranker: Any, t
     scores = reranker.model.score([(query, doc.page_content) for doc in documents])
     ranked = sorted(zip(documents, scores), key=lambda pair: float(pair[1]), reverse=True)
     return [
-        Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, SCORE_KEY: float(score)})
+        Document(page_content=doc.page_content, id=doc.id, metadata={**doc.metadata, RERANK_SCORE_KEY: float(score)})
         for doc, score in ranked[:top_k]
     ]
 
@@ -111,6 +111,6 @@ def rerank(query: str, docs: Sequence[dict] | None, top_k: int = 3, reranker: An
             raise ValueError(f"docs[{i}] must be a dict with a 'content' string")
     as_docs = [Document(page_content=item["content"], metadata={"_index": i}) for i, item in enumerate(docs)]
     return [
-        {**docs[d.metadata["_index"]], "score": d.metadata[SCORE_KEY]}
+        {**docs[d.metadata["_index"]], "score": d.metadata[RERANK_SCORE_KEY]}
         for d in rerank_documents(query, as_docs, reranker or get_reranker(), top_k)
     ]

@@ -109,7 +109,10 @@ def test_password_protected_workbook_is_one_line(tmp_path):
 
 
 def test_check_office_zip_passes_a_good_file(tmp_path):
-    check_office_zip(good_file(tmp_path / "ok.pptx"), "ok.pptx", 1, 100)
+    path = good_file(tmp_path / "ok.pptx")
+    assert check_office_zip(path, "ok.pptx", 1, 100) is None
+    with pytest.raises(DataSourceError, match=r"^ok\.pptx: "):  # the same file over a limit of one entry
+        check_office_zip(path, "ok.pptx", 1, 1)
 
 
 @pytest.mark.parametrize(

@@ -117,8 +117,8 @@ def test_migrations_are_numbered_in_order_and_the_last_is_the_schema_version():
 
 
 def test_pending_migrations_by_stored_version():
-    assert [m.version for m in schema.pending(0)] == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
-    assert [m.version for m in schema.pending(3)] == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+    assert [m.version for m in schema.pending(0)] == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    assert [m.version for m in schema.pending(3)] == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     assert schema.pending(schema.SCHEMA_VERSION) == []
 
 
@@ -144,8 +144,8 @@ def test_every_migration_statement_is_written_to_be_re_run(migration):
 
 def test_apply_migrations_runs_upgrade_statements_only_for_an_existing_store(mocker):
     fresh, upgraded = mocker.MagicMock(), mocker.MagicMock()
-    assert schema.apply_migrations(fresh, 0) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
-    assert schema.apply_migrations(upgraded, 3) == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+    assert schema.apply_migrations(fresh, 0) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    assert schema.apply_migrations(upgraded, 3) == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
 
     def ran(conn) -> list[str]:
         return [str(c.args[0]) for c in conn.execute.call_args_list]
@@ -158,6 +158,9 @@ def test_apply_migrations_runs_upgrade_statements_only_for_an_existing_store(moc
     # CSV and Excel documents stored before migration 13 are read again for their tables; a new store has none
     assert schema.table_rows.UPGRADE_STATEMENTS[0] not in ran(fresh)
     assert schema.table_rows.UPGRADE_STATEMENTS[0] in ran(upgraded)
+    # and Word, PowerPoint and HTML documents before migration 15, for the tables inside them
+    assert schema.table_rows.ANCHOR_UPGRADE[0] not in ran(fresh)
+    assert schema.table_rows.ANCHOR_UPGRADE[0] in ran(upgraded)
 
 
 def test_sql_fills_names_quoted_from_one_place():

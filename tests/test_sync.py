@@ -186,7 +186,7 @@ def test_chunk_file_pdf_pages(data_dir):
 
 
 def test_chunk_file_pdf_sections_number_chunks_per_page_and_carry_heading_paths(data_dir):
-    from tests.test_loaders import make_sized_pdf
+    from tests.test_formats_loaders import make_sized_pdf
 
     make_sized_pdf(
         data_dir / "pdf" / "rules.pdf",

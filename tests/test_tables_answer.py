@@ -12,17 +12,15 @@ from app.tables.answer import (
     TableAnswerer,
     asked_noun,
     asks_for_column,
-    build_prompt,
     choose_table,
     decimal_places,
-    extract_sql,
     format_value,
     lookup_rows,
     question_intent,
-    spell_out_numbers,
     table_holds,
 )
 from app.tables.extract import csv_tables
+from app.tables.prompt import build_prompt, extract_sql, spell_out_numbers
 
 PRODUCTS = Path(__file__).parents[1] / "data" / "csv" / "products.csv"
 
@@ -176,7 +174,7 @@ def test_a_lookup_that_finds_no_row_says_so_and_names_the_table():
 
 
 def test_a_count_of_what_the_table_does_not_name_is_not_zero_but_absent():
-    made, _ = answerer('SELECT COUNT(*) FROM t WHERE "対象" = \'官公庁\'')
+    made, _ = answerer("SELECT COUNT(*) FROM t WHERE \"対象\" = '官公庁'")
     found = made.answer("対象が官公庁の製品はいくつありますか？")
     assert (found.answer, found.found) == (f"{NOT_FOUND}（products.csv に「官公庁」はありません）", False)
 
@@ -306,7 +304,7 @@ def test_spell_out_numbers_writes_man_and_oku_as_digits():
 
 
 def test_a_failed_statement_is_asked_again_once_with_its_reason():
-    replies = iter(['SELECT "価格" FROM t WHERE "製品名" = \'鹿児島\'', 'SELECT COUNT(*) FROM t'])
+    replies = iter(['SELECT "価格" FROM t WHERE "製品名" = \'鹿児島\'', "SELECT COUNT(*) FROM t"])
     prompts: list[str] = []
     products, product_rows = stored(PRODUCTS)
     made = TableAnswerer(
@@ -315,7 +313,7 @@ def test_a_failed_statement_is_asked_again_once_with_its_reason():
     )  # fmt: skip
     found = made.answer("製品はいくつありますか？")
     assert found.answer == "products.csv で条件に合う行は7件です。" and len(prompts) == 2
-    assert prompts[1].startswith(prompts[0] + " SELECT \"価格\" FROM t WHERE \"製品名\" = '鹿児島'\n\n")
+    assert prompts[1].startswith(prompts[0] + ' SELECT "価格" FROM t WHERE "製品名" = \'鹿児島\'\n\n')
     assert "この SQL は使えません: the question names no '鹿児島'" in prompts[1]
     assert prompts[1].endswith("質問: 製品はいくつありますか？\nSQL:")
 

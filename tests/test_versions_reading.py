@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app.graph import RAGContext, run_rag
-from app.retrieval.search import SCORE_KEY, prefer_current
+from app.retrieval.search import RELEVANCE_SCORE_KEY, prefer_current
 from app.versions.matching import (
     difference_note,
     matching_current,
@@ -34,7 +34,7 @@ def chunk(doc_id: str, section: str, text: str, superseded_by=None, effective=No
         "effective": effective,
     }
     if score is not None:
-        metadata[SCORE_KEY] = score
+        metadata[RELEVANCE_SCORE_KEY] = score
     return Document(page_content=text, id=f"{doc_id}#{section}", metadata=metadata)
 
 
@@ -262,8 +262,8 @@ def test_prefer_current_caps_the_moved_chunks_score_at_its_anchors():
     last = chunk("docs/it_helpdesk.md", "y", "プリンターは2階にあります。", score=0.5)
     out = prefer_current([old, other, new, last], QUESTION)
     assert [d.metadata["doc_id"] for d in out] == ["docs/it_helpdesk.md", CURRENT_ID, PAST_ID, "docs/it_helpdesk.md"]
-    assert [d.metadata[SCORE_KEY] for d in out] == [0.61, 0.602, 0.602, 0.5]
-    assert out[2].metadata["search_score"] == 0.6097 and old.metadata[SCORE_KEY] == 0.6097  # a copy
+    assert [d.metadata[RELEVANCE_SCORE_KEY] for d in out] == [0.61, 0.602, 0.602, 0.5]
+    assert out[2].metadata["search_score"] == 0.6097 and old.metadata[RELEVANCE_SCORE_KEY] == 0.6097  # a copy
 
 
 # --- the workflow ------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 import pytest
 from starlette.testclient import TestClient
 
+from app.text.chunks import row_pairs as row_cells
 from app.web.app import create_app
 from app.web.markdown import markdown_blocks
-from app.web.sources import document_file, row_cells, source_kind
+from app.web.sources import document_file, source_kind
 from tests.test_web_app import FakeService
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from app.metrics import mean, retrieval_at_k
-from app.reranker import SCORE_KEY, rerank_documents
+from app.reranker import RERANK_SCORE_KEY, rerank_documents
 from app.retrieval.search import hybrid_search
 from app.workflow.checks.coverage import question_coverage
 from app.workflow.generate import with_context_line
@@ -249,7 +249,7 @@ def rerank_scores(
     for c, q in zip(candidates, questions):
         fused = fuse(c, settings.retrieval.search_k, settings.retrieval.rrf_k, settings.retrieval.hybrid_weights)
         ranked = rerank_documents(q["query"], fused, reranker, 1)
-        out.append(float(ranked[0].metadata[SCORE_KEY]) if ranked else 0.0)
+        out.append(float(ranked[0].metadata[RERANK_SCORE_KEY]) if ranked else 0.0)
     return out
 
 

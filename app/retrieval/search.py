@@ -36,7 +36,7 @@ from app.versions.preference import MATCH, asked_year, asks_about_past, in_force
 
 __all__ = [
     "SEARCH_MODES",
-    "SCORE_KEY",
+    "RELEVANCE_SCORE_KEY",
     "reciprocal_rank_fusion",
     "best_per_source",
     "vector_search",
@@ -49,7 +49,7 @@ __all__ = [
     "current_first",
 ]
 
-SCORE_KEY = "relevance_score"
+RELEVANCE_SCORE_KEY = "relevance_score"  # the first stage's score (vector, BM25 or fused) in a chunk's metadata
 COLLAPSE_DEPTH = 3
 
 
@@ -109,7 +109,7 @@ def vector_search(
     )
     return best_per_source(
         [
-            _copy(doc, **{SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
+            _copy(doc, **{RELEVANCE_SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
             for doc, distance in hits
         ],
         k,
@@ -122,7 +122,7 @@ def keyword_search(engine: Any, collection_name: str, query: str, k: int, princi
     rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH, principals)
     return best_per_source(
         [
-            Document(page_content=document, id=id_, metadata={**(metadata or {}), SCORE_KEY: round(float(rank), 6)})
+            Document(page_content=document, id=id_, metadata={**(metadata or {}), RELEVANCE_SCORE_KEY: round(float(rank), 6)})
             for id_, document, metadata, rank in rows
         ],
         k,
@@ -149,7 +149,7 @@ def hybrid_search(
         _copy(
             docs[name],
             **{
-                SCORE_KEY: round(score, 6),
+                RELEVANCE_SCORE_KEY: round(score, 6),
                 "vector_rank": vector_keys.index(name) + 1 if name in vector_keys else None,
                 "keyword_rank": keyword_keys.index(name) + 1 if name in keyword_keys else None,
             },
@@ -254,10 +254,10 @@ def prefer_current(docs: Sequence[Document], query: str) -> list[Document]:
 def _below(moved: Document, anchor: Document) -> Document:
     """``moved`` placed just under ``anchor``: its score capped at the anchor's, so that scores still fall
     down the list (the search's own kept as ``metadata['search_score']``)."""
-    own, cap = moved.metadata.get(SCORE_KEY), anchor.metadata.get(SCORE_KEY)
+    own, cap = moved.metadata.get(RELEVANCE_SCORE_KEY), anchor.metadata.get(RELEVANCE_SCORE_KEY)
     if own is None or cap is None or float(own) <= float(cap):
         return moved
-    return _copy(moved, **{SCORE_KEY: cap, "search_score": own})
+    return _copy(moved, **{RELEVANCE_SCORE_KEY: cap, "search_score": own})
 
 
 def current_first(

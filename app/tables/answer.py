@@ -20,10 +20,11 @@ from datetime import date
 from typing import Any
 
 from app.tables.errors import TableQueryError
-from app.tables.grounding import fold, ground_conditions, missing_values
+from app.tables.grounding import fold, ground_statement, missing_values
+from app.tables.prompt import build_prompt, extract_sql, retry_prompt
 from app.tables.runner import ROW_COLUMN, TABLE_NAME, QueryResult, TableData, run_query
 from app.tables.statement import aggregated_column, check_statement, is_aggregate, source_statement
-from app.tables.values import format_number, parse_cell, parse_number
+from app.tables.values import format_number
 
 log = logging.getLogger(__name__)
 
@@ -96,26 +97,6 @@ _EXTREMES = ("max", "min", "extreme")  # need a number or a date column
 _CODE_COLUMN = re.compile(r"(?i)(id|コード|code|番号|no\.?)$")  # summing or averaging one is never an answer
 _SAMPLE_CHARS = 8  # a sample this short names something (富山県, 人口); a longer one is prose
 _AGGREGATE_WORDS = {"average": "平均", "total": "合計", "max": "最大", "min": "最小"}
-_PROMPT = """表 t から質問に答える DuckDB の SELECT 文を1つだけ書いてください。
-列名は必ず二重引用符で囲み、下の列だけを使ってください。数値の列は数値、日付の列は日付です。
-SQL だけを書き、説明は書かないでください。
-
-例(列 "店舗" 文字列, "売上" 数値):
-質問: 売上が一番多い店舗は？
-SQL: SELECT "店舗", "売上" FROM t ORDER BY "売上" DESC LIMIT 1
-質問: 店舗はいくつありますか？
-SQL: SELECT COUNT(*) FROM t
-質問: 売上が100以上の店舗は？
-SQL: SELECT "店舗", "売上" FROM t WHERE "売上" >= 100
-質問: 売上が100未満の店舗はいくつ？
-SQL: SELECT COUNT(*) FROM t WHERE "売上" < 100
-
-表 t の列:
-{columns}
-
-質問: {question}
-SQL:"""
-_KIND_WORDS = {"number": "数値", "date": "日付", "text": "文字列"}
 
 
 @dataclass(frozen=True)
@@ -215,61 +196,6 @@ def table_holds(noun: str, table) -> bool:
     return bool(_bigrams(noun) & table_words(table)) or not _bigrams(noun)
 
 
-_LARGE_NUMBER = re.compile(r"\d[\d,.]*(?:[万億千]\d*)+")
-
-
-def spell_out_numbers(question: str) -> str:
-    """The question with ``70万`` as ``700000`` and ``1億2000万`` as ``120000000`` (the model writes 7000000
-    for 70万; the table holds the digits)."""
-
-    def digits(m: re.Match) -> str:
-        parsed = parse_number(m.group(0))
-        return format_number(parsed[0]).replace(",", "") if parsed else m.group(0)
-
-    return _LARGE_NUMBER.sub(digits, question)
-
-
-def build_prompt(question: str, columns: Sequence[dict]) -> str:
-    """The prompt asking for one SELECT over ``t``: each column with its kind, unit and sample values
-    (a number column's samples as the numbers it holds), and the question with its 万 and 億 spelled out."""
-    lines = []
-    for c in columns:
-        samples = c.get("samples") or []
-        if c["kind"] == "number":
-            samples = [format_number(v).replace(",", "") for s in samples if (v := parse_cell(s).value) is not None]
-        unit = f"({c['unit']})" if c.get("unit") else ""
-        example = f" 例: {', '.join(str(s) for s in samples)}" if samples else ""
-        lines.append(f'"{c["name"]}" {_KIND_WORDS.get(c["kind"], "文字列")}{unit}{example}')
-    return _PROMPT.format(columns="\n".join(lines), question=spell_out_numbers(question.strip()))
-
-
-def retry_prompt(prompt: str, statement: str, error: Exception) -> str:
-    """The prompt asked again after ``statement`` failed: the first prompt, then the statement and why
-    it failed (one line), and a fresh ``SQL:``."""
-    reason = " ".join(str(error).split())[:300]
-    return (
-        prompt
-        + f" {statement or '(SQL なし)'}\n\nこの SQL は使えません: {reason}\n"
-        + "質問に書かれた値だけを条件に使い、日付は '1800-01-01' の形で書いて、正しい SELECT 文を1つだけ書いてください。\n"
-        + f"質問: {question_of(prompt)}\nSQL:"
-    )
-
-
-def question_of(prompt: str) -> str:
-    """The question a table prompt asks (its last ``質問:`` line)."""
-    return prompt.rsplit("質問: ", 1)[-1].split("\n", 1)[0]
-
-
-def extract_sql(reply: str) -> str:
-    """The SELECT in the model's reply: from its first SELECT to the first ``;``, blank line or code fence."""
-    text = reply.replace("```sql", "```")
-    m = re.search(r"\bSELECT\b", text, flags=re.IGNORECASE)
-    if not m:
-        return ""
-    statement = re.split(r";|```|\n\s*\n", text[m.start() :], maxsplit=1)[0]
-    return " ".join(statement.split())
-
-
 def format_value(value: Any, unit: str = "", places: int | None = None) -> str:
     """A result value as the answer writes it: a number with its column's unit (rounded to ``places``
     decimals, ``約`` before it when that changed it), a date in Japanese."""
@@ -331,24 +257,6 @@ def write_answer(
     return "\n".join(lines)
 
 
-def grounded(sql: str, question: str, values: set[str], columns: Sequence[dict]) -> str:
-    """A checked statement with its conditions' values grounded in the question
-    (app.tables.grounding; ``values`` the table's folded cell texts): a sample value copied from the
-    prompt dropped, a name in another script read as the question's; UngroundedValueError for a value
-    the question does not name."""
-    from sqlglot import parse_one
-
-    tree = parse_one(sql, read="duckdb")
-    samples = {fold(sample) for c in columns for sample in c.get("samples") or []}
-    samples |= {
-        fold(format_number(v).replace(",", "")) for c in columns for s in c.get("samples") or []
-        if c["kind"] == "number" and (v := parse_cell(s).value) is not None
-    }  # fmt: skip
-    for change in ground_conditions(tree, question + " " + spell_out_numbers(question), values, samples):
-        log.info("table SQL: %s", change)
-    return tree.sql(dialect="duckdb")
-
-
 def _typed_cells(cells: Sequence, kinds: Sequence[str]) -> list:
     """A stored row's values as the runner loads them: a text column's text, another column's typed value."""
     return [text if kind == "text" else value for (text, value), kind in zip(cells, kinds)]
@@ -403,7 +311,7 @@ class TableAnswerer:
         names = [c["name"] for c in table.columns]
         sql = check_statement(statement, TABLE_NAME, names, self.settings.result_rows, self.settings.sql_max_chars)
         values = {fold(text) for _, cells in rows for text, _ in cells if text}
-        sql = grounded(sql, question, values, table.columns)
+        sql = ground_statement(sql, question, values, table.columns)
         data = TableData(names, kinds, [(n, _typed_cells(cells, kinds)) for n, cells in rows])
         column = _aggregate_column(sql, table.columns) if is_aggregate(sql) else None
         if column and _CODE_COLUMN.search(column["name"]) and re.search(r"(?i)\b(sum|avg)\(", sql):

@@ -19,14 +19,26 @@ they are: ``1800年代`` is written ``BETWEEN 1800 AND 1899``):
 from __future__ import annotations
 
 import difflib
+import logging
 import unicodedata
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
 from app.tables.errors import TableQueryError
+from app.tables.prompt import spell_out_numbers
+from app.tables.values import format_number, parse_cell
 
-__all__ = ["UngroundedValueError", "fold", "ground_conditions", "missing_values", "similar_stretches"]
+__all__ = [
+    "UngroundedValueError",
+    "fold",
+    "ground_conditions",
+    "ground_statement",
+    "missing_values",
+    "similar_stretches",
+]
+
+log = logging.getLogger(__name__)
 
 SIMILAR = 2 / 3  # the share of characters a value and a stretch of the question have in common, in order
 
@@ -115,3 +127,21 @@ def missing_values(sql: str, values: Collection[str]) -> list[str]:
         if literal.is_string and fold(literal.this) and fold(literal.this) not in values
     ]
     return list(dict.fromkeys(found))
+
+
+def ground_statement(sql: str, question: str, values: set[str], columns: Sequence[dict]) -> str:
+    """A checked statement with its conditions' values grounded in the question
+    (:func:`ground_conditions`; ``values`` the table's folded cell texts): a sample value copied from the
+    prompt dropped, a name in another script read as the question's; UngroundedValueError for a value
+    the question does not name."""
+    from sqlglot import parse_one
+
+    tree = parse_one(sql, read="duckdb")
+    samples = {fold(sample) for c in columns for sample in c.get("samples") or []}
+    samples |= {
+        fold(format_number(v).replace(",", "")) for c in columns for s in c.get("samples") or []
+        if c["kind"] == "number" and (v := parse_cell(s).value) is not None
+    }  # fmt: skip
+    for change in ground_conditions(tree, question + " " + spell_out_numbers(question), values, samples):
+        log.info("table SQL: %s", change)
+    return tree.sql(dialect="duckdb")

@@ -74,3 +74,16 @@ def build_chunks(
                 },
             )
             position += 1
+
+
+def row_pairs(text: str) -> list[tuple[str, str]]:
+    """A table row chunk's ``column:value`` lines as ``(column, value)`` pairs, in order: the first colon
+    splits; a line without one, or an indented one after the first pair, continues the value above."""
+    cells: list[tuple[str, str]] = []
+    for line in (text or "").splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() and not (cells and name != name.strip()):
+            cells.append((name.strip(), value.strip()))
+        elif cells:
+            cells[-1] = (cells[-1][0], f"{cells[-1][1]}\n{line}")
+    return cells

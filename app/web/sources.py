@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.ingestion.datadir import document_path
+from app.text.chunks import row_pairs
 from app.web.markdown import markdown_blocks
 
 _KINDS = (
@@ -34,18 +35,6 @@ def source_kind(source: str) -> tuple[str, int | None]:
     return "section", None
 
 
-def row_cells(text: str) -> list[tuple[str, str]]:
-    """A row chunk's ``column:value`` lines as pairs (a line without ``:`` continues the value above)."""
-    cells: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        name, sep, value = line.partition(":")
-        if sep and name.strip() and not (cells and name != name.strip()):
-            cells.append((name.strip(), value.strip()))
-        elif cells:
-            cells[-1] = (cells[-1][0], f"{cells[-1][1]}\n{line}")
-    return cells
-
-
 def source_view(chunks: list[dict], source: str) -> dict[str, Any] | None:
     """The view of one stored source from its ``chunks`` (app.storage.source_chunks, read as who
     asks): kind, number, document ID, context line, its text (chunks joined) and, for a row, its
@@ -62,7 +51,7 @@ def source_view(chunks: list[dict], source: str) -> dict[str, Any] | None:
         "context": chunks[0]["context"],
         "title": chunks[0]["title"],
         "text": text,
-        "cells": row_cells(chunks[0]["text"]) if kind == "row" else [],
+        "cells": row_pairs(chunks[0]["text"]) if kind == "row" else [],
         "blocks": markdown_blocks(text) if kind == "section" and is_markdown(chunks[0]["doc_id"]) else [],
     }
 

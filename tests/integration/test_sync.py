@@ -408,7 +408,7 @@ def test_a_large_sync_analyzes_the_bm25_statistics_tables(own_store, engine, tmp
 def test_a_page_cut_at_headings_is_one_search_result_in_every_mode(own_store, engine, tmp_path):
     """Real PDF (sizes drawn by reportlab), real pypdf, real e5 and PostgreSQL: the page's two sections
     are two stored chunks with their heading paths, and each search mode returns the page once."""
-    from tests.test_loaders import make_sized_pdf
+    from tests.test_formats_loaders import make_sized_pdf
 
     (tmp_path / "pdf").mkdir()
     make_sized_pdf(

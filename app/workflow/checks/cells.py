@@ -16,6 +16,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from app.text.chunks import row_pairs
 from app.text.normalize import contains
 
 # A row's source: ``file.csv:r12``, ``book.xlsx:Sheet!r3``; the table is what comes before the row number.
@@ -41,13 +42,11 @@ def table_of(source: str) -> str | None:
 
 
 def row_cells(text: str) -> dict[str, str]:
-    """The ``column:value`` lines of a row chunk as ``{column: value}`` (the first colon splits; lines
-    without one are left out)."""
+    """The ``column:value`` lines of a row chunk as ``{column: value}`` (app.text.chunks.row_pairs; a
+    repeated column keeps its first value, a value its first line: the answer may be read from it)."""
     cells: dict[str, str] = {}
-    for line in (text or "").splitlines():
-        column, sep, value = line.partition(":")
-        if sep and column.strip() and column.strip() not in cells:
-            cells[column.strip()] = value.strip()  # as written: the answer may be read from it
+    for column, value in row_pairs(text):
+        cells.setdefault(column, value.split("\n", 1)[0])
     return cells
 
 
