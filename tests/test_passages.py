@@ -6,7 +6,7 @@ from langchain_core.documents import Document
 from app.config import Settings
 from app.serving.answers import cache_key, question_key
 from app.text.keywords import query_tokens
-from app.workflow.passages import best_window, merged, passages, term_hits
+from app.workflow.passages import best_window, merged, passage, passages, term_hits, widened
 
 TEXT = "会社概要です。サポート窓口の受付時間は平日9時から18時です。土日は休みです。"
 QUESTION = "サポート窓口の受付時間は？"
@@ -23,6 +23,20 @@ def test_a_sentence_longer_than_the_width_is_cut_around_its_terms():
     text = "あ" * 100 + "受付時間" + "い" * 100
     (start, end), score = best_window(text, ["受付", "時間"], 40)
     assert (start, end, score) == (90, 130, 2) and "受付時間" in text[start:end]
+
+
+def test_the_window_grows_over_what_follows_then_what_precedes():
+    assert widened(TEXT, (7, 31), 240) == (0, 39)
+    assert widened(TEXT, (7, 31), 32) == (7, 39)  # the next sentence fits, the one before does not
+    assert widened(TEXT, (7, 31), 24) == (7, 31)  # nothing more fits
+    assert widened(TEXT, (0, 7), 30) == (0, 7)  # the next sentence would pass the width
+
+
+def test_a_faq_row_shows_its_answer_not_only_the_question_it_repeats():
+    row = "質問:パスワードを忘れた場合はどうすればよいですか？\n回答:ログイン画面の「パスワードを忘れた方」から再設定してください。"
+    doc = Document(page_content=row, metadata={"source": "faq.csv:r1"})
+    shown, _ = passage(doc, "パスワードを忘れたときはどうすればいいですか？")
+    assert shown["text"] == row
 
 
 def test_terms_are_found_in_normalized_text_and_marked_in_the_original():
@@ -43,8 +57,8 @@ def test_one_passage_per_top_source_the_best_of_its_chunks():
             "source": "faq.csv:r2",
             "doc_id": "csv/faq.csv",
             "title": "",
-            "text": "サポート窓口の受付時間は平日9時から18時です。",
-            "marks": [[0, 12]],
+            "text": TEXT,  # the best sentence, grown over the others (39 characters, within 60)
+            "marks": [[7, 19]],
             "superseded_by": None,
             "effective": None,
         },

@@ -1,5 +1,6 @@
 """The passages shown as soon as retrieval ends (「該当箇所」): for each of the top sources, the window of
-whole sentences that holds the most of the question's terms, with those terms marked.
+whole sentences that holds the most of the question's terms, grown over the sentences after it (and then
+before it) up to PASSAGE_CHARS — what answers follows what repeats the question — with the terms marked.
 
 A person reading the right passage often has the answer before the model writes it; these are what
 the page shows first, what MCP ``ask`` returns beside the answer, and what ``evaluate`` scores as
@@ -94,10 +95,31 @@ def best_window(text: str, terms: Sequence[str], width: int = PASSAGE_CHARS) -> 
     return (start, end), max(best_score, 0)
 
 
+def widened(text: str, window: tuple[int, int], width: int = PASSAGE_CHARS) -> tuple[int, int]:
+    """The window grown by whole sentences up to ``width`` characters: first the sentences after it (what
+    answers a line that repeats the question: a row's 回答 cell after its 質問, a rule after its heading
+    sentence), then those before it. A window already ``width`` long, or longer, is kept."""
+    start, end = window
+    spans = sentence_spans(text) or [(0, len(text))]
+    for s, e in spans:  # forward, in order
+        if s >= end and e - start <= width:
+            end = e
+        elif s >= end:
+            break
+    for s, e in reversed(spans):  # backward, nearest first
+        if e <= start and end - s <= width:
+            start = s
+        elif e <= start:
+            break
+    return start, end
+
+
 def passage(doc: Document, query: str, width: int = PASSAGE_CHARS) -> tuple[Passage, int]:
-    """The best window of one chunk as a :class:`Passage`, and its score."""
+    """The best window of one chunk, grown over the sentences around it (:func:`widened`), as a
+    :class:`Passage`, and its score."""
     terms = query_tokens(query)
-    (start, end), score = best_window(doc.page_content, terms, width)
+    window, score = best_window(doc.page_content, terms, width)
+    start, end = widened(doc.page_content, window, width)
     text = doc.page_content[start:end]
     meta = doc.metadata
     marks = merged([(s, e) for s, e, _ in term_hits(text, terms)])
