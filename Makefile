@@ -113,9 +113,10 @@ test: $(DEV_DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
 access-attacks: $(DEV_DEPS) ## replay issue 49's access attacks against a private PostgreSQL and the real page
 	HF_HUB_OFFLINE=1 $(PY) scripts/access_attacks.py
 
-lint: $(DEV_DEPS) ## ruff: lint and format check (ruff.toml)
+lint: $(DEV_DEPS) ## ruff: lint and format check (ruff.toml); import-linter: the floors of .importlinter
 	$(PY) -m ruff check app tests bench scripts
 	$(PY) -m ruff format --check app tests bench scripts
+	$(PY) -c "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))"
 
 db-status: $(DEPS) ## show where the database is and how many chunks it holds
 	$(PY) -m app.db status

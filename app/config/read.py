@@ -33,7 +33,7 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "EMBED_MAX_TOKENS": (
         0,
         8,
-    ),  # 0 (unset): the embedding model family's own (app.models.profiles)  # processes that read, chunk and embed files in parallel during a sync
+    ),  # 0 (unset): the embedding model family's own (app.config.model_profiles)  # processes that read, chunk and embed files in parallel during a sync
     # Graph search (app.graphrag; docs/graph.md)
     "GRAPH_MIN_CHUNKS": (2, 1),  # an entity joins the community graph when named in at least this many chunks
     "GRAPH_TOP_ENTITIES": (10, 1),  # local search: entities the question is mapped to

@@ -7,7 +7,7 @@
 * :mod:`~app.graphrag.local_search` / :mod:`~app.graphrag.global_search` — the two searches;
 * :mod:`~app.graphrag.search` — both over the store, for the workflow (app.graph);
 * :mod:`~app.graphrag.router` — which mode answers a question (``--mode auto``);
-* :mod:`~app.graphrag.models` — the dataclasses they pass (entities, reports, results);
+* the dataclasses they pass (entities, reports, results) are :mod:`app.storage.graph_types`;
 * :mod:`~app.graphrag.reports` — community reports written by the LLM.
 
 The graph's SQL is in :mod:`app.storage.graph` and :mod:`app.storage.graph_store`. May import

@@ -36,10 +36,10 @@ from app.graphrag.communities import (
     extractive_report,
 )
 from app.graphrag.extract import EXTRACTOR_VERSION, chunk_extractor
-from app.graphrag.models import ChunkGraph, Community, CommunityReport
 from app.graphrag.reports import LLMReportWriter
 from app.storage import graph_store
 from app.storage.engine import lift_statement_timeout
+from app.storage.graph_types import ChunkGraph, Community, CommunityReport
 from app.text.keywords import normalize_text as normalize
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.graphrag.models import CommunityReport
 from app.graphrag.points import MapParseError, parse_json_object
 from app.llm import generate, with_options
+from app.storage.graph_types import CommunityReport
 
 log = logging.getLogger(__name__)
 

@@ -31,11 +31,11 @@ from app.graphrag.global_search import (
 )
 from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
-from app.graphrag.models import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
 from app.graphrag.router import route
 from app.llm import generate, is_chat_model, with_options
 from app.retrieval.search import RELEVANCE_SCORE_KEY
 from app.storage import graph_store
+from app.storage.graph_types import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
 
 PROMPT_RESERVE = 200  # tokens kept for the instructions and the question around a graph context
 RELATIONSHIP_ROWS = 500  # relationships read per local search (heaviest first)
@@ -107,7 +107,9 @@ def graph_documents(
     if chosen == "local":
         docs = graph.local(query, max_text_units=top_k).documents
         return [
-            Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, RELEVANCE_SCORE_KEY: round(1 / rank, 6)})
+            Document(
+                page_content=d.page_content, id=d.id, metadata={**d.metadata, RELEVANCE_SCORE_KEY: round(1 / rank, 6)}
+            )
             for rank, d in enumerate(docs, start=1)
         ]
     if chosen == "global":

