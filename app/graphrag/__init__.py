@@ -11,6 +11,7 @@
 * :mod:`~app.graphrag.reports` — community reports written by the LLM.
 
 The graph's SQL is in :mod:`app.storage.graph` and :mod:`app.storage.graph_store`. May import
-:mod:`app.config`, :mod:`app.text`, :mod:`app.storage`, :mod:`app.llm` and :mod:`app.retrieval`;
-never the workflow, serving or the CLI.
+:mod:`app.config`, :mod:`app.errors`, :mod:`app.text`, :mod:`app.storage`, :mod:`app.llm`,
+:mod:`app.models` (the shared resources), :mod:`app.metrics` and :mod:`app.retrieval`; never the workflow,
+serving or the CLI (``.importlinter`` checks the floors).
 """

@@ -9,6 +9,7 @@
 * :mod:`app.ingestion.documents` — a Document given to the Python API, through the same staging;
 * :mod:`app.ingestion.watch` — a sync per burst of file changes.
 
-May import :mod:`app.formats`, :mod:`app.text`, :mod:`app.storage`, :mod:`app.graphrag` and the
-model faces (:mod:`app.embeddings`, :mod:`app.llm`); never serving, the workflow or the CLI.
+May import :mod:`app.formats`, :mod:`app.text`, :mod:`app.storage`, :mod:`app.graphrag`,
+:mod:`app.tables` (the tables files hold), :mod:`app.versions`, :mod:`app.permissions`, :mod:`app.chunking`
+and the model faces (:mod:`app.embeddings`, :mod:`app.llm`); never serving, the workflow or the CLI.
 """

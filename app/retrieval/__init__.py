@@ -3,6 +3,6 @@
 * :mod:`app.retrieval.search` — vector, keyword and hybrid search (weighted Reciprocal Rank Fusion),
   one chunk per source, and the LangChain retriever over them.
 
-May import :mod:`app.config`, :mod:`app.text` and :mod:`app.storage`; the SQL itself is in
-:mod:`app.storage`.
+May import :mod:`app.config`, :mod:`app.text`, :mod:`app.storage` and :mod:`app.versions` (the version
+in force first); the SQL itself is in :mod:`app.storage`. The floors are checked by ``.importlinter``.
 """

@@ -10,7 +10,6 @@
 * :mod:`.answer` — which table a question is about, and the answer written from the result.
 
 Pure logic and the DuckDB runner only; the PostgreSQL side is :mod:`app.storage.table_rows`. Imports
-:mod:`app.config`, :mod:`app.errors`, :mod:`app.text`, :mod:`app.versions.dates`, :mod:`app.formats` (the
-readers' header rules) and :mod:`app.storage.tables` (quoting a name); never the store, the models or
-the workflow — the model and the rows are handed in (:class:`app.tables.answer.TableAnswerer`).
+:mod:`app.errors`, :mod:`app.text`, :mod:`app.versions.dates`, :mod:`app.formats` (the readers' header
+rules) and :mod:`app.storage.tables` (quoting a name); never the store, the models or the workflow — the model and the rows are handed in (:class:`app.tables.answer.TableAnswerer`).
 """

@@ -5,5 +5,5 @@ request into an :class:`~app.users.identity.Identity`; the command line and the 
 access unless ``--as NAME`` (:func:`~app.users.identity.principals_for_user`).
 
 Stands on :mod:`app.storage` (the tables) and :mod:`app.permissions` (principals); may import
-:mod:`app.config` and :mod:`app.errors`; never serving, the web page, MCP or the CLI.
+:mod:`app.errors`; never serving, the web page, MCP or the CLI.
 """
