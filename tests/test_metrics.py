@@ -116,7 +116,7 @@ def test_found_keywords_across_number_and_date_forms(answer, keywords, expected)
 
 def test_measure_latency_returns_result_and_seconds():
     result, seconds = measure_latency(lambda x, y=1: x + y, 2, y=3)
-    assert result == 5 and 0 <= seconds < 1
+    assert result == 5 and isinstance(seconds, float) and seconds >= 0
 
 
 def test_measure_latency_propagates_exceptions():

@@ -59,7 +59,7 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert [s["share"] for s in data["filtered"]["shares"]] == [0.5, 0.05, 0.005]
     assert "Filtered vector search at 2,000 chunks" in result.stdout
     serve = data["serve"]
-    assert serve["chunks"] == 600 and 0 < serve["start_to_first_search_s"] < 120
+    assert serve["chunks"] == 600 and serve["start_to_first_search_s"] > 0
     assert serve["one_file_sync"]["embedding_ms"] > 0 and serve["one_file_sync"]["without_embedding_ms"] > 0
     assert all(serve["search_rag_mcp"][m]["p50_ms"] > 0 for m in ("hybrid", "vector", "keyword"))
     assert len(serve["asks"]) == 3 and serve["rss_after_ask_mb"] > serve["rss_without_embedding_weights_mb"] > 0
