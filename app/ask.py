@@ -9,9 +9,10 @@ from typing import Any
 from app.config import Settings, get_settings, validate_mode
 from app.models.resources import cached
 from app.permissions.principals import FULL_ACCESS
-from app.reranker import RERANK_SCORE_KEY, load_reranker, rerank_documents
+from app.reranker import load_reranker, rerank_documents
+from app.retrieval.reader import StoreReader
 from app.retrieval.search import vector_search
-from app.store import RagStore
+from app.storage.scores import RERANK_SCORE_KEY
 
 
 def search(
@@ -61,9 +62,10 @@ def search(
 
 
 def shared_store(settings: Settings):
-    """One RagStore per settings for this process (opened on first use), so repeated searches reuse it;
-    it reads with full access: the spec's ``search`` is the owner's, at the command line."""
-    return cached("store", settings, lambda: RagStore(settings, principals=FULL_ACCESS))
+    """One store reader per settings for this process (opened on first use), so repeated searches reuse
+    it; it reads with full access: the spec's ``search`` is the owner's, at the command line. Only the read
+    side loads: asking never imports the sync (app.ingestion)."""
+    return cached("store", settings, lambda: StoreReader(settings, principals=FULL_ACCESS))
 
 
 def main(argv=None, context=None, out=None) -> int:

@@ -10,10 +10,9 @@ Two ways to reach PostgreSQL:
 
 The SQL and the code that runs it live in the :mod:`app.storage` package (engine, schema and
 migrations, writer lock, documents and chunks, staging, keyword index and BM25, graph tables). This
-module is the spec's entry point: it re-exports that package's public functions and constants, so
-callers keep importing them from here, and holds :func:`get_vectorstore` and :func:`init_db` (thin
-delegates that fill in the settings and embeddings). ``python -m app.db`` runs the command line in
-:mod:`app.cli.db`.
+module is the spec's entry point and holds only :func:`get_vectorstore` and :func:`init_db`, thin
+delegates that fill in the settings and embeddings (``storage.open_store`` and ``storage.create_schema``
+do the work). ``python -m app.db`` runs the command line in :mod:`app.cli.db`.
 """
 
 from __future__ import annotations
@@ -50,10 +49,7 @@ def get_vectorstore(
     if embeddings is None:
         embeddings = LazyEmbeddings(s)
     engine = engine or storage.get_engine(s)
-    storage.check_schema(engine, s.retrieval.collection_name)
-    return storage.make_vectorstore(
-        engine, embeddings, s.retrieval.collection_name, create=False, principals=principals
-    )
+    return storage.open_store(engine, embeddings, s.retrieval.collection_name, principals=principals)
 
 
 def init_db(

@@ -27,7 +27,7 @@ from app.graphrag.router import route
 from app.llm import get_llm
 from app.models.resources import cached
 from app.reranker import load_reranker, rerank_documents
-from app.store import RagStore
+from app.retrieval.reader import StoreReader
 from app.versions.reading import split_read
 from app.workflow.generate import generate_node
 from app.workflow.passages import for_json, passages
@@ -261,7 +261,7 @@ def default_context(
     s = settings or get_settings()
     mode = validate_mode(mode, s.retrieval.search_mode)
     search_mode = mode if mode in SEARCH_MODES else "hybrid"
-    store = RagStore(s, principals=principals)
+    store = StoreReader(s, principals=principals)
     if search is None:
         search = store.warm_up_search(search_mode).search_function(search_mode)
     if read_source is None:
@@ -299,7 +299,7 @@ def default_context(
     )
 
 
-def table_answerer(settings: Settings, store: RagStore, llm, principals: Sequence[str]):
+def table_answerer(settings: Settings, store: StoreReader, llm, principals: Sequence[str]):
     """The table path (app.tables.answer) reading as ``principals``, or None with TABLE_ANSWERS=0 or no model."""
     from app.llm import generate
     from app.storage.table_rows import readable_tables, table_rows

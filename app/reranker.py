@@ -19,6 +19,7 @@ from app.config import Settings, get_settings
 from app.errors import ModelNotFoundError
 from app.models.locate import resolve_model_dir
 from app.models.resources import cached
+from app.storage.scores import RERANK_SCORE_KEY
 
 if TYPE_CHECKING:
     from langchain_classic.retrievers import ContextualCompressionRetriever
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from langchain_core.retrievers import BaseRetriever
 
 log = logging.getLogger(__name__)
-RERANK_SCORE_KEY = "rerank_score"  # the cross-encoder's score in a re-ranked chunk's metadata
 
 
 def _scoring_reranker_class():

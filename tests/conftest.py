@@ -148,7 +148,7 @@ def no_db(mocker):
         yield self
 
     mocker.patch.object(RagStore, "writing", writing)
-    mocker.patch("app.storage.get_engine")
+    mocker.patch("app.storage.handle.get_engine")
     mocker.patch("app.storage.check_schema")
     mocker.patch("app.graphrag.index.needs_build", return_value=False)  # no graph to rebuild without a database
     return mocker

@@ -47,7 +47,7 @@ def test_get_engine_unreachable_server_is_one_clear_error(clean_env):
 
 def test_get_vectorstore_opens_the_existing_schema_with_vectors_of_any_size_and_jsonb(mocker):
     engine = mocker.patch("app.storage.get_engine").return_value
-    check = mocker.patch("app.storage.check_schema")
+    check = mocker.patch("app.storage.schema.check_schema")
     pgvector = mocker.patch("app.storage.schema.sized_vectorstore_class").return_value
     db.get_vectorstore(Settings(), embeddings=object())
     kw = pgvector.call_args.kwargs
@@ -64,7 +64,7 @@ def test_get_vectorstore_opens_the_existing_schema_with_vectors_of_any_size_and_
 def test_get_vectorstore_searches_as_the_principals_it_is_given_else_refuses(mocker):
     """tests/integration/test_fail_closed.py runs the refusal on PostgreSQL."""
     mocker.patch("app.storage.get_engine")
-    mocker.patch("app.storage.check_schema")
+    mocker.patch("app.storage.schema.check_schema")
     mocker.patch("app.storage.schema.sized_vectorstore_class")
     assert db.get_vectorstore(Settings(), embeddings=object()).principals is None
     assert db.get_vectorstore(Settings(), embeddings=object(), principals=["everyone"]).principals == ("everyone",)

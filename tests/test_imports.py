@@ -266,12 +266,31 @@ def test_the_page_and_the_mcp_server_both_stand_on_the_serving_layer():
 
 def test_the_floors_hold():
     """The import-linter contracts of .importlinter (faces over serving over the workflow over the store
-    over the basics; the page and MCP independent) hold, as `make lint` checks them (in a process of its
-    own: import-linter sets up logging as a command does)."""
+    over the basics, the page and MCP independent; the read path off the write path) hold, as `make lint`
+    checks them (in a process of its own: import-linter sets up logging as a command does)."""
     import subprocess
     import sys
 
     check = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))"
     done = subprocess.run([sys.executable, "-c", check], cwd=APP.parent, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "Contracts: 1 kept, 0 broken." in done.stdout
+    assert "Contracts: 2 kept, 0 broken." in done.stdout
+
+
+def test_asking_loads_no_part_of_the_write_path():
+    """A question (the CLI, the page, the MCP server, the spec's search) imports the read side only: no
+    module of app.ingestion nor app.store is loaded, at run time, by any of them."""
+    import subprocess
+    import sys
+
+    check = (
+        "import sys, app.cli.ask, app.ask, app.web.app, app.web.server, app.mcp.server, app.serving.warm; "
+        "print(sorted(m for m in sys.modules if m.startswith(('app.ingestion', 'app.store'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", check], cwd=APP.parent, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+    # and the commands that write do load it (the check above can see it)
+    check = "import sys, app.cli.ingest; print('app.ingestion.writer' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", check], cwd=APP.parent, capture_output=True, text=True)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]

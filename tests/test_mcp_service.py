@@ -302,7 +302,9 @@ def test_service_context_load_failure_is_raised_and_retried():
 
 
 def test_service_sync_summary_and_documents(tmp_path):
-    svc = RagService(settings=Settings(), store=FakeStore(), context_factory=lambda: None, data_dir=tmp_path)
+    svc = RagService(
+        settings=Settings(), store=FakeStore(), writer=FakeStore(), context_factory=lambda: None, data_dir=tmp_path
+    )
     assert svc.sync_summary() == {"summary": f"synced {tmp_path}", "failures": ["x: bad"]}
     assert svc.list_documents(FULL) == [{"doc_id": "csv/faq.csv", "chunks": 22}]
 

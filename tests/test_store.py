@@ -17,7 +17,7 @@ def store(no_db, mock_vectorstore, mock_documents):
     s._vectorstore, s._engine, s._embeddings = mock_vectorstore, object(), object()
     keyword_docs = [mock_documents[3], mock_documents[0]]
     mocker.patch(
-        "app.store.keyword_search",
+        "app.retrieval.reader.keyword_search",
         side_effect=lambda engine, coll, q, k, principals: [
             Document(page_content=d.page_content, id=d.metadata["source"], metadata=dict(d.metadata))
             for d in keyword_docs
@@ -157,8 +157,8 @@ class _BrokenVectorStore:
 def _store_with_broken_vectors(monkeypatch):
     from langchain_core.documents import Document
 
-    from app import store as store_module
     from app.config import Settings
+    from app.retrieval import reader as store_module
     from app.store import RagStore
 
     store = RagStore(Settings(), embeddings=object(), engine=object(), principals=FULL_ACCESS)
@@ -220,7 +220,7 @@ def nobody(store):
 
 @pytest.mark.parametrize("read", READS.values(), ids=READS.keys())
 def test_reads_without_principals_raise(nobody, mocker, mock_vectorstore, read):
-    from app import store as store_module
+    from app.retrieval import reader as store_module
 
     reads = [mocker.patch(f"app.storage.{name}") for name in ("list_documents", "source_chunks")]
     reads += [mock_vectorstore.similarity_search_with_score, store_module.keyword_search]

@@ -10,8 +10,8 @@ import unicodedata
 import pytest
 
 from app.config import Settings
-from app.ingestion.datadir import document_id, document_path
 from app.ingestion.scan import resolve_file, scan
+from app.storage.doc_ids import document_id, document_path
 from app.users.accounts import clash
 
 NAME = "ボーナス規程.md"

@@ -11,7 +11,8 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app.graph import RAGContext, run_rag
-from app.retrieval.search import RELEVANCE_SCORE_KEY, prefer_current
+from app.retrieval.search import prefer_current
+from app.storage.scores import RELEVANCE_SCORE_KEY
 from app.versions.matching import (
     difference_note,
     matching_current,

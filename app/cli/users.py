@@ -21,8 +21,8 @@ from pathlib import Path
 from app.cli import run
 from app.config import get_settings
 from app.formats.limits import escape
-from app.ingestion.readers import access_check, permissions_on
 from app.permissions.principals import check_name, may_read
+from app.permissions.readers import access_check, permissions_on
 from app.storage import users as user_rows
 from app.store import RagStore
 from app.text.storable import check_fields
@@ -118,7 +118,10 @@ def print_check(engine, settings, data_dir: Path, user: str | None) -> int:
     they may read (the readers the next sync gives); 1 when a problem was found, else 0."""
     rows = user_rows.list_users(engine)
     groups = {group for row in rows for group in row["groups"]}
-    found = access_check(settings, data_dir, groups, [row["name"] for row in rows])
+    from app.ingestion.scan import scan  # the format registry loads only for a check
+
+    files, _ = scan(data_dir, settings)
+    found = access_check(settings, data_dir, files, groups, [row["name"] for row in rows])
     for line in found.problems:
         print(f"warning: {escape(line)}")
     if not permissions_on(settings, data_dir):

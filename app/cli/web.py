@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from app.cli import add_serving_arguments, run
 from app.config import get_settings
 from app.errors import RagError
-from app.ingestion.readers import permissions_on
+from app.permissions.readers import permissions_on
 from app.serving.access import weak_token_warning
 from app.serving.hosts import MachineNames, is_loopback, public_host, server_hosts, serving_line
 
@@ -68,7 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
+        from app.ingestion.watch import watch_and_sync
+        from app.ingestion.writer import StoreWriter
         from app.serving.gate import LOCKED, access_gate
+        from app.serving.warm import make_service_factory
         from app.storage import get_engine
         from app.web.server import serve
 
@@ -87,16 +90,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         gate = access_gate(settings, data_dir, lambda: get_engine(settings))
         if gate.mode() != LOCKED:  # locked: the gate has logged its warning line
             print(permissions_line(settings, data_dir), file=sys.stderr, flush=True)
-        serve(
+        factory = make_service_factory(
             settings,
             data_dir,
-            args.host,
-            args.port,
-            args.watch,
             args.debounce_ms,
             preload_llm=not args.no_preload,
-            gate=gate,
+            make_writer=StoreWriter,
+            watch=watch_and_sync if args.watch else None,
         )
+        serve(settings, data_dir, args.host, args.port, factory, gate=gate)
         return 0
 
     return run(body, debug=args.debug, server=True)

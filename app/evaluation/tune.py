@@ -28,8 +28,9 @@ from typing import Any
 from langchain_core.documents import Document
 
 from app.metrics import mean, retrieval_at_k
-from app.reranker import RERANK_SCORE_KEY, rerank_documents
+from app.reranker import rerank_documents
 from app.retrieval.search import hybrid_search
+from app.storage.scores import RERANK_SCORE_KEY
 from app.workflow.checks.coverage import question_coverage
 from app.workflow.generate import with_context_line
 

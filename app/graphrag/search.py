@@ -33,9 +33,9 @@ from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
 from app.graphrag.router import route
 from app.llm import generate, is_chat_model, with_options
-from app.retrieval.search import RELEVANCE_SCORE_KEY
 from app.storage import graph_store
 from app.storage.graph_types import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
+from app.storage.scores import RELEVANCE_SCORE_KEY
 
 PROMPT_RESERVE = 200  # tokens kept for the instructions and the question around a graph context
 RELATIONSHIP_ROWS = 500  # relationships read per local search (heaviest first)

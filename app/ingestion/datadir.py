@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.formats.limits import escape
-from app.permissions.principals import nfc
+from app.storage.doc_ids import document_id
 
 # Never read, even through an allowed link: kernel and device file systems.
 SYSTEM_PREFIXES = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -44,33 +44,6 @@ class Walk:
 
     files: list[Path] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-
-
-def document_id(path: Path, data_dir: Path) -> str:
-    """The document ID of ``path``: its path relative to ``data_dir``, forward slashes, in Unicode NFC,
-    so a file copied from a Mac (its name in NFD: ボ as ホ + ゛) keeps the ID the same name typed here
-    has, and the access file's keys (NFC too) name it. ValueError when ``path`` is not under ``data_dir``."""
-    return nfc(path.absolute().relative_to(data_dir.absolute()).as_posix())
-
-
-def document_path(data_dir: Path, doc_id: str) -> Path | None:
-    """The file under ``data_dir`` whose :func:`document_id` is ``doc_id``, whichever Unicode form its
-    name is written in on disk (the ID is NFC, a name copied from a Mac NFD); None when there is none.
-    Each name is looked up in its folder, so nothing outside ``data_dir`` is reached by ``..``."""
-    current = data_dir
-    for part in doc_id.split("/"):
-        exact = current / part
-        if part not in ("", ".", "..") and (exact.exists() or exact.is_symlink()):
-            current = exact
-            continue
-        try:
-            found = [c for c in current.iterdir() if nfc(c.name) == part and part not in (".", "..")]
-        except OSError:
-            return None
-        if len(found) != 1:  # none, or two names in different forms: not this one's to choose
-            return None
-        current = found[0]
-    return current
 
 
 def is_system_path(real: Path) -> bool:

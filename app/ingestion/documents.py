@@ -13,8 +13,8 @@ from app import storage
 from app.chunking import split_by_structure
 from app.config import Settings
 from app.formats.limits import strip_nul
-from app.ingestion.readers import api_document_readers
 from app.ingestion.staging import embed_with_reuse, extract_graphs, graph_extractor
+from app.permissions.readers import api_document_readers
 from app.text.chunks import build_chunks, text_hash
 
 ORIGIN_API = "api"  # documents added through RagStore.add_document(Document); a sync leaves them alone

@@ -11,8 +11,9 @@ from app import formats
 from app.config import Settings
 from app.errors import DataSourceError
 from app.formats.limits import escape, file_hash
-from app.ingestion.datadir import SourceFile, document_id, link_refusal, walk_data_dir
+from app.ingestion.datadir import SourceFile, link_refusal, walk_data_dir
 from app.permissions.principals import nfc
+from app.storage.doc_ids import document_id
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ SUPPORTED_TEXT = formats.supported_text()
 
 def doc_id_for(path: Path, data_dir: Path) -> str:
     """A document's ID: its path relative to the data dir, with forward slashes, in Unicode NFC
-    (:func:`~app.ingestion.datadir.document_id`: a name copied from a Mac keeps one identity), else
+    (:func:`~app.storage.doc_ids.document_id`: a name copied from a Mac keeps one identity), else
     as the file system names it (no escaping, which could make two names one ID: a real newline and a
     written ``\\n``). A name with a control character is refused before it gets an ID (:func:`name_refusal`).
 

@@ -40,7 +40,6 @@ from app.config import Settings
 from app.errors import DataSourceError
 from app.graphrag import index
 from app.ingestion.datadir import SourceFile
-from app.ingestion.readers import permissions_on, readers_by_doc
 from app.ingestion.scan import scan
 from app.ingestion.staging import (
     FATAL_ERRORS,
@@ -54,6 +53,7 @@ from app.ingestion.versions import load_version_overrides, update_versions
 from app.ingestion.workers import Progress, stage_all
 from app.llm import get_llm
 from app.permissions.principals import EVERYONE, FULL_ACCESS
+from app.permissions.readers import permissions_on, readers_by_doc
 from app.permissions.rules import AccessFileError
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
-from app.ingestion.datadir import document_path
 from app.storage import versions as version_store
+from app.storage.doc_ids import document_path
 from app.versions.dates import stated_date
 from app.versions.families import Version, VersionDoc, assign_versions, signature
 from app.versions.overrides import Overrides, load_overrides

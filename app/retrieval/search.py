@@ -31,6 +31,7 @@ from langchain_core.retrievers import BaseRetriever
 from app import storage
 from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
 from app.storage import versions as storage_versions
+from app.storage.scores import RELEVANCE_SCORE_KEY
 from app.text.keywords import query_tokens
 from app.versions.preference import MATCH, asked_year, asks_about_past, in_force_on, trigrams
 
@@ -49,7 +50,6 @@ __all__ = [
     "current_first",
 ]
 
-RELEVANCE_SCORE_KEY = "relevance_score"  # the first stage's score (vector, BM25 or fused) in a chunk's metadata
 COLLAPSE_DEPTH = 3
 
 

@@ -93,8 +93,8 @@ class AccessGate:
 def access_gate(settings: Settings, data_dir: Path, engine: Callable[[], Any]) -> AccessGate:
     """The gate of a server over ``data_dir`` and the collection of ``settings``, the database reached
     through ``engine()``."""
-    from app.ingestion.readers import permissions_on
     from app.permissions.principals import EVERYONE
+    from app.permissions.readers import permissions_on
     from app.storage.restricted import restricted_documents_stored
 
     collection = settings.retrieval.collection_name

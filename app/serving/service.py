@@ -21,13 +21,13 @@ from langchain_core.documents import Document
 from typing_extensions import TypedDict
 
 from app.config import SEARCH_MODES, Settings, validate_mode
-from app.errors import StoreNotReadyError
+from app.errors import RagError, StoreNotReadyError
 from app.graph import default_context, run_rag, table_answerer
 from app.llm import generate, with_options
+from app.retrieval.reader import StoreReader
 from app.serving.answers import AnswerMemory
 from app.serving.hits import SearchHit, search_hit
 from app.serving.usage import AnswerClock, answer_usage
-from app.store import RagStore
 from app.users.identity import Identity, record
 from app.versions.preference import answer_version_notes, source_versions
 from app.workflow.passages import for_json, passages
@@ -126,8 +126,11 @@ class RagService:
     in-process llama.cpp model is not re-entrant), searches run concurrently."""
 
     settings: Settings
-    store: Any
+    store: Any  # the read side (app.retrieval.reader.StoreReader): every read names who asks
     context_factory: Callable[[], Any]
+    # the write side (app.ingestion.writer.StoreWriter), given by the command that starts a server, for the
+    # ``sync`` tool and the file watcher; None: this service only reads
+    writer: Any = None
     data_dir: Path | None = None
     started_at: float = field(default_factory=time.perf_counter)
     _context: Any = None
@@ -148,11 +151,20 @@ class RagService:
         return max(1, int(getattr(self.settings.llm, "concurrency", 1) or 1))
 
     @classmethod
-    def create(cls, settings: Settings, data_dir: Path | None = None, preload_llm: bool = True) -> RagService:
+    def create(
+        cls,
+        settings: Settings,
+        data_dir: Path | None = None,
+        preload_llm: bool = True,
+        make_writer: Callable[..., Any] | None = None,
+    ) -> RagService:
         """Open the store and load the embedding model now; the LLM and re-ranker load in the
-        background (``preload_llm``) or on the first ``ask``."""
+        background (``preload_llm``) or on the first ``ask``. ``make_writer(settings, embeddings, engine)``
+        (app.ingestion.writer.StoreWriter, given by the command that starts the server) makes the write side
+        for the ``sync`` tool and the watcher, on the reader's engine and model; without it the service only
+        reads."""
 
-        store = RagStore(settings)  # no principals of its own: every read below names who asks
+        store = StoreReader(settings)  # no principals of its own: every read below names who asks
         try:
             store.warm_up_search("hybrid")
         except StoreNotReadyError:  # nothing ingested yet: searches say so until a sync runs
@@ -160,6 +172,7 @@ class RagService:
         service = cls(
             settings=settings,
             store=store,
+            writer=make_writer(settings, store.embeddings, store.engine) if make_writer else None,
             data_dir=data_dir,
             # each ask names its own search, as who asks: the context's own never runs and reads as nobody
             context_factory=lambda: default_context(
@@ -355,9 +368,9 @@ class RagService:
     def sync(self, data_dir: Path | None = None, graph: bool = True):
         """Re-ingest the data dir now (changed files only), one sync at a time: ``(plan, report)``
         (the signature of ``RagStore.sync``, so the file watcher can drive it); ``graph``: rebuild the
-        graph at the end when anything changed."""
+        graph at the end when anything changed. RagError when this service was made without a writer."""
         with self._sync_lock:
-            plan, self.last_sync = self.store.sync(
+            plan, self.last_sync = self._writer().sync(
                 data_dir or self.data_dir or self.settings.ingest.data_dir, graph=graph
             )
             return plan, self.last_sync
@@ -365,7 +378,13 @@ class RagService:
     def update_graph(self):
         """Rebuild the graph if it is out of date (the file watcher calls this once the folder is quiet)."""
         with self._sync_lock:
-            return self.store.update_graph()
+            return self._writer().update_graph()
+
+    def _writer(self):
+        """The write side this service was given; RagError when it only reads."""
+        if self.writer is None:
+            raise RagError("this server only reads: it was started without a writer, so it cannot sync")
+        return self.writer
 
     def sync_summary(self) -> SyncResult:
         """The ``sync`` tool: the report as a dict."""

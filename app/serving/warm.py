@@ -1,5 +1,6 @@
 """The warm service both servers run: models loaded and the store opened once per process, and,
-with ``--watch``, the data dir kept in sync in a background thread."""
+with ``--watch``, the data dir kept in sync in a background thread. The write side (the writer and the
+watcher) is given by the command that starts the server: serving itself never imports app.ingestion."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from app.config import Settings, mask_url
 from app.errors import ModelNotFoundError
-from app.ingestion.watch import watch_and_sync
 from app.models.locate import resolve_llm_path, resolve_model_dir
 from app.serving.service import RagService
 from app.storage import describe_target
@@ -19,8 +20,9 @@ from app.storage import describe_target
 log = logging.getLogger(__name__)
 
 
-def start_watcher(service: RagService, data_dir: Path, debounce_ms: int) -> threading.Event:
-    """Keep ``data_dir`` in sync in a background thread while the server runs; returns its stop event."""
+def start_watcher(service: RagService, data_dir: Path, debounce_ms: int, watch_and_sync: Callable) -> threading.Event:
+    """Keep ``data_dir`` in sync in a background thread while the server runs, with ``watch_and_sync``
+    (app.ingestion.watch) driving the service's writer; returns its stop event."""
     stop = threading.Event()
 
     def report(reason: str, rep) -> None:
@@ -58,15 +60,22 @@ def what_runs(settings: Settings) -> str:
 
 
 def make_service_factory(
-    settings: Settings, data_dir: Path, watch: bool, debounce_ms: int, preload_llm: bool
+    settings: Settings,
+    data_dir: Path,
+    debounce_ms: int,
+    preload_llm: bool,
+    make_writer: Callable[..., Any] | None = None,
+    watch: Callable | None = None,
 ) -> Callable[[], RagService]:
-    """What the lifespan calls: the warm service, then the watcher; logs the time to ready."""
+    """What the lifespan calls: the warm service, then the watcher; logs the time to ready.
+    ``make_writer`` (app.ingestion.writer.StoreWriter) gives the service its write side; ``watch``
+    (app.ingestion.watch.watch_and_sync, with ``--watch``) keeps the data dir in sync through it."""
 
     def factory() -> RagService:
         begin = time.perf_counter()
-        service = RagService.create(settings, data_dir=data_dir, preload_llm=preload_llm)
-        if watch:
-            start_watcher(service, data_dir, debounce_ms)
+        service = RagService.create(settings, data_dir=data_dir, preload_llm=preload_llm, make_writer=make_writer)
+        if watch is not None:
+            start_watcher(service, data_dir, debounce_ms, watch)
         log.info(
             "ready in %.2f s (models loaded once; collection %r): %s",
             time.perf_counter() - begin,

@@ -276,10 +276,12 @@ def make_vectorstore(
     return store
 
 
-def open_store(engine: Engine, embeddings, collection_name: str) -> PGVector:
-    """Read path: the store on an existing, current schema (checked first; nothing is created)."""
+def open_store(engine: Engine, embeddings, collection_name: str, principals=None) -> PGVector:
+    """Open the store for reading, the one way every reader does (``db.get_vectorstore``, the read side
+    ``app.retrieval.reader.StoreReader``): the existing, current schema is checked first (StoreNotReadyError
+    otherwise) and nothing is created; searches read as ``principals`` (see :func:`make_vectorstore`)."""
     check_schema(engine, collection_name)
-    return make_vectorstore(engine, embeddings, collection_name, create=False)
+    return make_vectorstore(engine, embeddings, collection_name, create=False, principals=principals)
 
 
 def create_schema(engine: Engine, embeddings, collection_name: str, size: int = EMBED_DIM) -> PGVector:

@@ -11,6 +11,6 @@ a shared secret beyond it, foreign Host/Origin refused). docs/web.md has the rou
 * :mod:`app.web.page` — the page's HTML, script and content security policy.
 
 Stands on :mod:`app.serving`, and reads what the page alone needs below it: the usage rows
-(:mod:`app.storage`), the data folder's paths (:mod:`app.ingestion.datadir`), users and principals;
+(:mod:`app.storage`), document IDs and their files (:mod:`app.storage.doc_ids`), users and principals;
 never imports :mod:`app.mcp` (``.importlinter`` checks the floors).
 """

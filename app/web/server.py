@@ -3,13 +3,13 @@ asked), the app behind its guard, uvicorn without an access log (a URL may carry
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from app.config import Settings
 from app.serving.gate import AccessGate, access_gate
 from app.serving.identify import Identifier
-from app.serving.warm import make_service_factory
 from app.users.identity import Sessions, identity_for_token
 from app.web.app import create_app
 from app.web.followup import standalone
@@ -75,16 +75,15 @@ def serve(
     data_dir: Path,
     host: str,
     port: int,
-    watch: bool,
-    debounce_ms: int,
-    preload_llm: bool = True,
+    service_factory: Callable[[], Any],
     gate: AccessGate | None = None,
 ) -> None:
-    """Load the service, then serve the page on ``host:port`` until Ctrl-C; ``gate``: the server's
+    """Load the service (``service_factory``: app.serving.warm.make_service_factory, given its writer and
+    watcher by app.cli.web), then serve the page on ``host:port`` until Ctrl-C; ``gate``: the server's
     mode, already asked once at start (app.cli.web), else made here."""
     import uvicorn
 
-    service = make_service_factory(settings, data_dir, watch, debounce_ms, preload_llm)()
+    service = service_factory()
     service.surface = "web"  # what the audit log names
     app = SecurityHeaders(guarded_app(service, settings, host, port, data_dir, gate=gate))
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from app.ingestion.datadir import document_path
+from app.storage.doc_ids import document_path
 from app.text.chunks import row_pairs
 from app.web.markdown import markdown_blocks
 

@@ -12,7 +12,7 @@ from langchain_core.documents import Document
 
 from app.errors import AnswerStoppedError
 from app.llm import generate
-from app.reranker import RERANK_SCORE_KEY as RERANK_SCORE
+from app.storage.scores import RERANK_SCORE_KEY as RERANK_SCORE
 from app.workflow.checks.cells import absent_from_rows, cell_answer
 from app.workflow.checks.citations import CitationFilter, cited_numbers, clean_citations, strip_echo
 from app.workflow.checks.coverage import question_coverage

@@ -100,7 +100,7 @@ def test_a_document_stored_under_its_nfd_id_is_renamed_once_by_the_next_sync(sto
 def test_row_2_a_glob_below_a_folder_key_leaves_the_folder_alone(store, tmp_path, caplog):
     access = '[folders]\n"docs/営業" = ["everyone"]\n"docs/経理" = ["経理"]\n"docs/*.md" = ["everyone"]\n'
     data = write_data(tmp_path / "data", "経理", access)
-    with caplog.at_level(logging.WARNING, logger="app.ingestion.readers"):
+    with caplog.at_level(logging.WARNING, logger="app.permissions.readers"):
         store.sync(data)
     assert readers(store)["docs/経理/賞与規程.md"] == ["admin", "経理"]
     assert SECRET not in receives(store, BOB) and SECRET in receives(store, ALICE)

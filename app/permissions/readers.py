@@ -8,11 +8,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.config import Settings
-from app.ingestion.datadir import SourceFile
 from app.permissions.filesystem import fs_readers
 from app.permissions.rules import AccessRules, document_readers, load_rules, rule_problems
+
+if TYPE_CHECKING:  # the files a sync found (app.ingestion.datadir): only their doc_id and path are read here
+    from app.ingestion.datadir import SourceFile
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +75,15 @@ class AccessCheck:
 
 
 def access_check(
-    settings: Settings, data_dir: Path, groups: Iterable[str] | None = None, users: Iterable[str] | None = None
+    settings: Settings,
+    data_dir: Path,
+    files: Iterable[SourceFile],
+    groups: Iterable[str] | None = None,
+    users: Iterable[str] | None = None,
 ) -> AccessCheck:
-    """Every file's readers as the next sync of ``data_dir`` computes them, and the access file's keys
-    that cover no file, keys that tie, and readers no user (of ``users``, in ``groups``) can hold.
-    AccessFileError for a bad access file."""
-    from app.ingestion.scan import scan  # the format registry loads only for a check
-
-    files, _ = scan(data_dir, settings)
+    """Every one of ``files``' readers (all the data folder's files, as a sync scans them) as the next
+    sync of ``data_dir`` computes them, and the access file's keys that cover no file, keys that tie, and
+    readers no user (of ``users``, in ``groups``) can hold. AccessFileError for a bad access file."""
     rules, readers = compute_readers(files, data_dir, settings)
     problems = [] if rules is None else rule_problems(rules, readers, True, groups, users)
     return AccessCheck(readers, problems)
