@@ -294,3 +294,48 @@ def test_asking_loads_no_part_of_the_write_path():
     check = "import sys, app.cli.ingest; print('app.ingestion.writer' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", check], cwd=APP.parent, capture_output=True, text=True)
     assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+def test_every_module_has_its_tests():
+    """Every app module is tested in a file named after it (test_<package>_<module>.py, test_<module>.py
+    or test_<package>.py, in tests/ or tests/integration/), or is listed in tests/covered_elsewhere.txt
+    with test files that exist and name it (its dotted path, an import of it, or one of its public names)."""
+    import re
+
+    tests = APP.parent / "tests"
+    files = {p.stem: p for p in tests.rglob("test_*.py")}
+    listed = {}
+    for line in (tests / "covered_elsewhere.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("  # ")[0].strip()
+        if line and not line.startswith("#"):
+            line, _, via = line.partition(" via ")
+            module, *where = line.split()
+            listed[module] = (where, via)
+    missing, stale = [], []
+    for path in sorted(APP.rglob("*.py")):
+        name = module_name(path)
+        if not name or path.name == "__main__.py":
+            continue
+        parts = name.split(".")
+        named = {"test_" + "_".join(parts[i:]) for i in range(len(parts))} | {f"test_{parts[0]}"}
+        if named & files.keys():
+            if f"app.{name}" in listed:
+                stale.append(f"app.{name} is listed but has a test named after it")
+            continue
+        where, via = listed.pop(f"app.{name}", ([], ""))
+        if not where:
+            missing.append(f"app.{name}")
+            continue
+        public = re.findall(r"^(?:def|class) ([A-Za-z]\w*)", path.read_text(encoding="utf-8"), re.M)
+        for test in where:
+            text = (tests / test).read_text(encoding="utf-8") if (tests / test).is_file() else ""
+            last = parts[-1]
+            if not (
+                (via and via in text)
+                or f"app.{name}" in text
+                or re.search(rf"\bimport [^\n]*\b{last}\b", text)
+                or any(re.search(rf"\b{p}\b", text) for p in public)
+            ):
+                stale.append(f"app.{name}: {test} does not name it")
+    stale += [f"{m} is listed but is no module" for m in listed]
+    assert (missing, stale) == ([], [])
