@@ -33,11 +33,11 @@ GLOBAL_QUESTIONS = (
 def corpus_size(engine: Any, collection_name: str) -> dict[str, int]:
     """Pages (distinct sources: PDF pages, CSV rows, Markdown sections) and chunks of a collection."""
     from app import storage
-    from app.storage import graph_store
+    from app.storage import graphrag_rows
 
     collection = storage.collection_id(engine, collection_name)
     with engine.connect() as conn:
-        return graph_store.corpus_size(conn, collection)
+        return graphrag_rows.corpus_size(conn, collection)
 
 
 def bench_build(settings: Settings, engine: Any, embeddings: Any, data_dir: Path, label: str) -> dict:
@@ -45,7 +45,7 @@ def bench_build(settings: Settings, engine: Any, embeddings: Any, data_dir: Path
     dropped afterwards (the graph's tables go with it)."""
     from app import storage
     from app.graphrag import index
-    from app.storage import graph_store
+    from app.storage import graphrag_rows
     from app.store import RagStore
 
     own = settings.changed(retrieval={"collection_name": f"bench_graph_{label}"})
@@ -59,7 +59,7 @@ def bench_build(settings: Settings, engine: Any, embeddings: Any, data_dir: Path
             again = index.build(engine, own, embeddings, force_extract=True)
         size = corpus_size(engine, own.retrieval.collection_name)
         with engine.connect() as conn:
-            table_bytes = graph_store.table_bytes(conn, storage.collection_id(engine, own.retrieval.collection_name))
+            table_bytes = graphrag_rows.table_bytes(conn, storage.collection_id(engine, own.retrieval.collection_name))
     finally:
         with store.writing():
             store.vectorstore.delete_collection()

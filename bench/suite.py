@@ -248,10 +248,10 @@ def bench_generation(settings: Settings, max_tokens: int = 64) -> dict:
     from llama_cpp import Llama
 
     from app import llm as app_llm
-    from app.graph import build_prompt
     from app.ingest import load_pdfs
     from app.models import resources
     from app.models.locate import resolve_llm_path
+    from app.workflow.prompts import build_prompt
 
     path = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)
     contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")][:3]

@@ -13,7 +13,7 @@ from app.errors import AnswerStoppedError
 from app.graph import run_rag
 from app.graphrag.global_search import GlobalSearch, MapProcessor, ReduceProcessor
 from app.graphrag.search import GraphSearch
-from app.storage.graph_types import CommunityReport
+from app.storage.graphrag_types import CommunityReport
 from app.workflow.state import RAGContext
 from tests.slow_llm import ANSWER, MAP_ANSWER, SlowLLM
 

@@ -5,9 +5,9 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 
 from app import graph
-from app.graph import NO_CONTEXT_ANSWER, RAGContext, build_prompt, rerank_node, retrieve, run_rag
+from app.graph import NO_CONTEXT_ANSWER, RAGContext, rerank_node, retrieve, run_rag
 from app.workflow.generate import fit_contexts, generate_node, unique_sources
-from app.workflow.prompts import ABSTAIN_ANSWER, CITED_SYSTEM
+from app.workflow.prompts import ABSTAIN_ANSWER, CITED_SYSTEM, build_prompt
 from tests.conftest import runtime
 
 

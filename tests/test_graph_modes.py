@@ -13,7 +13,7 @@ from app.graph import RAGContext, run_rag
 from app.graphrag.global_search import NO_DATA_ANSWER
 from app.graphrag.local_search import NO_ENTITIES_ANSWER
 from app.graphrag.search import LocalResult
-from app.storage.graph_types import (
+from app.storage.graphrag_types import (
     ContextResult,
     Entity,
     GlobalSearchResult,
@@ -75,7 +75,7 @@ class FakeGraph:
 
 def context(mode, fake, llm, mock_documents):
     return RAGContext(
-        search=lambda q, k: list(mock_documents[:k]), llm=llm, search_k=4, rerank_top_k=3, mode=mode, graph=fake
+        search=lambda q, k: list(mock_documents[:k]), llm=llm, search_k=4, rerank_top_k=3, mode=mode, graph_search=fake
     )
 
 

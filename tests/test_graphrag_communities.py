@@ -15,7 +15,7 @@ from app.graphrag.communities import (
     detect_communities,
     extractive_report,
 )
-from app.storage.graph_types import Community
+from app.storage.graphrag_types import Community
 
 
 def test_build_graph_prunes_rare_entities_and_light_edges():

@@ -7,7 +7,7 @@ from langchain_core.language_models.fake import FakeListLLM
 
 from app.graphrag.reports import LLMReportWriter
 from app.llm import with_options
-from app.storage.graph_types import CommunityReport
+from app.storage.graphrag_types import CommunityReport
 
 
 def extractive() -> CommunityReport:

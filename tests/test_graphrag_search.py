@@ -26,7 +26,7 @@ from app.graphrag.local_search import (
     order_text_units,
     select_relationships,
 )
-from app.storage.graph_types import CommunityReport, Entity, KeyPoint, MapResult, Relationship, TextUnit
+from app.storage.graphrag_types import CommunityReport, Entity, KeyPoint, MapResult, Relationship, TextUnit
 
 chars = len  # the test tokenizer: one token per character
 

@@ -20,7 +20,7 @@ MODULES = {module_name(p) for p in APP.rglob("*.py")}
 
 
 def resolve(name: str) -> str | None:
-    """The app module an import names (``app.storage.graph_store`` → ``graphrag.store``), or None outside the app."""
+    """The app module an import names (``app.storage.graphrag_rows`` → ``graphrag.store``), or None outside the app."""
     if name != "app" and not name.startswith("app."):
         return None
     name = name[len("app.") :] if name != "app" else ""
@@ -48,7 +48,7 @@ def app_imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:  # `from app.graphrag import store` imports the module app.storage.graph_store
+            for alias in node.names:  # `from app.graphrag import store` imports the module app.storage.graphrag_rows
                 target = (
                     resolve(f"{node.module}.{alias.name}")
                     if f"{node.module}.{alias.name}"[4:] in MODULES
@@ -195,7 +195,7 @@ def test_python_m_library_module_runs_its_cli_command(library, command):
 
 
 @pytest.mark.parametrize(
-    ("package", "command"), [("graphrag", "graph"), ("mcp", "mcp"), ("web", "web"), ("models", "models")]
+    ("package", "command"), [("graphrag", "graphrag"), ("mcp", "mcp"), ("web", "web"), ("models", "models")]
 )
 def test_python_m_package_runs_its_cli_command(package, command):
     assert f"app.cli.{command}" in {

@@ -204,7 +204,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
     class Ctx:
         search: object = None
         mode: str = "hybrid"
-        graph: object = None
+        graph_search: object = None
         llm: object = "llm"
         count_tokens: object = None
         read_source: object = None
@@ -219,7 +219,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
 
     def fake_run(question, ctx):
         seen.append((question, ctx.search))
-        modes.append((ctx.mode, ctx.graph))
+        modes.append((ctx.mode, ctx.graph_search))
         return {
             "answer": "平日9時から18時です。[1]",
             "sources": ["faq.csv:r9", "faq.csv:r2"],

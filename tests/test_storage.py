@@ -150,7 +150,7 @@ def test_apply_migrations_runs_upgrade_statements_only_for_an_existing_store(moc
     def ran(conn) -> list[str]:
         return [str(c.args[0]) for c in conn.execute.call_args_list]
 
-    mark_unextracted = schema.graph.SQL_MARK_UNEXTRACTED
+    mark_unextracted = schema.graphrag_tables.SQL_MARK_UNEXTRACTED
     assert mark_unextracted not in ran(fresh)
     assert mark_unextracted in ran(upgraded)
     assert schema.keywords.SQL_REBUILD_STATS[0] in ran(fresh)  # a store from before versions: statistics built

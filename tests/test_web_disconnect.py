@@ -17,7 +17,7 @@ from app.config import Settings
 from app.graph import run_rag
 from app.graphrag.global_search import MAP_SYSTEM
 from app.graphrag.search import GraphSearch
-from app.storage.graph_types import CommunityReport
+from app.storage.graphrag_types import CommunityReport
 from app.web.app import create_app
 from app.workflow.state import RAGContext
 from tests.slow_llm import SlowLLM
@@ -190,7 +190,7 @@ class GraphService(PageService):
         doc = [Document(page_content="料金は月額制です。", id="c1", metadata={"source": "faq.csv:r1"})]
         graph = ReportsInMemory(self.settings, None, llm=self.llm, count_tokens=len, principals=("everyone",))
         ctx = RAGContext(
-            search=lambda q, k: doc, llm=self.llm, mode=mode, graph=graph, on_token=on_token, stopped=stopped
+            search=lambda q, k: doc, llm=self.llm, mode=mode, graph_search=graph, on_token=on_token, stopped=stopped
         )
         try:
             state = run_rag(question, ctx)

@@ -7,10 +7,10 @@
 * :mod:`~app.graphrag.local_search` / :mod:`~app.graphrag.global_search` — the two searches;
 * :mod:`~app.graphrag.search` — both over the store, for the workflow (app.graph);
 * :mod:`~app.graphrag.router` — which mode answers a question (``--mode auto``);
-* the dataclasses they pass (entities, reports, results) are :mod:`app.storage.graph_types`;
+* the dataclasses they pass (entities, reports, results) are :mod:`app.storage.graphrag_types`;
 * :mod:`~app.graphrag.reports` — community reports written by the LLM.
 
-The graph's SQL is in :mod:`app.storage.graph` and :mod:`app.storage.graph_store`. May import
+The graph's SQL is in :mod:`app.storage.graphrag_tables` and :mod:`app.storage.graphrag_rows`. May import
 :mod:`app.config`, :mod:`app.errors`, :mod:`app.text`, :mod:`app.storage`, :mod:`app.llm`,
 :mod:`app.models` (the shared resources), :mod:`app.metrics` and :mod:`app.retrieval`; never the workflow,
 serving or the CLI (``.importlinter`` checks the floors).

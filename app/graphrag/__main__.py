@@ -1,5 +1,5 @@
-"""``python -m app.graphrag`` (``make graph``): rebuild the graph from what is stored (app.cli.graph)."""
+"""``python -m app.graphrag`` (``make graph``): rebuild the graph from what is stored (app.cli.graphrag)."""
 
-from app.cli.graph import main
+from app.cli.graphrag import main
 
 raise SystemExit(main())

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.metrics import percentile
-from app.storage.graph_types import Community, CommunityReport
+from app.storage.graphrag_types import Community, CommunityReport
 
 SEED = 42
 MIN_COMMUNITY_SIZE = 2  # a lone entity is not a community worth a report

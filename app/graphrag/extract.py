@@ -33,7 +33,7 @@ from app.graphrag.points import MapParseError, parse_json_object
 from app.graphrag.stopwords import BREAK_SUFFIXES, ENGLISH_STOP, STOP_LEAD, STOP_PHRASES, STOP_TRAIL, SURU
 from app.llm import generate, get_llm, with_options
 from app.models.resources import cached
-from app.storage.graph_types import ChunkGraph, Mention
+from app.storage.graphrag_types import ChunkGraph, Mention
 from app.text.keywords import normalize_text, sentences
 
 EXTRACTOR_VERSION = "1"  # bump when extraction changes: stored links are extracted again

@@ -18,7 +18,7 @@
    abstention, without an LLM call.
 
 Every point keeps the reports it came from, so the answer traces back to reports, entities,
-chunks and documents (:class:`~app.storage.graph_types.TraceabilityInfo`).
+chunks and documents (:class:`~app.storage.graphrag_types.TraceabilityInfo`).
 
 A search is handed ``stopped`` (a callable: has the asker gone?). It is asked before every map call
 (each retry included) and before the reduce; once it says yes, :class:`~app.errors.AnswerStoppedError`
@@ -37,7 +37,7 @@ from typing import Any
 
 from app.errors import AnswerStoppedError
 from app.graphrag.points import MapParseError, key_points, parse_json_object, points_text, ranked_points
-from app.storage.graph_types import CommunityReport, GlobalSearchResult, KeyPoint, MapResult, TraceabilityInfo
+from app.storage.graphrag_types import CommunityReport, GlobalSearchResult, KeyPoint, MapResult, TraceabilityInfo
 
 log = logging.getLogger(__name__)
 

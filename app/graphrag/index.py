@@ -37,9 +37,9 @@ from app.graphrag.communities import (
 )
 from app.graphrag.extract import EXTRACTOR_VERSION, chunk_extractor
 from app.graphrag.reports import LLMReportWriter
-from app.storage import graph_store
+from app.storage import graphrag_rows
 from app.storage.engine import lift_statement_timeout
-from app.storage.graph_types import ChunkGraph, Community, CommunityReport
+from app.storage.graphrag_types import ChunkGraph, Community, CommunityReport
 from app.text.keywords import normalize_text as normalize
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class GraphInputs:
 
 
 def shape_inputs(facts: Sequence[dict], sentences: Sequence[dict], pairs: Sequence[dict]) -> GraphInputs:
-    """Group the rows read by :func:`app.storage.graph_store.read_build_inputs`."""
+    """Group the rows read by :func:`app.storage.graphrag_rows.read_build_inputs`."""
     by_key = {f["entity"]: f for f in facts}
     entity_facts = {entity_id(k): EntityFacts(entity_id(k), f["title"]) for k, f in by_key.items()}
     for row in sentences:
@@ -281,11 +281,11 @@ def embed_entities(
 
 def reextract(conn, engine, collection, extract: Callable[[str, dict], ChunkGraph]) -> int:
     """Extract the links of every stored chunk again (inside the build's transaction ``conn``)."""
-    graph_store.clear_chunk_graphs(conn, collection)
+    graphrag_rows.clear_chunk_graphs(conn, collection)
     done = 0
-    for page in graph_store.chunk_pages(engine, collection, REEXTRACT_PAGE):
+    for page in graphrag_rows.chunk_pages(engine, collection, REEXTRACT_PAGE):
         graphs = {chunk_id: extract(text, metadata) for chunk_id, text, metadata in page}
-        graph_store.write_chunk_graphs(conn, collection, {k: g for k, g in graphs.items() if g})
+        graphrag_rows.write_chunk_graphs(conn, collection, {k: g for k, g in graphs.items() if g})
         done += len(page)
     return done
 
@@ -310,13 +310,13 @@ def build(
     clock = time.perf_counter
     with engine.begin() as conn:
         lift_statement_timeout(conn)  # a build rewrites the collection's graph in one transaction
-        current = graph_store.state(conn, collection)
+        current = graphrag_rows.state(conn, collection)
         start = clock()
         if force_extract or current is None or current["extractor"] != name:
             report.chunks_extracted = reextract(conn, engine, collection, extract or chunk_extractor(settings, llm))
         report.seconds["extract"] = clock() - start
         start = clock()
-        inputs = shape_inputs(*graph_store.read_build_inputs(conn, collection))
+        inputs = shape_inputs(*graphrag_rows.read_build_inputs(conn, collection))
         entities, relationships, communities, strength = derive(inputs, settings.graph.min_chunks)
         report.seconds["graph"] = clock() - start
         start = clock()
@@ -324,14 +324,14 @@ def build(
         if settings.graph.reports == "llm" and llm is not None:
             llm_report = LLMReportWriter(llm).write
         reports, report.reports_written_by_llm = write_reports(
-            communities, inputs, strength, llm_report, graph_store.stored_reports(conn, collection)
+            communities, inputs, strength, llm_report, graphrag_rows.stored_reports(conn, collection)
         )
         report.seconds["reports"] = clock() - start
         start = clock()
         report.entities_embedded = embed_entities(
             entities,
             embeddings,
-            lambda hashes: graph_store.stored_embeddings(conn, collection, hashes),
+            lambda hashes: graphrag_rows.stored_embeddings(conn, collection, hashes),
             settings.models.embed_model,
             settings.graph.min_chunks,
         )
@@ -349,7 +349,7 @@ def build(
             "levels": len({c.level for c in communities}),
             "seconds": report.seconds,
         }
-        graph_store.save_build(
+        graphrag_rows.save_build(
             conn,
             collection,
             entities,
@@ -379,7 +379,7 @@ def needs_build(engine: Any, settings: Settings) -> bool:
     if collection is None:
         return False
     with engine.connect() as conn:
-        current = graph_store.state(conn, collection)
+        current = graphrag_rows.state(conn, collection)
     return (
         current is None
         or current["dirty"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from app.storage.graph_types import CommunityReport, ContextResult, Entity, Relationship, TextUnit
+from app.storage.graphrag_types import CommunityReport, ContextResult, Entity, Relationship, TextUnit
 
 TOP_RELATIONSHIPS = 10  # per entity (GraphRAG's top_k_relationships)
 DESCRIPTION_CHARS = 80  # an entity's description in the table

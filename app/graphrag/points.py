@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from app.storage.graph_types import KeyPoint, MapResult
+from app.storage.graphrag_types import KeyPoint, MapResult
 
 _DATA_REPORTS = re.compile(r"\[\s*Data:\s*Reports?\s*\(([^)]*)\)\s*\]", re.IGNORECASE)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.graphrag.points import MapParseError, parse_json_object
 from app.llm import generate, with_options
-from app.storage.graph_types import CommunityReport
+from app.storage.graphrag_types import CommunityReport
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,15 @@ from app.graphrag.index import normalize
 from app.graphrag.local_search import LocalContextBuilder, map_query_to_entities
 from app.graphrag.router import route
 from app.llm import generate, is_chat_model, with_options
-from app.storage import graph_store
-from app.storage.graph_types import CommunityReport, ContextResult, Entity, GlobalSearchResult, Relationship, TextUnit
+from app.storage import graphrag_rows
+from app.storage.graphrag_types import (
+    CommunityReport,
+    ContextResult,
+    Entity,
+    GlobalSearchResult,
+    Relationship,
+    TextUnit,
+)
 from app.storage.scores import RELEVANCE_SCORE_KEY
 
 PROMPT_RESERVE = 200  # tokens kept for the instructions and the question around a graph context
@@ -166,7 +173,7 @@ class GraphSearch:
                 "Local/global search not initialized: nothing has been ingested yet; run `make ingest`"
             )
         with self.engine.connect() as conn:
-            state = graph_store.state(conn, collection)
+            state = graphrag_rows.state(conn, collection)
         if not state or state["built_at"] is None:
             raise GraphNotReadyError(
                 f"graph search not initialized: the graph of collection '{self.settings.retrieval.collection_name}' has not "
@@ -185,7 +192,7 @@ class GraphSearch:
     def sources_of(self, chunk_ids: list[str]) -> list[str]:
         """The source IDs (``file.pdf:p3``) of the chunks that still exist, in order, without repeats."""
         with self.reading() as conn:
-            found = graph_store.chunk_documents(conn, chunk_ids, self.principals)
+            found = graphrag_rows.chunk_documents(conn, chunk_ids, self.principals)
         return list(dict.fromkeys(found[c][1] for c in chunk_ids if c in found and found[c][1]))
 
     # --- local -------------------------------------------------------------------------
@@ -195,14 +202,14 @@ class GraphSearch:
         k = self.settings.graph.top_entities
         named = [
             entity_from_row(r)
-            for r in graph_store.entities_in_text(conn, collection, normalize(query), k, self.principals)
+            for r in graphrag_rows.entities_in_text(conn, collection, normalize(query), k, self.principals)
         ]
         similar = []
         if self.embeddings is not None:
             vector = self.embeddings.embed_query(query)
             similar = [
                 entity_from_row(r)
-                for r in graph_store.entities_by_vector(conn, collection, vector, 2 * k, self.principals)
+                for r in graphrag_rows.entities_by_vector(conn, collection, vector, 2 * k, self.principals)
             ]
         return map_query_to_entities(named, similar, k)
 
@@ -219,18 +226,18 @@ class GraphSearch:
             ids = [e.id for e in entities]
             relationships = [
                 relationship_from_row(r)
-                for r in graph_store.relationships_of(conn, collection, ids, self.principals)[:RELATIONSHIP_ROWS]
+                for r in graphrag_rows.relationships_of(conn, collection, ids, self.principals)[:RELATIONSHIP_ROWS]
             ]
             others = {r.source for r in relationships} | {r.target for r in relationships}
             titles = {
                 row["id"]: row["title"]
-                for row in graph_store.entities_by_id(conn, collection, others - set(ids), self.principals)
+                for row in graphrag_rows.entities_by_id(conn, collection, others - set(ids), self.principals)
             }
             for r in relationships:
                 r.attributes["source_title"] = titles.get(r.source, r.source)
                 r.attributes["target_title"] = titles.get(r.target, r.target)
             key_of = {e.attributes["key"]: e.id for e in entities}
-            rows = graph_store.text_units_of(conn, collection, list(key_of), self.principals)
+            rows = graphrag_rows.text_units_of(conn, collection, list(key_of), self.principals)
             units = [
                 TextUnit(
                     id=r["chunk_id"],
@@ -243,7 +250,7 @@ class GraphSearch:
             ]
             metadata = {r["chunk_id"]: dict(r["cmetadata"] or {}) for r in rows}
             community_ids = {e.attributes["communities"][-1] for e in entities if e.attributes["communities"]}
-            reports = graph_store.reports_by_id(conn, collection, sorted(community_ids), self.principals)
+            reports = graphrag_rows.reports_by_id(conn, collection, sorted(community_ids), self.principals)
         t_read = clock()
         builder = LocalContextBuilder(
             self.tokens,
@@ -269,10 +276,10 @@ class GraphSearch:
         collection = self.collection()
         level = self.settings.graph.level if level is None else level
         with self.reading() as conn:
-            levels = graph_store.report_levels(conn, collection, self.principals)
+            levels = graphrag_rows.report_levels(conn, collection, self.principals)
             if levels and level not in levels:
                 level = max(levels)
-            return graph_store.reports_at_level(
+            return graphrag_rows.reports_at_level(
                 conn, collection, level, self.settings.graph.min_rank if min_rank is None else min_rank, self.principals
             )
 
@@ -324,9 +331,9 @@ class GraphSearch:
         if collection is None:
             return {}
         with self.reading() as conn:
-            state = graph_store.state(conn, collection) or {}
+            state = graphrag_rows.state(conn, collection) or {}
             return {
-                **graph_store.counts(conn, collection),
+                **graphrag_rows.counts(conn, collection),
                 "built_at": state.get("built_at"),
                 "dirty": state.get("dirty"),
                 "extractor": state.get("extractor"),

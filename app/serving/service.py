@@ -299,7 +299,7 @@ class RagService:
                 ctx,
                 search=self.store.search_function("hybrid", principals),
                 mode=mode,
-                graph=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens, principals=principals),
+                graph_search=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens, principals=principals),
             )
         if getattr(ctx, "tables", None) is not None:  # the table path reads its tables as who asks too
             ctx = replace(ctx, tables=table_answerer(self.settings, self.store, ctx.llm, principals))

@@ -14,8 +14,8 @@ public functions, so callers write ``from app import storage`` and ``storage.lis
 * :mod:`app.storage.chunks` — documents and their chunk rows, written in one transaction;
 * :mod:`app.storage.staging` — batches of an unfinished ingest and the switch that moves them in;
 * :mod:`app.storage.keywords` — the keyword index, its BM25 statistics and the BM25 query;
-* :mod:`app.storage.graph` — the graph's tables and the links written with the chunks;
-* :mod:`app.storage.graph_store` — the graph's reads and its build's writes (entities, relationships,
+* :mod:`app.storage.graphrag_tables` — the graph's tables and the links written with the chunks;
+* :mod:`app.storage.graphrag_rows` — the graph's reads and its build's writes (entities, relationships,
   communities, reports);
 * :mod:`app.storage.readers` — who may read each row: the readers columns, row-level security, the query role;
 * :mod:`app.storage.users` — users, groups, personal tokens (hashes) and the audit log;
@@ -25,7 +25,7 @@ public functions, so callers write ``from app import storage`` and ``storage.lis
   when no ``DB_HOST`` is set) and the programs that run it.
 
 The spec's face, :mod:`app.db`, holds :func:`~app.db.get_vectorstore` and :func:`~app.db.init_db` on top of it.
-* :mod:`app.storage.graph_types` — the graph's dataclasses (entities, reports, results) that the store
+* :mod:`app.storage.graphrag_types` — the graph's dataclasses (entities, reports, results) that the store
   and :mod:`app.graphrag` pass.
 
 May import :mod:`app.config`, :mod:`app.errors`, :mod:`app.text` and :mod:`app.models.resources`; never

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from app.storage import graph, readers
+from app.storage import graphrag_tables, readers
 from app.storage.collection import collection_id, require_collection
 from app.storage.keywords import keyword_row, upsert_keywords
 from app.storage.readers import principals_param, readers_predicate, reading
@@ -165,11 +165,13 @@ def replace_document(
             upsert_keywords(conn, keywords)
         if graphs:
             written = {d.id for d, _ in changed}
-            graph.write_chunk_graphs(conn, collection, {k: g for k, g in graphs.items() if k in written and g})
+            graphrag_tables.write_chunk_graphs(
+                conn, collection, {k: g for k, g in graphs.items() if k in written and g}
+            )
         if changed:
-            graph.mark_written(conn, collection, extractor if graphs is not None else "")
+            graphrag_tables.mark_written(conn, collection, extractor if graphs is not None else "")
         elif gone:
-            graph.mark_dirty(conn, collection)
+            graphrag_tables.mark_dirty(conn, collection)
         conn.execute(text(SQL_UPSERT_DOCUMENT), document_params(collection, doc, len(chunks)))
         readers.set_document_readers(conn, collection, doc["doc_id"], doc["source_file"], document_readers(doc))
 
@@ -189,7 +191,7 @@ def delete_document(engine: Engine, collection_name: str, doc_id: str, source_fi
         conn.execute(text(SQL_DELETE_DOCUMENT), {"collection": collection, "doc": doc_id})
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc_id})
         if deleted:  # the chunks' entity links went with them (ON DELETE CASCADE)
-            graph.mark_dirty(conn, collection)
+            graphrag_tables.mark_dirty(conn, collection)
     return deleted
 
 
@@ -206,7 +208,7 @@ def delete_legacy_chunks(engine: Engine, collection_name: str, present_files: Se
             or 0
         )
         if deleted:
-            graph.mark_dirty(conn, collection)
+            graphrag_tables.mark_dirty(conn, collection)
         return deleted
 
 

@@ -26,7 +26,19 @@ from typing import TYPE_CHECKING
 
 from app.config import EMBED_DIM
 from app.errors import StoreNotReadyError
-from app.storage import answers, chunks, feedback, graph, keywords, readers, staging, table_rows, usage, users, versions
+from app.storage import (
+    answers,
+    chunks,
+    feedback,
+    graphrag_tables,
+    keywords,
+    readers,
+    staging,
+    table_rows,
+    usage,
+    users,
+    versions,
+)
 from app.storage.collection import collection_id
 from app.storage.engine import lift_statement_timeout
 from app.storage.tables import META_TABLE, sql
@@ -89,7 +101,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     # chunks stored before the graph existed have no entity links yet: every collection extracts once
-    Migration(4, "the graph's tables", graph.GRAPH_DDL, upgrade=(graph.SQL_MARK_UNEXTRACTED,)),
+    Migration(4, "the graph's tables", graphrag_tables.GRAPH_DDL, upgrade=(graphrag_tables.SQL_MARK_UNEXTRACTED,)),
     Migration(
         5,
         "the ingest staging table; the statistics trigger's set-based delete",

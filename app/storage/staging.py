@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from app.storage import graph, readers, table_rows
+from app.storage import graphrag_tables, readers, table_rows
 from app.storage.chunks import SQL_DELETE_DOC_STAGING, SQL_UPSERT_DOCUMENT, document_params, document_readers
 from app.storage.collection import collection_id, require_collection
 from app.storage.engine import lift_statement_timeout
@@ -227,9 +227,9 @@ def switch_document(
             conn.execute(text(SQL_SWITCH_INSERT_KEYWORDS), key)
             conn.execute(text(SQL_SWITCH_INSERT_MENTIONS), key)
             conn.execute(text(SQL_SWITCH_INSERT_PAIRS), key)
-            graph.mark_written(conn, collection, extractor)
+            graphrag_tables.mark_written(conn, collection, extractor)
         elif gone:
-            graph.mark_dirty(conn, collection)
+            graphrag_tables.mark_dirty(conn, collection)
         conn.execute(text(SQL_UPSERT_DOCUMENT), document_params(collection, doc, chunks))
         readers.set_document_readers(conn, collection, doc["doc_id"], doc["source_file"], document_readers(doc))
         if tables is not None:

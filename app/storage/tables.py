@@ -19,7 +19,7 @@ COLLECTION_STATS_TABLE = "rag_collection_stats"  # per collection: chunks and to
 DOCUMENT_TABLE = "rag_document"  # one row per source file
 STAGING_TABLE = "rag_staging"  # batches of an ingest not switched over yet
 META_TABLE = "rag_meta"  # key/value; 'schema_version'
-# the graph's (app.storage.graph)
+# the graph's (app.storage.graphrag_tables)
 MENTION_TABLE = "rag_graph_mention"
 PAIR_TABLE = "rag_graph_pair"
 ENTITY_TABLE = "rag_graph_entity"

@@ -1,4 +1,4 @@
-"""The workflow's state and run context (app.graph): what the nodes pass on, and what they are given."""
+"""The workflow's state and run context (app.workflow.wiring): what the nodes pass on, and what they are given."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class RAGState(TypedDict, total=False):
     mode: str  # the mode that answered (``auto`` resolved)
     route_reason: str  # why (``asked for``, or the rule auto applied)
     graph_context: str  # local: the entity, relationship and report tables given before the chunks
-    graph: dict  # local: entity, relationship and report IDs used, tokens per section
+    graph: dict  # the graph used (--json's "graph"): local, the entity, relationship, report and chunk IDs and tokens per section; global, the reports considered
     traceability: dict  # global: report, document, chunk and entity IDs behind the answer
     map_results: list  # global: each batch's key points, tokens, seconds, attempts, error
     passages: list[dict]  # the sentence windows shown first, one per top source (app.workflow.passages)
@@ -91,5 +91,5 @@ class RAGContext:
         0.0  # withdraw an answer when less of what it adds is stated in the contexts (app.workflow.checks.support)
     )
     mode: str = "hybrid"  # what was asked for: a search mode, local, global or auto
-    graph: Any | None = None  # app.graphrag.search.GraphSearch (local, global, auto)
+    graph_search: Any | None = None  # app.graphrag.search.GraphSearch (local, global, auto)
     tables: Any | None = None  # app.tables.answer.TableAnswerer; None: no table path (TABLE_ANSWERS=0, no model)

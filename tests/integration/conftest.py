@@ -137,7 +137,7 @@ CLI_MAINS = {
     "app.db": "app.cli.db",
     "app.docs": "app.cli.docs",
     "app.evaluate": "app.cli.evaluate",
-    "app.graphrag": "app.cli.graph",
+    "app.graphrag": "app.cli.graphrag",
     "app.ingest": "app.cli.ingest",
     "app.tune": "app.cli.tune",
     "bench": "bench.suite",

@@ -18,7 +18,7 @@ from app import storage
 from app.graphrag.extract import fast_extract
 from app.graphrag.search import GraphSearch
 from app.permissions.principals import FULL_ACCESS
-from app.storage import graph_store
+from app.storage import graphrag_rows
 from tests.integration.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ def graph_rows(engine, collection_name: str) -> dict:
             (r.source, r.entity)
             for r in conn.execute(
                 text(
-                    f"SELECT e.cmetadata->>'source' AS source, m.entity FROM {graph_store.MENTION} m "
+                    f"SELECT e.cmetadata->>'source' AS source, m.entity FROM {graphrag_rows.MENTION} m "
                     f"JOIN {storage.EMBEDDING_TABLE} e ON e.id = m.chunk_id WHERE m.collection_id = :c"
                 ),
                 {"c": collection},
@@ -50,13 +50,13 @@ def graph_rows(engine, collection_name: str) -> dict:
         entities = {
             r[0]
             for r in conn.execute(
-                text(f"SELECT key FROM {graph_store.ENTITY} WHERE collection_id = :c"), {"c": collection}
+                text(f"SELECT key FROM {graphrag_rows.ENTITY} WHERE collection_id = :c"), {"c": collection}
             )
         }
         pairs = {
             (r[0], r[1])
             for r in conn.execute(
-                text(f"SELECT source, target FROM {graph_store.PAIR} WHERE collection_id = :c"), {"c": collection}
+                text(f"SELECT source, target FROM {graphrag_rows.PAIR} WHERE collection_id = :c"), {"c": collection}
             )
         }
     return {"links": links, "entities": entities, "pairs": pairs}
@@ -79,8 +79,8 @@ def test_ingest_builds_the_graph_of_the_sample_corpus(ingested, settings, engine
     assert counts["links"] >= counts["entities"]
     with engine.connect() as conn:
         collection = storage.collection_id(engine, settings.retrieval.collection_name)
-        vpn = graph_store.entities_in_text(conn, collection, "ミナトvpnに接続する", 5, ("admin",))
-        units = graph_store.text_units_of(conn, collection, [vpn[0]["key"]], ("admin",))
+        vpn = graphrag_rows.entities_in_text(conn, collection, "ミナトvpnに接続する", 5, ("admin",))
+        units = graphrag_rows.text_units_of(conn, collection, [vpn[0]["key"]], ("admin",))
     assert vpn[0]["title"] == "ミナトVPN"
     assert {u["cmetadata"]["source"] for u in units} == {"it_helpdesk.md#vpn接続"}
 
@@ -126,7 +126,7 @@ def test_a_killed_rebuild_leaves_the_old_graph(hash_store, tmp_path, engine, mon
     def broken(*args, **kwargs):
         raise RuntimeError("killed while writing")
 
-    monkeypatch.setattr(index.graph_store, "save_build", broken)
+    monkeypatch.setattr(index.graphrag_rows, "save_build", broken)
     _, report = hash_store.sync(data)  # the documents are stored; the graph is not rebuilt (one warning)
     assert report.added == 1 and report.graph is None
     assert graph_rows(engine, name)["entities"] == before["entities"]  # the derived tables are as they were
@@ -315,5 +315,5 @@ def test_a_much_larger_build_refreshes_the_planners_counts_first(rag_store, engi
     with engine.begin() as conn:
         conn.execute(text('ANALYZE "rag_graph_entity"'))
         planned = conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'rag_graph_entity'")).scalar()
-        assert graph_store.analyze_when_grown(conn, int(max(planned, 0))) is False
-        assert graph_store.analyze_when_grown(conn, int(2 * max(planned, 0) + 1001)) is True
+        assert graphrag_rows.analyze_when_grown(conn, int(max(planned, 0))) is False
+        assert graphrag_rows.analyze_when_grown(conn, int(2 * max(planned, 0) + 1001)) is True

@@ -1,4 +1,4 @@
-"""The graph's tables and every statement that reads or writes them (app.storage.graph_store turns the rows
+"""The graph's tables and every statement that reads or writes them (app.storage.graphrag_rows turns the rows
 into the graph's objects).
 
 Two kinds of tables:

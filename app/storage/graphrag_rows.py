@@ -1,6 +1,6 @@
 """The graph's rows as the graph's objects: reading and writing them for a build and for search.
 
-The tables and every SQL statement live in app.storage.graph (the per-chunk writers too, which run
+The tables and every SQL statement live in app.storage.graphrag_tables (the per-chunk writers too, which run
 inside the chunk transactions of app.storage.chunks and app.storage.staging); this module turns rows
 into dicts and :class:`CommunityReport` objects and back. Functions take an open SQLAlchemy connection
 (or engine) and the collection's UUID.
@@ -12,13 +12,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from app.storage import graph as graph_sql
+from app.storage import graphrag_tables as graph_sql
 from app.storage import tables
-from app.storage.graph import create as create
-from app.storage.graph import mark_dirty as mark_dirty
-from app.storage.graph import mark_written as mark_written
-from app.storage.graph import write_chunk_graphs as write_chunk_graphs
-from app.storage.graph_types import ChunkGraph, CommunityReport
+from app.storage.graphrag_tables import create as create
+from app.storage.graphrag_tables import mark_dirty as mark_dirty
+from app.storage.graphrag_tables import mark_written as mark_written
+from app.storage.graphrag_tables import write_chunk_graphs as write_chunk_graphs
+from app.storage.graphrag_types import ChunkGraph, CommunityReport
 from app.storage.readers import principals_param, refresh_graph_readers
 from app.storage.tables import vector_literal
 
