@@ -7,16 +7,9 @@ import math
 import pytest
 from langchain_core.documents import Document
 
+from app.text.windows import Window, candidate_windows, unit_spans
 from app.workflow.evidence import windows
-from app.workflow.evidence.windows import (
-    Window,
-    candidate_windows,
-    merge,
-    rank_prior,
-    select_evidence,
-    term_scores,
-    unit_spans,
-)
+from app.workflow.evidence.windows import merge, rank_prior, select_evidence, term_scores
 
 LONG = (
     "第1章は概要です。" * 20  # 180 characters of filler

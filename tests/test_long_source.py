@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
+from app.text.windows import sentence_windows
 from app.workflow.generate import prepare_prompt
 from app.workflow.long_source import (
     best_window_elsewhere,
     other_text,
     overlap,
     same_document,
-    sentence_windows,
     top_source_window,
     with_window,
 )

@@ -6,7 +6,8 @@ from langchain_core.documents import Document
 from app.config import Settings
 from app.serving.answers import cache_key, question_key
 from app.text.keywords import query_tokens
-from app.workflow.passages import best_window, merged, passage, passages, term_hits, widened
+from app.text.windows import widened
+from app.workflow.passages import best_window, merged, passage, passages, term_hits
 
 TEXT = "会社概要です。サポート窓口の受付時間は平日9時から18時です。土日は休みです。"
 QUESTION = "サポート窓口の受付時間は？"

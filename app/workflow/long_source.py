@@ -15,16 +15,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langchain_core.documents import Document
 
-from app.text.keywords import sentence_spans
+from app.text.windows import sentence_windows
 from app.workflow.checks.cells import table_of
-from app.workflow.evidence.windows import DENSE_WEIGHT, TERM_WEIGHT, Window, term_scores
+from app.workflow.evidence.windows import DENSE_WEIGHT, TERM_WEIGHT, term_scores
 
 MAX_EMBEDDED = 48  # windows of one source embedded per question, at most
 NEAREST_CHUNKS = 1  # the source's other chunk whose windows are read: the nearest the question by stored vector
 SEPARATOR = "\n…"  # between the chosen chunk and the window from elsewhere in its source
 MIN_OVERLAP = 10  # characters the end of one chunk and the start of the next must share to count as overlap
-# the spans tried around each sentence, widest first: (sentences before, sentences after)
-_WIDTHS = ((1, 1), (0, 1), (1, 0), (0, 0))
 
 
 def overlap(before: str, after: str, min_chars: int = MIN_OVERLAP) -> int:
@@ -56,24 +54,6 @@ def other_text(shown: Collection[str], siblings: Sequence[Mapping]) -> list[str]
         if part.strip():
             current = current + ("" if shared or not current else "\n") + part
     return [run.strip() for run in runs + [current] if run.strip()]
-
-
-def sentence_windows(runs: Sequence[str], max_chars: int) -> list[tuple[Window, str]]:
-    """One window per sentence of ``runs``, with that sentence: the sentence with a neighbour on each side,
-    else the next one, else the one before, else alone — the widest that is at most ``max_chars``
-    characters (a sentence longer than that gives none; a window two sentences give is kept once, with
-    the first). ``candidate`` is the run's index, ``start``/``end`` its sentences."""
-    windows: dict[tuple[int, int, int], tuple[Window, str]] = {}
-    for run_index, run in enumerate(runs):
-        spans = sentence_spans(run)
-        for i, (start, end) in enumerate(spans):
-            for before, after in _WIDTHS:
-                lo, hi = max(0, i - before), min(len(spans), i + after + 1)
-                text = run[spans[lo][0] : spans[hi - 1][1]]
-                if len(text) <= max_chars:
-                    windows.setdefault((run_index, lo, hi), (Window("", text, run_index, lo, hi), run[start:end]))
-                    break
-    return list(windows.values())
 
 
 def best_window_elsewhere(

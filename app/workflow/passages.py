@@ -16,9 +16,9 @@ from langchain_core.documents import Document
 from typing_extensions import TypedDict
 
 from app.text.keywords import normalize_text, query_tokens, sentence_spans
+from app.text.windows import PASSAGE_CHARS, widened
 
 PASSAGE_SOURCES = 3  # sources shown
-PASSAGE_CHARS = 240  # at most this many characters of each (whole sentences; one longer sentence is cut)
 
 
 class Passage(TypedDict):
@@ -93,25 +93,6 @@ def best_window(text: str, terms: Sequence[str], width: int = PASSAGE_CHARS) -> 
         start = max(start, min(first - width // 4, end - width))
         end = start + width
     return (start, end), max(best_score, 0)
-
-
-def widened(text: str, window: tuple[int, int], width: int = PASSAGE_CHARS) -> tuple[int, int]:
-    """The window grown by whole sentences up to ``width`` characters: first the sentences after it (what
-    answers a line that repeats the question: a row's 回答 cell after its 質問, a rule after its heading
-    sentence), then those before it. A window already ``width`` long, or longer, is kept."""
-    start, end = window
-    spans = sentence_spans(text) or [(0, len(text))]
-    for s, e in spans:  # forward, in order
-        if s >= end and e - start <= width:
-            end = e
-        elif s >= end:
-            break
-    for s, e in reversed(spans):  # backward, nearest first
-        if e <= start and end - s <= width:
-            start = s
-        elif e <= start:
-            break
-    return start, end
 
 
 def passage(doc: Document, query: str, width: int = PASSAGE_CHARS) -> tuple[Passage, int]:

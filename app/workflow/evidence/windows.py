@@ -19,56 +19,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from langchain_core.documents import Document
 
-from app.text.keywords import query_tokens, sentence_spans, tokenize
+from app.text.keywords import query_tokens, tokenize
+from app.text.windows import Window, candidate_windows, unit_spans
 
-WHOLE_CHUNK_CHARS = 320  # a chunk this short is one window (a table row keeps its header lines)
-NEIGHBOURS = 1  # sentences on each side of the one a window is centred on
 TERM_WEIGHT = 1.0
 DENSE_WEIGHT = 0.5
 RANK_WEIGHT = 0.5
 RANK_K = 2  # rank prior: (RANK_K + 1) / (RANK_K + 1 + rank), 1.0 for the first candidate
 DENSE_CANDIDATES = 16  # windows embedded per question (the rest keep their term and rank score)
 PER_CHUNK = 2  # passages taken from one chunk at most
-
-
-@dataclass(frozen=True)
-class Window:
-    """A verbatim passage of candidate ``candidate`` (0-based rank): its units ``start``–``end`` (exclusive)."""
-
-    source: str
-    text: str
-    candidate: int
-    start: int
-    end: int
-    score: float = 0.0
-
-
-def unit_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) offsets of ``text``'s sentences (app.text.keywords.sentences), found in order; the whole
-    text as one unit when it is at most WHOLE_CHUNK_CHARS long."""
-    stripped = text.strip()
-    if not stripped:
-        return []
-    if len(stripped) <= WHOLE_CHUNK_CHARS:
-        start = text.index(stripped)
-        return [(start, start + len(stripped))]
-    return sentence_spans(text)
-
-
-def candidate_windows(documents: Sequence[Document]) -> list[Window]:
-    """Every window of every candidate (unscored): one per unit, with NEIGHBOURS units each side."""
-    windows = []
-    for rank, doc in enumerate(documents):
-        text, source = doc.page_content, str(doc.metadata.get("source", "unknown"))
-        spans = unit_spans(text)
-        for i in range(len(spans)):
-            lo, hi = max(0, i - NEIGHBOURS), min(len(spans), i + NEIGHBOURS + 1)
-            windows.append(Window(source, text[spans[lo][0] : spans[hi - 1][1]], rank, lo, hi))
-    return windows
 
 
 def term_scores(query: str, texts: Sequence[str]) -> list[float]:
