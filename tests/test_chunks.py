@@ -81,3 +81,13 @@ def test_build_chunks_is_lazy():
 
     chunks = build_chunks(units(), lines, collection="c", doc_id="d", file="f", embed_model="m")
     assert next(chunks).page_content == "一"
+
+
+def test_a_row_is_cited_in_one_format_and_read_back_to_its_table():
+    from app.text.chunks import row_source, table_of
+
+    assert row_source("csv/faq.csv", 2) == "csv/faq.csv:r2"
+    assert row_source("料金.xlsx", 3, "2024年度") == "料金.xlsx:2024年度!r3"
+    assert table_of(row_source("csv/faq.csv", 12)) == "csv/faq.csv"
+    assert table_of(row_source("料金.xlsx", 3, "2024年度")) == "料金.xlsx:2024年度"
+    assert table_of("manual.pdf:p3") is None and table_of("") is None

@@ -9,6 +9,7 @@ from pathlib import Path
 from app.errors import DataSourceError
 from app.formats.limits import Limits, display_name
 from app.formats.text import decode_text
+from app.text.chunks import row_source
 
 
 def read_csv_rows(path: Path, limits: Limits = Limits()) -> list[dict[str, str]]:
@@ -71,4 +72,4 @@ def csv_table(path: Path, limits: Limits = Limits()) -> tuple[list[str], list[tu
         raise DataSourceError(f"{display_name(path)}: empty CSV (no data rows)")
     header = list(dict.fromkeys(column for record in records for column in record))
     rows = ((row_to_text(record), number) for number, record in enumerate(records, start=1))
-    return header, [(text, f"{display_name(path)}:r{number}") for text, number in rows if text]
+    return header, [(text, row_source(display_name(path), number)) for text, number in rows if text]

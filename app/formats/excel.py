@@ -29,6 +29,7 @@ from app.errors import DataSourceError
 from app.formats.limits import Deadline, Limits, display_name
 from app.formats.tables import cell_text, row_lines
 from app.formats.zipguard import check_office_zip
+from app.text.chunks import row_source
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 
@@ -218,7 +219,7 @@ def sheet_units(
             )
         text = row_lines(header, values)
         if text:
-            units.append((text, f"{name}:{sheet.name}!r{len(units) + 1}", context))
+            units.append((text, row_source(name, len(units) + 1, sheet.name), context))
     return units
 
 

@@ -13,6 +13,7 @@ from app.storage.engine import SQL_NO_TIMEOUT, lift_statement_timeout
 from app.storage.keywords import SQL_CREATE_KEYWORD_GIN, SQL_KEYWORD_SEARCH, keyword_search_params
 from app.storage.readers import ALL_ROWS, readers_predicate, reading
 from app.storage.tables import EMBEDDING_TABLE, HNSW_INDEX, KEYWORD_GIN_INDEX, KEYWORD_TABLE, sql, vector_literal
+from app.text.chunks import row_source
 
 SQL_TRUNCATE = sql(
     "TRUNCATE {keywords}, {chunks}, {documents}, {table_rows}, {table_index}, {term_stats}, {collection_stats}, "
@@ -81,7 +82,7 @@ def bulk_load(engine: Any, collection, ids, vectors, documents, tokens, doc_id: 
             for i, row in enumerate(zip(ids, [collection] * len(ids), vectors, documents, tokens), start=1):
                 meta = {"tokens": row[4]}
                 if doc_id:
-                    meta.update(doc_id=doc_id, file=doc_id, source=f"{doc_id}:r{i}", chunk_index=0)
+                    meta.update(doc_id=doc_id, file=doc_id, source=row_source(doc_id, i), chunk_index=0)
                 copy.write_row([row[0], row[1], row[2], row[3], Jsonb(meta)])
         conn.commit()
     finally:

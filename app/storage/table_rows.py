@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from app.storage.collection import collection_id
 from app.storage.readers import principals_param, readers_predicate, reading
 from app.storage.tables import sql
+from app.text.chunks import row_source
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -128,7 +129,7 @@ class StoredTable:
         table row is cited by the section or slide that holds it (``報告.docx#料金``, ``説明.pptx:s3``)."""
         if self.anchor:
             return self.anchor
-        return f"{self.source_file}:{self.sheet}!r{n}" if self.sheet else f"{self.source_file}:r{n}"
+        return row_source(self.source_file, n, self.sheet)
 
 
 def _json_value(value: Any) -> Any:

@@ -11,6 +11,7 @@ line embedded and indexed above the text: a title, a heading path, a table's hea
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -87,3 +88,20 @@ def row_pairs(text: str) -> list[tuple[str, str]]:
         elif cells:
             cells[-1] = (cells[-1][0], f"{cells[-1][1]}\n{line}")
     return cells
+
+
+# A table row's source: ``file.csv:r12``, ``book.xlsx:Sheet!r3``; the table is what comes before the row number.
+ROW_SOURCE = re.compile(r"^(?P<table>.+?)[:!]r\d+$")
+
+
+def row_source(file: str, number: int, sheet: str | None = None) -> str:
+    """The source ID of a table's row ``number`` (1-based): ``file:rN``, or ``file:sheet!rN`` for a sheet of a
+    workbook. The one format every row is cited by (CSV, Excel, the bulk loader, the table path)."""
+    return f"{file}:{sheet}!r{number}" if sheet else f"{file}:r{number}"
+
+
+def table_of(source: str) -> str | None:
+    """The table a row's source belongs to (``countries.csv`` for ``countries.csv:r116``, ``b.xlsx:S`` for
+    ``b.xlsx:S!r3``), or None for a source that is not a table row."""
+    match = ROW_SOURCE.match(source or "")
+    return match.group("table") if match else None

@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langchain_core.documents import Document
 
+from app.text.chunks import table_of
 from app.text.windows import sentence_windows
-from app.workflow.checks.cells import table_of
 from app.workflow.evidence.windows import DENSE_WEIGHT, TERM_WEIGHT, term_scores
 
 MAX_EMBEDDED = 48  # windows of one source embedded per question, at most

@@ -16,11 +16,9 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from app.text.chunks import row_pairs
+from app.text.chunks import row_pairs, table_of
 from app.text.normalize import contains
 
-# A row's source: ``file.csv:r12``, ``book.xlsx:Sheet!r3``; the table is what comes before the row number.
-_ROW_SOURCE = re.compile(r"^(?P<table>.+?)[:!]r\d+$")
 # The values a question names: codes (letters with digits: E3011, s390), versions and numbers.
 _NAMED = re.compile(r"(?<![A-Za-z0-9_.-])(?:[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*|\d+(?:\.\d+)*)(?![A-Za-z0-9_])")
 # What follows a number that is a quantity the question asks about, not a value it names (``3文字``, ``2つ``).
@@ -32,13 +30,6 @@ _CODE_CELL = re.compile(r"^[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*$|^[A-Z]{2,4}$")
 _NAME = re.compile(r"(?<![A-Za-z0-9_])[A-Z][a-z]{2,}(?:[ ][A-Z][a-z]{2,})*(?![A-Za-z0-9_])")
 # A cell holding such a name: Latin words, the first capitalized (``Japan``, ``Republic of Korea``).
 _NAME_CELL = re.compile(r"^[A-Z][a-z][A-Za-z'.-]*(?:[ ,]+[A-Za-z'.()-]+)*$")
-
-
-def table_of(source: str) -> str | None:
-    """The table a row's source belongs to (``countries.csv`` for ``countries.csv:r116``), or None for a
-    source that is not a table row."""
-    match = _ROW_SOURCE.match(source or "")
-    return match.group("table") if match else None
 
 
 def row_cells(text: str) -> dict[str, str]:
