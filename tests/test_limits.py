@@ -83,3 +83,20 @@ def test_markdown_past_its_time_budget_fails(tmp_path):
     with pytest.raises(DataSourceError, match="PARSE_TIMEOUT_S"):
         text_document(path, Limits(parse_timeout_s=0.0))
     assert len(text_document(path)) == 2000
+
+
+def test_a_parser_error_is_this_files_one_line_failure():
+    from app.errors import DataSourceError
+    from app.formats.limits import this_file_only
+
+    def failure(exc):
+        with pytest.raises(DataSourceError) as err, this_file_only("規程.docx", "Word file"):
+            raise exc
+        return str(err.value)
+
+    assert failure(KeyError("word/document.xml")) == "規程.docx: unreadable Word file (KeyError: 'word/document.xml')"
+    assert failure(PermissionError("denied")) == "規程.docx: cannot read (PermissionError: denied)"
+    assert failure(DataSourceError("規程.docx: encrypted")) == "規程.docx: encrypted"  # passes as it is
+    with this_file_only("規程.docx", "Word file"):
+        value = 1  # nothing raised: nothing changes
+    assert value == 1

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DataSourceError
-from app.formats.limits import Deadline, Limits, display_name
+from app.formats.limits import Deadline, Limits, display_name, this_file_only
 from app.formats.tables import cell_text, row_lines
 from app.formats.zipguard import check_office_zip
 from app.text.chunks import row_source
@@ -300,18 +300,12 @@ def xlsx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str
 
     name = display_name(path)
     check_office_zip(path, name, limits.max_zip_mb, limits.max_zip_entries)
-    try:
+    with this_file_only(name, "Excel workbook"):
         workbook = load_workbook(path, read_only=True, data_only=True, keep_links=False)
         try:
             units = workbook_units(path, _openpyxl_sheets(workbook), limits)
         finally:
             workbook.close()
-    except DataSourceError:
-        raise
-    except (OSError, MemoryError) as exc:
-        raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
-    except Exception as exc:  # a damaged workbook: any parser error is this file's failure only
-        raise DataSourceError(f"{name}: unreadable Excel workbook ({exc.__class__.__name__}: {exc})") from exc
     return units
 
 
@@ -347,22 +341,17 @@ def xls_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str,
     import xlrd
 
     name = display_name(path)
-    try:
-        book = xlrd.open_workbook(str(path), formatting_info=True, on_demand=True)
+    with this_file_only(name, ".xls workbook"):
         try:
-            return workbook_units(path, _xlrd_sheets(book), limits)
-        finally:
-            book.release_resources()
-    except DataSourceError:
-        raise
-    except xlrd.biffh.XLRDError as exc:
-        reason = (
-            "password-protected (encrypted) workbook; remove the password"
-            if "encrypt" in str(exc).lower()
-            else f"unreadable .xls workbook ({exc})"
-        )
-        raise DataSourceError(f"{name}: {reason}; skipped") from exc
-    except (OSError, MemoryError) as exc:
-        raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
-    except Exception as exc:  # a damaged workbook: any parser error is this file's failure only
-        raise DataSourceError(f"{name}: unreadable .xls workbook ({exc.__class__.__name__}: {exc})") from exc
+            book = xlrd.open_workbook(str(path), formatting_info=True, on_demand=True)
+            try:
+                return workbook_units(path, _xlrd_sheets(book), limits)
+            finally:
+                book.release_resources()
+        except xlrd.biffh.XLRDError as exc:
+            reason = (
+                "password-protected (encrypted) workbook; remove the password"
+                if "encrypt" in str(exc).lower()
+                else f"unreadable .xls workbook ({exc})"
+            )
+            raise DataSourceError(f"{name}: {reason}; skipped") from exc

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,3 +82,19 @@ def display_name(path: Path) -> str:
 def strip_nul(text: str) -> str:
     """``text`` without NUL characters (PostgreSQL text fields cannot contain them)."""
     return text.replace("\x00", "")
+
+
+@contextmanager
+def this_file_only(name: str, kind: str) -> Iterator[None]:
+    """Whatever a parser raises inside is this file's one-line DataSourceError, never a crash of the sync:
+    ``name: cannot read (...)`` for an OSError or MemoryError, ``name: unreadable <kind> (...)`` for any
+    other error of a damaged file; a DataSourceError (a limit, an encrypted file) passes as it is. The one
+    catch-and-wrap block of the format readers (PDF, Word, PowerPoint, Excel)."""
+    try:
+        yield
+    except DataSourceError:
+        raise
+    except (OSError, MemoryError) as exc:
+        raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
+    except Exception as exc:  # a damaged file: any parser error is this file's failure only
+        raise DataSourceError(f"{name}: unreadable {kind} ({exc.__class__.__name__}: {exc})") from exc

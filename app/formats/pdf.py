@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from app.errors import DataSourceError
-from app.formats.limits import Deadline, Limits, display_name, strip_nul
+from app.formats.limits import Deadline, Limits, display_name, strip_nul, this_file_only
 
 _SENTENCE_END = tuple("。！？!?」』）)：:")
 
@@ -69,7 +69,7 @@ def read_pdf_layout(path: Path, limits: Limits = Limits()) -> tuple[str, list[tu
     """
     from pypdf import PdfReader
 
-    try:
+    with this_file_only(display_name(path), "PDF"):
         deadline = Deadline(display_name(path), limits.parse_timeout_s)
         reader = PdfReader(path)
         if reader.is_encrypted:
@@ -80,12 +80,6 @@ def read_pdf_layout(path: Path, limits: Limits = Limits()) -> tuple[str, list[tu
         ]
         title = strip_nul(str((reader.metadata or {}).get("/Title") or "")).strip()
         return (title if title.lower() not in ("", "untitled") else path.stem), pages
-    except DataSourceError:
-        raise
-    except (OSError, MemoryError) as exc:
-        raise DataSourceError(f"{display_name(path)}: cannot read ({exc.__class__.__name__}: {exc})") from exc
-    except Exception as exc:  # a damaged PDF: any parser error is this file's failure only
-        raise DataSourceError(f"{display_name(path)}: unreadable PDF ({exc.__class__.__name__}: {exc})") from exc
 
 
 def _page_layout(page, check=lambda: None) -> tuple[str, list[float]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.errors import DataSourceError
-from app.formats.limits import Deadline, Limits, display_name, strip_nul
+from app.formats.limits import Deadline, Limits, display_name, strip_nul, this_file_only
 from app.formats.tables import cell_text, grid_text
 from app.formats.zipguard import check_office_zip
 
@@ -81,18 +81,12 @@ def pptx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str
     check_office_zip(path, name, limits.max_zip_mb, limits.max_zip_entries)
     deadline = Deadline(name, limits.parse_timeout_s)
     units = []
-    try:
+    with this_file_only(name, "PowerPoint file"):
         for number, slide in enumerate(Presentation(str(path)).slides, start=1):
             deadline.check(f"slide {number}")
             title, text = slide_text(slide)
             if text:
                 units.append((text, f"{name}:s{number}", title))
-    except DataSourceError:
-        raise
-    except (OSError, MemoryError) as exc:
-        raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
-    except Exception as exc:  # a damaged deck: any parser error is this file's failure only
-        raise DataSourceError(f"{name}: unreadable PowerPoint file ({exc.__class__.__name__}: {exc})") from exc
     if not units:
         raise DataSourceError(f"{name}: no text on any slide (an empty deck)")
     return units

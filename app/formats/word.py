@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from app.errors import DataSourceError
-from app.formats.limits import Deadline, Limits, display_name, strip_nul
+from app.formats.limits import Deadline, Limits, display_name, strip_nul, this_file_only
 from app.formats.sections import cut_at_headings
 from app.formats.tables import cell_text, grid_text
 from app.formats.text import section_units
@@ -122,14 +122,8 @@ def docx_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str
     name = display_name(path)
     check_office_zip(path, name, limits.max_zip_mb, limits.max_zip_entries)
     deadline = Deadline(name, limits.parse_timeout_s)
-    try:
+    with this_file_only(name, "Word file"):
         blocks = docx_blocks(open_docx(str(path)), deadline)
-    except DataSourceError:
-        raise
-    except (OSError, MemoryError) as exc:
-        raise DataSourceError(f"{name}: cannot read ({exc.__class__.__name__}: {exc})") from exc
-    except Exception as exc:  # a damaged document: any parser error is this file's failure only
-        raise DataSourceError(f"{name}: unreadable Word file ({exc.__class__.__name__}: {exc})") from exc
     units = section_units(name, cut_at_headings(_join_lists(blocks)))
     if not units:
         raise DataSourceError(f"{name}: no text (an empty document)")
