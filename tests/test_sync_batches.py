@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 
 from app.config import Settings
 from app.ingestion import reading, scan, sync
-from app.ingestion.staging import generation, stage_file
+from app.ingestion.staging import StageRun, generation, stage_file
 from app.text.chunks import chunk_id
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +107,7 @@ def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, sta
     whole = reading.chunk_file(big_csv, SETTINGS)
     assert len(whole) > 20  # the long row is several chunks
     emb = CountingEmbeddings()
-    staged = stage_file(big_csv, emb, SETTINGS, None, "key", "run-1")
+    staged = stage_file(big_csv, StageRun(SETTINGS, emb, None, "key", "run-1"))
     rows = staging.staged()
     assert [(r["id"], r["text"], r["metadata"]) for r in rows] == [(d.id, d.page_content, d.metadata) for d in whole]
     assert [r["position"] for r in rows] == list(range(len(whole)))
@@ -117,7 +117,7 @@ def test_batches_stage_exactly_the_chunks_and_ids_of_the_whole_file(big_csv, sta
     )
     assert max(staging.batches) == 4 and max(len(c) for c in emb.calls) <= 4
     assert (staged.chunks, staged.embedded) == (len(whole), len(whole))
-    assert stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1").chunks == len(whole)
+    assert stage_file(big_csv, StageRun(SETTINGS, CountingEmbeddings(), None, "key", "run-1")).chunks == len(whole)
 
 
 def test_a_batch_is_written_while_the_next_is_embedded_and_a_write_error_is_raised(big_csv, staging, monkeypatch):
@@ -137,7 +137,7 @@ def test_a_batch_is_written_while_the_next_is_embedded_and_a_write_error_is_rais
 
     monkeypatch.setattr("app.storage.stage_chunks", stage_chunks)
     with pytest.raises(RuntimeError, match="disk on fire"):
-        stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1")
+        stage_file(big_csv, StageRun(SETTINGS, CountingEmbeddings(), None, "key", "run-1"))
     assert written == [4]  # the first batch only
     assert threads and all(name.startswith("stage-writer") for name in threads)
 
@@ -153,10 +153,10 @@ def test_a_killed_staging_resumes_without_embedding_the_staged_batches_again(big
     total = len(reading.chunk_file(big_csv, SETTINGS))
     dying = CountingEmbeddings(fail_on=4)  # the 4th batch never gets its vectors: 3 batches are staged
     with pytest.raises(RuntimeError, match="killed"):
-        stage_file(big_csv, dying, SETTINGS, None, "key", "run-1")
+        stage_file(big_csv, StageRun(SETTINGS, dying, None, "key", "run-1"))
     assert len(staging.staged()) == 12
     again = CountingEmbeddings()
-    staged = stage_file(big_csv, again, SETTINGS, None, "key", "run-2")
+    staged = stage_file(big_csv, StageRun(SETTINGS, again, None, "key", "run-2"))
     assert (staged.chunks, staged.embedded) == (total, total - 12)
     assert again.embedded == total - 12  # the staged 12 were claimed, not embedded
     assert len(staging.staged("run-2")) == total  # every chunk belongs to the new run (the switch moves them)
@@ -164,10 +164,10 @@ def test_a_killed_staging_resumes_without_embedding_the_staged_batches_again(big
 
 def test_staged_batches_of_other_bytes_or_settings_are_not_claimed(big_csv, staging, monkeypatch):
     total = len(reading.chunk_file(big_csv, SETTINGS))
-    stage_file(big_csv, CountingEmbeddings(), SETTINGS, None, "key", "run-1")
+    stage_file(big_csv, StageRun(SETTINGS, CountingEmbeddings(), None, "key", "run-1"))
     monkeypatch.setattr("app.storage.vectors_by_hash", lambda *a: {})  # only claims could spare embedding here
     other = CountingEmbeddings()
-    staged = stage_file(big_csv, other, SETTINGS, None, "other-settings", "run-2")
+    staged = stage_file(big_csv, StageRun(SETTINGS, other, None, "other-settings", "run-2"))
     assert staged.embedded == total and other.embedded == total
 
 

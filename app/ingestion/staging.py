@@ -57,13 +57,23 @@ def batched(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
+@dataclass(frozen=True)
+class StageRun:
+    """What every file of one sync is staged with: the settings, the embedding model, the database
+    engine, the settings digest (``key``: a chunk embedded under other settings is not reused) and this
+    run's ID (``run``: the staged rows it claims). A worker process is sent only the settings, key and
+    run, and opens its own model and connection."""
+
+    settings: Settings
+    embeddings: Any
+    engine: Any
+    key: str
+    run: str
+
+
 def stage_file(
     source: SourceFile,
-    embeddings: Any,
-    settings: Settings,
-    engine: Any,
-    key: str,
-    run: str,
+    stage: StageRun,
     on_batch: Callable[[int], None] | None = None,
     on_page: Callable[[int, int], None] | None = None,
 ) -> StagedFile:
@@ -80,7 +90,8 @@ def stage_file(
     flight, so memory stays flat; its error is raised here)."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    gen = generation(source, key, settings)
+    settings, embeddings, engine, run = stage.settings, stage.embeddings, stage.engine, stage.run
+    gen = generation(source, stage.key, settings)
     lookup = lambda hashes: storage.vectors_by_hash(engine, hashes, settings.models.embed_model)  # noqa: E731
     done = StagedFile()
     in_flight: Future | None = None

@@ -44,6 +44,7 @@ from app.ingestion.scan import scan
 from app.ingestion.staging import (
     FATAL_ERRORS,
     StagedFile,
+    StageRun,
     TruncationTally,
     describe_failure,
     generation,
@@ -239,7 +240,7 @@ def sync(
     run = uuid.uuid4().hex  # this sync's name on the batches it stages or finds staged
     long_chunks = TruncationTally()
     with Progress(len(work), progress) as bar:
-        for (source, kind), staged in stage_all(work, embeddings, settings, engine, key, run, workers, bar):
+        for (source, kind), staged in stage_all(work, StageRun(settings, embeddings, engine, key, run), workers, bar):
             if isinstance(staged, str):  # reading, chunking, embedding or staging failed: the one-line reason
                 _fail(report, staged)
                 continue

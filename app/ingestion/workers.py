@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from app import storage
@@ -15,7 +16,7 @@ from app.config import Settings
 from app.embeddings import get_embeddings
 from app.formats.bounded import kill_with_parent as _kill_with_parent
 from app.ingestion.datadir import SourceFile
-from app.ingestion.staging import FATAL_ERRORS, StagedFile, describe_failure, stage_file
+from app.ingestion.staging import FATAL_ERRORS, StagedFile, StageRun, describe_failure, stage_file
 
 # Parallel ingest: how often the progress bar reads what the workers staged; a worker's death.
 PROGRESS_POLL_S = 1.0
@@ -24,89 +25,58 @@ WORKER_DIED = "the ingest worker died (it was killed, or ran out of memory); run
 
 def _stage_safely(
     source: SourceFile,
-    embeddings: Any,
-    settings: Settings,
-    engine: Any,
-    key: str,
-    run: str,
+    stage: StageRun,
     on_batch: Callable[[int], None] | None = None,
     on_page: Callable[[int, int], None] | None = None,
 ) -> StagedFile | str:
     """:func:`stage_file`, or the one-line reason it failed; a lost database or a missing model raises."""
     try:
-        return stage_file(source, embeddings, settings, engine, key, run, on_batch, on_page)
+        return stage_file(source, stage, on_batch, on_page)
     except FATAL_ERRORS:
         raise
     except Exception as exc:
         return describe_failure(source.doc_id, exc)
 
 
-def stage_all(
-    work: Sequence[tuple[SourceFile, str]],
-    embeddings: Any,
-    settings: Settings,
-    engine: Any,
-    key: str,
-    run: str,
-    workers: int,
-    bar: Progress,
-):
+def stage_all(work: Sequence[tuple[SourceFile, str]], stage: StageRun, workers: int, bar: Progress):
     """Yield ((source, kind), StagedFile or the one-line failure) for each work item: in this process,
     one at a time, or with ``workers`` > 1 in that many worker processes (:func:`_stage_in_workers`), as they
     finish. Switching documents over stays with the caller, the one holder of the writer lock."""
     if workers <= 1 or len(work) <= 1:
         for item in work:
             bar.reading(item[0].doc_id)
-            yield item, _stage_with_bar(item[0], embeddings, settings, engine, key, run, bar)
+            yield item, _stage_with_bar(item[0], stage, bar)
         return
-    yield from _stage_in_workers(work, embeddings, settings, engine, key, run, workers, bar)
+    yield from _stage_in_workers(work, stage, workers, bar)
 
 
-def _stage_with_bar(
-    source: SourceFile, embeddings: Any, settings: Settings, engine: Any, key: str, run: str, bar: Progress
-) -> StagedFile | str:
+def _stage_with_bar(source: SourceFile, stage: StageRun, bar: Progress) -> StagedFile | str:
     """:func:`_stage_safely` in this process, its staged chunks and OCR'd pages shown on ``bar``."""
     doc_id = source.doc_id
-    return _stage_safely(source, embeddings, settings, engine, key, run, lambda n: bar.add(doc_id, n), bar.ocr_page)
+    return _stage_safely(source, stage, lambda n: bar.add(doc_id, n), bar.ocr_page)
 
 
-def _stage_in_workers(
-    work: Sequence[tuple[SourceFile, str]],
-    embeddings: Any,
-    settings: Settings,
-    engine: Any,
-    key: str,
-    run: str,
-    workers: int,
-    bar: Progress,
-):
+def _stage_in_workers(work: Sequence[tuple[SourceFile, str]], stage: StageRun, workers: int, bar: Progress):
     """:func:`stage_all` with ``workers`` spawned processes, each with its own model, connection and
     ``llm_n_threads / workers`` threads; a worker stages its file's batches itself and sends back only
     a StagedFile, so no process holds a whole file's vectors. A worker that dies (killed, out of
     memory) fails the files in flight with one line each (their staged batches stay for the next
     sync); a new pool takes the files not started yet, and should it die too, this process does."""
-    worker_settings = settings.changed(llm={"n_threads": max(1, settings.llm.n_threads // workers)})
+    settings = stage.settings
+    in_workers = replace(stage, settings=settings.changed(llm={"n_threads": max(1, settings.llm.n_threads // workers)}))
     pending = list(work)
     for _ in range(2):
-        lost, pending = yield from _pool_round(pending, worker_settings, engine, key, run, workers, bar)
+        lost, pending = yield from _pool_round(pending, in_workers, workers, bar)
         for item in lost:
             yield item, f"{item[0].doc_id}: {WORKER_DIED}"
         if not pending:
             return
     for item in pending:
         bar.reading(item[0].doc_id)
-        yield item, _stage_with_bar(item[0], embeddings, settings, engine, key, run, bar)
+        yield item, _stage_with_bar(item[0], stage, bar)
 
 
-def _pool_round(
-    items: Sequence[tuple[SourceFile, str]],
-    settings: Settings,
-    engine: Any,
-    key: str,
-    run: str,
-    workers: int,
-    bar: Progress,
-):
+def _pool_round(items: Sequence[tuple[SourceFile, str]], stage: StageRun, workers: int, bar: Progress):
     """Stage ``items`` in one pool of spawned worker processes, one file per worker at a time (so the
     files in flight are known), yielding ((source, kind), result) as each finishes and showing the
     staged chunks on ``bar`` meanwhile. Returns (the items in flight when a worker died, the items
@@ -126,9 +96,12 @@ def _pool_round(
         try:
             broken = False
             while running or (queue and not broken):
-                broken = broken or not _submit(pool, queue, running, workers, (settings, key, run), bar)
+                # a worker is sent the settings, key and run only: it opens its own model and connection
+                sent = (stage.settings, stage.key, stage.run)
+                broken = broken or not _submit(pool, queue, running, workers, sent, bar)
                 done, _ = wait(running, timeout=PROGRESS_POLL_S, return_when=FIRST_COMPLETED)
-                bar.poll(engine, settings.retrieval.collection_name, run, [item[0].doc_id for item in running.values()])
+                in_flight = [item[0].doc_id for item in running.values()]
+                bar.poll(stage.engine, stage.settings.retrieval.collection_name, stage.run, in_flight)
                 for future in done:
                     item = running.pop(future)
                     try:
@@ -168,7 +141,7 @@ def _submit(pool: Any, queue: Any, running: dict, workers: int, args: tuple, bar
 def _stage_in_worker(source: SourceFile, settings: Settings, key: str, run: str) -> StagedFile | str:
     """Worker process: :func:`_stage_safely` with its own embedding model and connection (loaded once
     per worker)."""
-    return _stage_safely(source, get_embeddings(settings), settings, storage.get_engine(settings), key, run)
+    return _stage_safely(source, StageRun(settings, get_embeddings(settings), storage.get_engine(settings), key, run))
 
 
 def _worker_start(parent: int) -> None:
