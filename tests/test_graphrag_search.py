@@ -337,3 +337,13 @@ def test_global_search_end_to_end_with_fake_calls():
     assert set(result.timings) == {"context", "map", "reduce"}
     assert ReduceProcessor.format_output(result, "json")["traceability"]["chunk_ids"] == ["k-c1"]
     assert ReduceProcessor.format_output(result) == "料金は月額9800円です。"
+
+
+def test_each_map_call_writes_at_most_graph_map_max_tokens():
+    from app.config import Settings
+    from app.graphrag.global_search import MAP_MAX_TOKENS
+
+    assert Settings().graph.map_max_tokens == MAP_MAX_TOKENS == 400
+    assert Settings.from_env({"GRAPH_MAP_MAX_TOKENS": "48"}).graph.map_max_tokens == 48
+    with pytest.raises(ValueError, match="GRAPH_MAP_MAX_TOKENS"):
+        Settings.from_env({"GRAPH_MAP_MAX_TOKENS": "8"})

@@ -179,6 +179,7 @@ class GraphSettings:
         "GRAPH_MIN_RANK",
         "GRAPH_LEVEL",
         "GRAPH_MAP_MAX_BATCHES",
+        "GRAPH_MAP_MAX_TOKENS",
         "GRAPH_MAP_CONCURRENCY",
     )
     extractor: str = GRAPH_EXTRACTORS[0]
@@ -191,6 +192,7 @@ class GraphSettings:
     min_rank: float = 0.0
     level: int = read.int_default("GRAPH_LEVEL")
     map_max_batches: int = read.int_default("GRAPH_MAP_MAX_BATCHES")
+    map_max_tokens: int = read.int_default("GRAPH_MAP_MAX_TOKENS")
     map_concurrency: int = read.int_default("GRAPH_MAP_CONCURRENCY")
 
     @classmethod
@@ -207,6 +209,7 @@ class GraphSettings:
             min_rank=read.number(env, "GRAPH_MIN_RANK", 0.0, 0.0, 10.0),
             level=read.integer(env, "GRAPH_LEVEL"),
             map_max_batches=read.integer(env, "GRAPH_MAP_MAX_BATCHES"),
+            map_max_tokens=read.integer(env, "GRAPH_MAP_MAX_TOKENS"),
             map_concurrency=read.integer(env, "GRAPH_MAP_CONCURRENCY"),
         )
         if group.community_prop + group.text_unit_prop > 1.0:

@@ -40,6 +40,7 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "GRAPH_CONTEXT_TOKENS": (0, 0),  # local/global context budget in LLM tokens (0: what LLM_N_CTX leaves)
     "GRAPH_LEVEL": (0, 0),  # global search: community level (0: the coarsest)
     "GRAPH_MAP_MAX_BATCHES": (4, 1),  # global search: report batches mapped through the LLM, best ranks first
+    "GRAPH_MAP_MAX_TOKENS": (400, 16),  # global search: tokens each map call may write (its key points as JSON)
     "GRAPH_MAP_CONCURRENCY": (4, 1),  # global search over LLM_BASE_URL: map calls at once (in process: 1)
     # Limits on what one file may make a sync do (README, "Limits"); a file past one fails with one line.
     "MAX_PDF_MB": (500, 1),  # largest PDF read

@@ -19,7 +19,6 @@ from app import storage
 from app.config import Settings
 from app.errors import GraphNotReadyError
 from app.graphrag.global_search import (
-    MAP_MAX_TOKENS,
     REDUCE_MAX_TOKENS,
     RETRY_TEMPERATURE,
     GlobalSearch,
@@ -311,13 +310,14 @@ class GraphSearch:
         start = time.perf_counter()
         reports = self.reports()
         t_read = time.perf_counter() - start
+        map_tokens = self.settings.graph.map_max_tokens  # GRAPH_MAP_MAX_TOKENS (MAP_MAX_TOKENS by default)
         mapper = MapProcessor(
-            self.llm_call(MAP_MAX_TOKENS, stopped), self.tokens, concurrency=self.map_concurrency(), sleep=self.sleep
+            self.llm_call(map_tokens, stopped), self.tokens, concurrency=self.map_concurrency(), sleep=self.sleep
         )
         reducer = ReduceProcessor(
             self.llm_call(REDUCE_MAX_TOKENS, stopped), self.tokens, self.budget(REDUCE_MAX_TOKENS)
         )
-        result = GlobalSearch(mapper, reducer, self.budget(MAP_MAX_TOKENS), self.settings.graph.map_max_batches).search(
+        result = GlobalSearch(mapper, reducer, self.budget(map_tokens), self.settings.graph.map_max_batches).search(
             query, reports, stopped or never
         )
         result.timings["read_reports"] = t_read
