@@ -13,6 +13,8 @@ RUN_STAMP := .venv/.installed-run-$(shell cat requirements.txt scripts/install.s
 DEV_STAMP := .venv/.installed-dev-$(shell cat requirements.txt requirements-dev.txt scripts/install.sh scripts/build_pgvector.sh scripts/install_ocr.sh scripts/install_browser.sh 2>/dev/null | cksum | cut -d' ' -f1)
 # Only the host virtualenv needs `setup` first; in Docker the image has everything.
 DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
+# make test: pytest-xdist processes, each running one test file at a time (0: all in this process)
+TEST_PROCESSES ?= 2
 DEV_DEPS := $(if $(filter $(VENV_PY),$(PY)),setup-dev,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
 # What a user types (Q, DOC, MODE, DEMO_Q, DRY_RUN, WORKERS) is data, never code: it reaches the app through
@@ -107,8 +109,8 @@ real-corpus: $(DEV_DEPS) ## fetch the real Japanese dev corpus (Debian docs + IS
 bench: $(DEV_DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → bench/results.json, bench/results.png (~30 min on 2 cores, every section, the real corpus fetched)
 	HF_HUB_OFFLINE=1 $(PY) -m bench
 
-test: $(DEV_DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -v
+test: $(DEV_DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline), in TEST_PROCESSES processes (default 2)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -v -n $(TEST_PROCESSES)
 
 access-attacks: $(DEV_DEPS) ## replay issue 49's access attacks against a private PostgreSQL and the real page
 	HF_HUB_OFFLINE=1 $(PY) scripts/access_attacks.py

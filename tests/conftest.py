@@ -152,3 +152,58 @@ def no_db(mocker):
     mocker.patch("app.storage.check_schema")
     mocker.patch("app.graphrag.index.needs_build", return_value=False)  # no graph to rebuild without a database
     return mocker
+
+
+# The longest test files (pytest --durations, 2026-11-28), started first: `make test` runs the suite in two
+# processes (pytest-xdist, one file per process at a time), and a long file started last keeps one process
+# busy alone at the end. Order only: every test runs the same, in one process or two.
+LONGEST_FIRST = (
+    "integration/test_bench.py",
+    "integration/test_any_size.py",
+    "integration/test_llm_server.py",
+    "integration/test_mcp_server.py",
+    "integration/test_big_files.py",
+    "integration/test_web_browser.py",
+    "integration/test_permissions_mcp.py",
+    "integration/test_permissions_web.py",
+    "integration/test_workers.py",
+    "integration/test_admin.py",
+    "integration/test_pipeline.py",
+    "integration/test_hardening.py",
+    "integration/test_sync.py",
+    "integration/test_graph_search.py",
+)
+
+
+def longest_first(path: str) -> int:
+    """A test file's place in LONGEST_FIRST (``tests/integration/test_bench.py`` or a node ID in it); the
+    files not listed after them all."""
+    name = path.split("::")[0].replace("\\", "/")
+    for n, listed in enumerate(LONGEST_FIRST):
+        if name.endswith(listed):
+            return n
+    return len(LONGEST_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    """In one process: the files of LONGEST_FIRST first; the rest keep pytest's order."""
+    items.sort(key=lambda item: longest_first(item.nodeid))  # stable
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """In several processes (``-n``): one file per process at a time, as ``--dist loadfile``, handing out
+    the files of LONGEST_FIRST first (loadfile alone starts the files with most tests first)."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        ordered = False
+
+        def _assign_work_unit(self, node):
+            if not self.ordered:
+                files = sorted(self.workqueue.items(), key=lambda item: longest_first(item[0]))
+                self.workqueue.clear()
+                self.workqueue.update(files)
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
