@@ -148,7 +148,8 @@ def no_db(mocker):
         yield self
 
     mocker.patch.object(RagStore, "writing", writing)
-    mocker.patch("app.storage.handle.get_engine")
+    mocker.patch("app.storage.get_engine")  # the commands' own engines
+    mocker.patch("app.storage.handle.get_engine")  # the store's (app.storage.handle)
     mocker.patch("app.storage.check_schema")
     mocker.patch("app.graphrag.index.needs_build", return_value=False)  # no graph to rebuild without a database
     return mocker
