@@ -17,10 +17,6 @@ docs, watch, evaluate) use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from app.config import Settings
 from app.ingestion.writer import StoreWriter
 from app.retrieval.reader import NO_PRINCIPALS, StoreReader
 
@@ -30,13 +26,7 @@ __all__ = ["NO_PRINCIPALS", "RagStore"]
 class RagStore(StoreReader, StoreWriter):
     """Documents in PostgreSQL + pgvector: add, remove, list, sync, search. Reads fail closed: they run as
     the ``principals`` given here or to the call (FULL_ACCESS: the owner's, on purpose) and raise TypeError
-    when neither names any, never reading everything; writes (sync, add, remove) need none."""
+    when neither names any, never reading everything; writes (sync, add, remove) need none.
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        embeddings: Any = None,
-        engine: Any = None,
-        principals: Sequence[str] | None = None,
-    ):
-        super().__init__(settings, embeddings, engine, principals)
+    ``RagStore(settings=None, embeddings=None, engine=None, principals=None)``: StoreReader's arguments; the
+    reader hands the first three on to the writer (one engine, one model for both sides)."""

@@ -101,3 +101,19 @@ def test_an_answer_whose_asker_left_during_retrieval_never_reaches_the_model():
     with pytest.raises(AnswerStoppedError):
         run_rag("料金は？", streaming_context(llm, lambda: True))
     assert llm.calls == []
+
+
+def test_each_global_map_call_is_given_graph_map_max_tokens(monkeypatch):
+    """GRAPH_MAP_MAX_TOKENS reaches the map calls (the reduce keeps its own budget)."""
+    search = GraphSearch(
+        Settings().changed(graph={"map_max_tokens": 48}), None, llm=SlowLLM(pause=0), principals=("everyone",)
+    )
+    made = []
+    real = search.llm_call
+    monkeypatch.setattr(search, "reports", lambda: [report("c1")])
+    monkeypatch.setattr(
+        search, "llm_call", lambda max_tokens, stopped=None: made.append(max_tokens) or real(max_tokens, stopped)
+    )
+    search.global_search("料金は？")
+    assert made[0] == 48 and len(made) == 2  # the map's, then the reduce's
+    assert made[1] != 48

@@ -8,15 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.cli import add_serving_arguments, run
+from app.cli.servers import service_factory
 from app.config import get_settings
 from app.ingestion.sync import scan  # the readers of every format: only when watching
-from app.ingestion.watch import watch_and_sync
-from app.ingestion.writer import StoreWriter
 from app.mcp import server
 from app.permissions.readers import permissions_on
 from app.serving.access import resolve_token
 from app.serving.gate import access_gate
-from app.serving.warm import make_service_factory
 from app.storage import get_engine
 from app.users.identity import principals_for_user
 
@@ -44,14 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gate = access_gate(settings, Path(data_dir), lambda: get_engine(settings))
         gate.mode()  # at start: a locked server says so now (a warning line), not at the first call
         mcp_server = server.build_server(
-            make_service_factory(
-                settings,
-                data_dir,
-                args.debounce_ms,
-                preload_llm=not args.no_preload,
-                make_writer=StoreWriter,
-                watch=watch_and_sync if args.watch else None,
-            ),
+            service_factory(settings, Path(data_dir), args),
             as_user=settings.access.mcp_as_user if http is None else "",
             permissions_on=lambda: permissions_on(settings, Path(data_dir)),
             feedback=settings.memory.feedback,

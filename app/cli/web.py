@@ -68,10 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from app.ingestion.watch import watch_and_sync
-        from app.ingestion.writer import StoreWriter
+        from app.cli.servers import service_factory
         from app.serving.gate import LOCKED, access_gate
-        from app.serving.warm import make_service_factory
         from app.storage import get_engine
         from app.web.server import serve
 
@@ -90,15 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gate = access_gate(settings, data_dir, lambda: get_engine(settings))
         if gate.mode() != LOCKED:  # locked: the gate has logged its warning line
             print(permissions_line(settings, data_dir), file=sys.stderr, flush=True)
-        factory = make_service_factory(
-            settings,
-            data_dir,
-            args.debounce_ms,
-            preload_llm=not args.no_preload,
-            make_writer=StoreWriter,
-            watch=watch_and_sync if args.watch else None,
-        )
-        serve(settings, data_dir, args.host, args.port, factory, gate=gate)
+        serve(settings, data_dir, args.host, args.port, service_factory(settings, data_dir, args), gate=gate)
         return 0
 
     return run(body, debug=args.debug, server=True)
