@@ -15,7 +15,7 @@ from typing import Any
 from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
 from app.llm import get_llm
 from app.reranker import load_reranker
-from app.retrieval.reader import StoreReader
+from app.retrieval.reader import GLOBAL_SCOPE, StoreReader
 from app.storage.scope import Scope
 from app.workflow.generate import generate_node
 from app.workflow.nodes import rerank_node, retrieve
@@ -76,10 +76,7 @@ def default_context(
     mode = validate_mode(mode, s.retrieval.search_mode)
     scope = scope or None
     if scope and mode == "global":
-        raise ValueError(
-            "global search answers from community reports, which span folders and formats: "
-            "--in, --format and --since need another mode (hybrid, vector, keyword, local or auto)"
-        )
+        raise ValueError(GLOBAL_SCOPE)
     search_mode = mode if mode in SEARCH_MODES else "hybrid"
     store = StoreReader(s, principals=principals)
     if search is None:

@@ -111,6 +111,8 @@ def graph_documents(
     score 1/rank), ``global`` (community reports, best rank first) and ``auto`` (the router's choice,
     which may be a chunk search: ``chunk_search(query, mode, top_k)``)."""
     chosen = route(mode, query, graph_ready=graph.is_ready() if mode == "auto" else True).mode
+    if chosen == "global" and mode == "auto" and isinstance(graph.scope, Scope) and graph.scope:
+        chosen = "hybrid"  # community reports span every folder: a narrowed question needs passages
     if chosen == "local":
         docs = graph.local(query, max_text_units=top_k).documents
         return [

@@ -28,6 +28,10 @@ from app.storage.scope import Scope
 
 log = logging.getLogger(__name__)
 _POOL_LOCK = threading.Lock()
+GLOBAL_SCOPE = (
+    "global search answers from community reports, which span folders and formats: "
+    "--in, --format and --since need another mode (hybrid, vector, keyword, local or auto)"
+)
 NO_PRINCIPALS = (
     "RagStore reads need principals: pass RagStore(principals=...) or principals= to the call "
     "(FULL_ACCESS for full access, on purpose)"
@@ -119,6 +123,8 @@ class StoreReader(StoreHandle):
         top_k = top_k or self.settings.retrieval.search_k
         if not query or not query.strip():
             return []
+        if mode == "global" and scope:
+            raise ValueError(GLOBAL_SCOPE)
         if mode in ("local", "global", "auto"):
             return self._graph_search(query, mode, top_k, who, scope)
         narrowed = {"scope": scope} if scope else {}  # no scope: the calls as before it existed
