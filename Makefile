@@ -17,20 +17,25 @@ DEPS := $(if $(filter $(VENV_PY),$(PY)),setup,)
 TEST_PROCESSES ?= 2
 DEV_DEPS := $(if $(filter $(VENV_PY),$(PY)),setup-dev,)
 DEMO_Q ?= サポート窓口の受付時間を教えてください。
-# What a user types (Q, DOC, MODE, DEMO_Q, DRY_RUN, WORKERS) is data, never code: it reaches the app through
+# What a user types (Q, DOC, MODE, IN, FORMAT, SINCE, DEMO_Q, DRY_RUN, WORKERS) is data, never code: it reaches the app through
 # the environment, neither expanded by make ($(value …) gives the raw text) nor parsed by the
 # shell (recipes quote "$$RAG_Q"); `--` ends the options, so a question may start with "-".
 export RAG_Q := $(value Q)
 export RAG_DOC := $(value DOC)
 export RAG_MODE := $(value MODE)
+export RAG_IN := $(value IN)
+export RAG_FORMAT := $(value FORMAT)
+export RAG_SINCE := $(value SINCE)
 export RAG_DEMO_Q := $(value DEMO_Q)
 export RAG_MCP_HTTP := $(value MCP_HTTP)
 export RAG_WORKERS := $(value WORKERS)
 export RAG_WEB_HOST := $(value WEB_HOST)
 export RAG_WEB_PORT := $(value WEB_PORT)
 # make exports command-line variables to recipes, expanding them ($(shell …) would run): not these.
-unexport Q DOC MODE DEMO_Q DRY_RUN MCP_HTTP WORKERS WEB_HOST WEB_PORT
+unexport Q DOC MODE IN FORMAT SINCE DEMO_Q DRY_RUN MCP_HTTP WORKERS WEB_HOST WEB_PORT
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
+# a question's scope (make ask): one folder, formats as a list (pdf,docx), a day (YYYY-MM-DD)
+SCOPE_ARG := $${RAG_IN:+--in "$$RAG_IN"} $${RAG_FORMAT:+--format "$$RAG_FORMAT"} $${RAG_SINCE:+--since "$$RAG_SINCE"}
 
 .DEFAULT_GOAL := help
 .PHONY: help setup setup-dev models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test access-attacks lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
@@ -74,9 +79,9 @@ demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 ingest: $(DEPS) ## sync data/ into PostgreSQL + pgvector [DRY_RUN=1] [WORKERS=N: processes that read/chunk/embed]
 	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,) $${RAG_WORKERS:+--workers "$$RAG_WORKERS"}
 
-ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword|local|global|auto]
+ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword|local|global|auto] [IN=docs/規程] [FORMAT=pdf,docx] [SINCE=2025-04-01]
 	@if [ -z "$$RAG_Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi
-	$(PY) -m app.ask $(MODE_ARG) -- "$$RAG_Q"
+	$(PY) -m app.ask $(MODE_ARG) $(SCOPE_ARG) -- "$$RAG_Q"
 
 graph: $(DEPS) ## rebuild the graph (entities, relationships, communities, reports) from what is stored
 	$(PY) -m app.graphrag

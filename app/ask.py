@@ -12,6 +12,7 @@ from app.permissions.principals import FULL_ACCESS
 from app.reranker import load_reranker, rerank_documents
 from app.retrieval.reader import StoreReader
 from app.retrieval.search import vector_search
+from app.storage.scope import Scope
 from app.storage.scores import RERANK_SCORE_KEY
 
 
@@ -24,6 +25,7 @@ def search(
     settings: Settings | None = None,
     mode: str | None = None,
     search_fn: Any = None,
+    scope: Scope | None = None,
 ) -> list[dict]:
     """The spec's search (§4.8): SEARCH_K candidates, then the workflow's own re-ranking down to RERANK_TOP_K.
 
@@ -36,6 +38,8 @@ def search(
     query. Without a cross-encoder (``reranker=None``, or none found locally) the first-stage order is
     kept and ``score`` is None. It reads with full access (FULL_ACCESS, on purpose): the spec's face is the
     owner's, at the command line; to search as a user, pass ``search_fn=store.search_function(mode, principals)``.
+    ``scope`` (app.storage.scope.Scope: folders, formats, a date) narrows the first stage in its SQL (not a
+    ``search_fn`` given: pass it to ``search_function`` then).
     """
     if not query or not query.strip():
         return []
@@ -43,10 +47,12 @@ def search(
     k = k or s.retrieval.search_k
     top_k = top_k or s.retrieval.rerank_top_k
     if search_fn is None and vectorstore is not None:
-        search_fn = partial(vector_search, vectorstore, principals=FULL_ACCESS)  # the spec's face: full access
+        search_fn = partial(
+            vector_search, vectorstore, principals=FULL_ACCESS, scope=scope
+        )  # the spec's face: full access
     if search_fn is None:
         mode = validate_mode(mode, s.retrieval.search_mode)
-        search_fn = shared_store(s).search_function(mode)
+        search_fn = shared_store(s).search_function(mode, scope=scope)
     if reranker == "load":
         reranker = load_reranker(s)
     docs = rerank_documents(query, search_fn(query, k), reranker, top_k)

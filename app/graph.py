@@ -15,7 +15,8 @@ from typing import Any
 from app.config import SEARCH_MODES, Settings, get_settings, validate_mode
 from app.llm import get_llm
 from app.reranker import load_reranker
-from app.retrieval.reader import StoreReader
+from app.retrieval.reader import GLOBAL_SCOPE, StoreReader
+from app.storage.scope import Scope
 from app.workflow.generate import generate_node
 from app.workflow.nodes import rerank_node, retrieve
 from app.workflow.prompts import ABSTAIN_ANSWER, SPEC_TEMPLATE
@@ -60,19 +61,26 @@ def default_context(
     *,
     principals: Sequence[str],
     read_source=None,
+    scope: Scope | None = None,
 ) -> RAGContext:
     """The real dependencies: search over PostgreSQL (SEARCH_MODE or ``mode``), the cross-encoder, the GGUF LLM
     (not loaded with ``generate=False``: retrieval and re-ranking only), the stored chunks of one source
     (``read_source``, default the store's: TOP_SOURCE_CHARS), and for ``local``, ``global`` and ``auto`` the
     graph search. ValueError for an unknown mode (listing the valid ones). Everything is read as
     ``principals``, a required argument so that a forgotten one fails instead of reading everything:
-    FULL_ACCESS is the owner's, on purpose (the command line without ``--as``), ``()`` reads nothing."""
+    FULL_ACCESS is the owner's, on purpose (the command line without ``--as``), ``()`` reads nothing.
+    ``scope`` (app.storage.scope.Scope) narrows every passage found to its folders, formats and dates, in
+    the same SQL as the principals (the search, local search's chunks, the tables offered); global search
+    answers from community reports, which span folders: ValueError for ``global`` with a scope."""
     s = settings or get_settings()
     mode = validate_mode(mode, s.retrieval.search_mode)
+    scope = scope or None
+    if scope and mode == "global":
+        raise ValueError(GLOBAL_SCOPE)
     search_mode = mode if mode in SEARCH_MODES else "hybrid"
     store = StoreReader(s, principals=principals)
     if search is None:
-        search = store.warm_up_search(search_mode).search_function(search_mode)
+        search = store.warm_up_search(search_mode).search_function(search_mode, scope=scope)
     if read_source is None:
         read_source = partial(store.source_chunks, vectors=True)  # as ``principals``: the store reads as them
     if reranker == "load":  # local and global read the graph, not re-ranked chunks: no cross-encoder, no warning
@@ -81,7 +89,7 @@ def default_context(
         llm = llm if llm is not None else get_llm(s)
     graph_search = None
     if mode in ("local", "global", "auto"):
-        graph_search = store.graph_search(llm=llm, count_tokens=llm_token_counter(llm))
+        graph_search = store.graph_search(llm=llm, count_tokens=llm_token_counter(llm), scope=scope)
         if mode != "auto":
             graph_search.collection()  # GraphNotReadyError now, with what to run, rather than inside the workflow
     return RAGContext(
@@ -104,12 +112,16 @@ def default_context(
         min_support=s.answers.abstain_min_support,
         mode=mode,
         graph_search=graph_search,
-        tables=table_answerer(s, store, llm, principals) if generate and mode in ("auto", *SEARCH_MODES) else None,
+        tables=table_answerer(s, store, llm, principals, scope)
+        if generate and mode in ("auto", *SEARCH_MODES)
+        else None,
+        scope=scope,
     )
 
 
-def table_answerer(settings: Settings, store: StoreReader, llm, principals: Sequence[str]):
-    """The table path (app.tables.answer) reading as ``principals``, or None with TABLE_ANSWERS=0 or no model."""
+def table_answerer(settings: Settings, store: StoreReader, llm, principals: Sequence[str], scope: Scope | None = None):
+    """The table path (app.tables.answer) reading as ``principals`` the tables whose document is within
+    ``scope`` (None: any), or None with TABLE_ANSWERS=0 or no model."""
     from app.llm import generate
     from app.storage.table_rows import readable_tables, table_rows
     from app.tables.answer import TableAnswerer
@@ -118,8 +130,8 @@ def table_answerer(settings: Settings, store: StoreReader, llm, principals: Sequ
         return None
     collection = settings.retrieval.collection_name
     return TableAnswerer(
-        list_tables=lambda: readable_tables(store.engine, collection, principals),
-        load_rows=lambda table_id: table_rows(store.engine, collection, table_id, principals),
+        list_tables=lambda: readable_tables(store.engine, collection, principals, scope),
+        load_rows=lambda table_id: table_rows(store.engine, collection, table_id, principals, scope),
         generate=lambda prompt: generate(prompt, llm),
         settings=settings.tables,
     )

@@ -76,10 +76,17 @@ def explain_nearest(
     statement's own cost, without the per-node clock reads), and pgvector's settings in that session."""
     from sqlalchemy import text
 
+    from app.storage.scope import scope_params
     from app.storage.vectors import nearest_query
 
     collection = storage.collection_id(engine, collection_name)
-    params = {"collection": collection, "vector": vector_literal(vector), "k": k, "principals": list(principals)}
+    params = {
+        "collection": collection,
+        "vector": vector_literal(vector),
+        "k": k,
+        "principals": list(principals),
+        **scope_params(None),  # the statement's scope test, bound empty as an unscoped question binds it
+    }
     options = "ANALYZE, TIMING OFF, FORMAT JSON" if analyze else "FORMAT JSON"
     with storage.reading(engine, principals) as conn:
         statement = nearest_query(conn, collection_name, len(vector)).replace("{filter}", "")

@@ -1,5 +1,9 @@
 """ask.py: search(), the output format, and the CLI's exits and messages."""
 
+import io
+import json
+from datetime import date
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
@@ -9,6 +13,7 @@ from app.cli import ask as ask_cli
 from app.cli import output
 from app.errors import DatabaseUnavailableError
 from app.graph import RAGContext
+from app.storage.scope import Scope
 
 
 def recording(documents):
@@ -340,3 +345,68 @@ def test_main_withdraws_a_streamed_answer_with_unstated_words(streaming_context,
         "=== Answer ===\n受付窓口はシカゴ支店です[1]。\n\n（取り消し: 上の回答の「シカゴ」、「支店」はどの資料にも書かれていません）\n"
         "資料に記載がありません\n\n=== Sources (closest; they do not answer the question) ===\n"
     )
+
+
+# --- a question's scope: --in, --format, --since (app.storage.scope) ---------------------------------
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--in", "../人事"], "a folder may not contain '..', got '../人事'"),
+        (["--in", "/etc"], "a folder is a path inside the data folder, not an absolute one, got '/etc'"),
+        (["--in", "docs/*"], "a folder is a plain path without * ? or [ (no patterns), got 'docs/*'"),
+        (["--format", "p*f"], "a format is a file extension such as pdf or docx, got 'p*f'"),
+        (["--since", "昨日"], "since takes a day as YYYY-MM-DD (2025-04-01), got '昨日'"),
+    ],
+)
+def test_main_refuses_an_ambiguous_scope_in_one_line_before_any_work(flags, message, mocker, capsys, clean_env):
+    ensure = mocker.patch("app.cli.ask.output.ensure_ingested")
+    assert ask_cli.main([*flags, "質問"]) == 2
+    assert capsys.readouterr().err == f"Error: {message}\n"
+    ensure.assert_not_called()
+
+
+def test_main_says_in_one_line_that_a_folder_holds_nothing_to_read(mocker, capsys, clean_env):
+    mocker.patch("app.cli.ask.output.ensure_ingested")
+    missing = mocker.patch("app.cli.ask.missing_folders_of", return_value=["docs/無い/"])
+    made = mocker.patch("app.cli.ask.default_context")
+    assert ask_cli.main(["--in", "./docs/無い/", "--in", "docs/規程", "質問"]) == 2
+    assert capsys.readouterr().err == (
+        "Error: no document you may read is in 'docs/無い/' (--in): check the folder's name, relative to the "
+        "data folder (`make docs` lists the documents)\n"
+    )
+    scope = missing.call_args.args[1]
+    assert scope.folders == ("docs/無い/", "docs/規程/") and missing.call_args.args[2] == ask_cli.FULL_ACCESS
+    made.assert_not_called()
+
+
+def test_main_asks_within_the_scope_and_json_reports_it(mocker, context, capsys, clean_env):
+    mocker.patch("app.cli.ask.output.ensure_ingested")
+    mocker.patch("app.cli.ask.missing_folders_of", return_value=[])
+    made = mocker.patch("app.cli.ask.default_context", return_value=context)
+    out = io.StringIO()
+    argv = ["--json", "--in", "docs/規程", "--format", ".PDF,docx", "--since", "2025-04-01", "質問"]
+    assert ask_cli.main(argv, out=out) == 0
+    scope = made.call_args.kwargs["scope"]
+    assert scope == Scope(folders=("docs/規程/",), formats=("pdf", "docx"), since=date(2025, 4, 1))
+    assert json.loads(out.getvalue())["scope"] == {
+        "folders": ["docs/規程/"],
+        "formats": ["pdf", "docx"],
+        "since": "2025-04-01",
+    }
+    out = io.StringIO()
+    assert ask_cli.main(["--json", "質問"], out=out) == 0
+    assert made.call_args.kwargs["scope"] is None  # no flags: no scope, the same statements bound empty
+    assert json.loads(out.getvalue())["scope"] == {"folders": [], "formats": [], "since": None}
+
+
+def test_the_search_function_and_the_tables_read_within_the_scope(mocker, clean_env):
+    from app import graph
+
+    reader = mocker.patch("app.graph.StoreReader").return_value
+    reader.warm_up_search.return_value = reader
+    scope = Scope(folders=("docs/規程",))
+    ctx = graph.default_context(mode="keyword", reranker=None, generate=False, principals=("everyone",), scope=scope)
+    reader.search_function.assert_called_once_with("keyword", scope=scope)
+    assert ctx.scope == scope
+    with pytest.raises(ValueError, match="global search answers from community reports"):
+        graph.default_context(mode="global", reranker=None, generate=False, principals=("everyone",), scope=scope)

@@ -146,6 +146,21 @@ def test_auto_mode_without_a_built_graph_answers_with_hybrid(llm, mock_documents
     assert state["mode"] == "hybrid" and "the graph is not built" in state["route_reason"]
 
 
+def test_auto_mode_answers_a_narrowed_overview_question_from_passages_not_reports(llm, mock_documents):
+    """Community reports span every folder: a question narrowed by a scope is not answered from them."""
+    from app.storage.scope import Scope
+
+    llm.responses = ["平日9時から18時までです。[1]"]
+    fake = FakeGraph()
+    ctx = context("auto", fake, llm, mock_documents)
+    ctx.scope = Scope(folders=("docs/規程",))
+    state = run_rag("全体の傾向をまとめて", ctx)
+    assert state["mode"] == "hybrid" and state["route_reason"] == (
+        "overview cue '全体', but the question is narrowed (--in, --format, --since)"
+    )
+    assert fake.calls == [] and "retrieve" in state["timings"]
+
+
 def test_graph_mode_without_a_graph_search_is_a_clear_error(llm, mock_documents):
     with pytest.raises(GraphNotReadyError, match="local search needs the graph"):
         run_rag("VPNの関係は？", context("local", None, llm, mock_documents))

@@ -51,6 +51,9 @@ def test_dollar_amount_and_leading_dash_reach_the_app(fake_py):
     "target,variable,expected_prefix",
     [
         ("ask", "MODE", ["-m", "app.ask", "--mode"]),
+        ("ask", "IN", ["-m", "app.ask", "--in"]),
+        ("ask", "FORMAT", ["-m", "app.ask", "--format"]),
+        ("ask", "SINCE", ["-m", "app.ask", "--since"]),
         ("remove", "DOC", ["-m", "app.docs", "remove", "--"]),
         ("demo", "DEMO_Q", ["-m", "app.ask", "--"]),
         ("ingest", "WORKERS", ["-m", "app.ingest", "--workers"]),
@@ -63,6 +66,22 @@ def test_other_variables_are_data_too(fake_py, tmp_path, target, variable, expec
     got = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
     assert any(a[: len(expected_prefix)] == expected_prefix and value in a for a in got), got
     assert not list(tmp_path.glob("ran*"))
+
+
+def test_a_question_s_scope_reaches_ask_as_its_flags(fake_py):
+    result = make("ask", "Q=休暇は？", "IN=docs/規程", "FORMAT=pdf,docx", "SINCE=2025-04-01", py=fake_py)
+    assert argv(result) == [
+        "-m",
+        "app.ask",
+        "--in",
+        "docs/規程",
+        "--format",
+        "pdf,docx",
+        "--since",
+        "2025-04-01",
+        "--",
+        "休暇は？",
+    ]
 
 
 def test_dry_run_flag_is_not_expanded(fake_py, tmp_path):

@@ -67,9 +67,14 @@ def test_positional_refuses_a_name_without_a_place():
 def test_the_definer_functions_run_the_statements_that_test_the_readers():
     candidates, stats = keywords.DEFINER_FUNCTIONS
     assert "SECURITY DEFINER SET search_path FROM CURRENT" in candidates
-    assert keywords.positional(keywords.SQL_KEYWORD_CANDIDATES, ("collection", "tsquery", "cap", "principals")) in (
+    names = ("collection", "tsquery", "cap", "principals", "scope_folders", "scope_formats", "scope_since")
+    assert keywords.positional(keywords.SQL_KEYWORD_CANDIDATES, names) in candidates
+    assert "scope_folders text[], scope_formats text[], scope_since date) RETURNS TABLE" in candidates
+    # the scope is tested on each candidate's chunk before the cap, and joins nothing when empty
+    assert 'CAST($7 AS date) IS NULL) OR EXISTS (SELECT 1 FROM "langchain_pg_embedding" e WHERE e.id = k.id' in (
         candidates
     )
+    assert candidates.index("starts_with(e.cmetadata->>'doc_id'") < candidates.index("LIMIT $3")
     assert "k.readers && CAST($4 AS text[]) AND k.readers && (SELECT" in candidates
     assert keywords.positional(keywords.SQL_TERM_STATS_OF, ("collection", "terms", "principals")) in stats
 

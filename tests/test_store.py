@@ -244,3 +244,20 @@ def test_writes_need_no_principals(nobody, mocker):
     delete = mocker.patch("app.storage.delete_document", return_value=5)
     assert nobody.remove_document("a.pdf") == 5  # the writer's view of every document, whoever reads
     assert delete.call_args.args[2] == "pdf/a.pdf"
+
+
+def test_search_passes_a_scope_to_both_halves_and_refuses_it_for_global(store, mocker):
+    from app.retrieval import reader
+    from app.storage.scope import Scope
+
+    scope = Scope(folders=("docs/規程",), formats=("pdf",))
+    keyword = mocker.patch.object(reader, "keyword_search", return_value=[])
+    vector = mocker.patch.object(reader, "vector_search", return_value=[])
+    assert store.search("受付", search_mode="hybrid", scope=scope) == []
+    assert keyword.call_args.kwargs["scope"] == scope and vector.call_args.kwargs["scope"] == scope
+    assert store.search_function("keyword", scope=scope)("受付", 3) == []
+    assert keyword.call_args.kwargs["scope"] == scope
+    store.search("受付", search_mode="keyword", scope=Scope())  # an empty scope: the call as before
+    assert "scope" not in keyword.call_args.kwargs
+    with pytest.raises(ValueError, match="^global search answers from community reports"):
+        store.search("全体の傾向は？", search_mode="global", scope=scope)

@@ -12,6 +12,7 @@ from app.cli import output, run
 from app.config import get_settings, validate_mode
 from app.graph import default_context, run_rag
 from app.permissions.principals import FULL_ACCESS
+from app.storage.scope import Scope, parse_scope
 from app.text.storable import check_fields
 from app.versions.preference import answer_version_notes, source_versions
 from app.workflow.withdrawals import WITHDRAWN, streamed_note
@@ -43,6 +44,25 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
     parser.add_argument(
         "--as", dest="as_user", default=None, metavar="NAME", help="answer as this user (only what they may read)"
     )
+    parser.add_argument(
+        "--in",
+        dest="folders",
+        action="append",
+        default=None,
+        metavar="FOLDER",
+        help="only documents under this folder of the data folder (docs/規程); repeat for several",
+    )
+    parser.add_argument(
+        "--format",
+        dest="formats",
+        action="append",
+        default=None,
+        metavar="LIST",
+        help="only documents of these formats, by extension (pdf,docx)",
+    )
+    parser.add_argument(
+        "--since", default=None, metavar="DATE", help="only documents dated this day or later (YYYY-MM-DD)"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     query = " ".join(args.query).strip()
@@ -52,7 +72,17 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         print('Error: no question given; usage: make ask Q="質問文"', file=sys.stderr)
         return 2
     try:  # an argument whose bytes were not UTF-8 arrives as lone surrogates: refused before any work
-        check_fields({"question": query, "--mode": args.mode, "--as": args.as_user})
+        check_fields(
+            {
+                "question": query,
+                "--mode": args.mode,
+                "--as": args.as_user,
+                "--in": args.folders or [],
+                "--format": args.formats or [],
+                "--since": args.since,
+            }
+        )
+        scope = parse_scope(args.folders, args.formats, args.since)  # ambiguous input fails, never widens
     except ValueError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2
@@ -65,11 +95,16 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         ctx = context
         if ctx is None:
             output.ensure_ingested(settings)
-            ctx = default_context(settings, mode=mode, principals=as_user(settings, args.as_user))
+            principals = as_user(settings, args.as_user)
+            missing = missing_folders_of(settings, scope, principals)
+            if missing:
+                print(f"Error: {missing_folder_message(missing)}", file=sys.stderr)
+                return 2
+            ctx = default_context(settings, mode=mode, principals=principals, scope=scope or None)
         first_token_at: list[float] = []
         if args.json:
             state = run_rag(query, ctx)
-            out.write(output.json_report(state, output._process_age()) + "\n")
+            out.write(output.json_report(state, output._process_age(), scope=scope) + "\n")
             return 0
         if not args.no_stream:
             printer = output.TokenPrinter(out)
@@ -107,6 +142,26 @@ def main(argv: Sequence[str] | None = None, context: Any = None, out=None) -> in
         return 0
 
     return run(body, debug=args.debug)
+
+
+def missing_folders_of(settings, scope: Scope, principals) -> list[str]:
+    """The ``--in`` folders holding no document ``principals`` may read (app.storage.scope.missing_folders)."""
+    if not scope.folders:
+        return []
+    from app.storage import get_engine
+    from app.storage.scope import missing_folders
+
+    return missing_folders(get_engine(settings), settings.retrieval.collection_name, scope, principals)
+
+
+def missing_folder_message(folders: Sequence[str]) -> str:
+    """One line for ``--in`` folders without a readable document: the same whether a folder does not exist
+    or holds only documents the asker may not read (it never says which)."""
+    names = ", ".join(repr(f) for f in folders)
+    return (
+        f"no document you may read is in {names} (--in): check the folder's name, "
+        "relative to the data folder (`make docs` lists the documents)"
+    )
 
 
 def as_user(settings, name: str | None) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from app import storage
 from app.config import Settings
 from app.errors import RagError
+from app.storage.scope import Scope
 from app.versions.preference import answer_version_notes, source_versions
 
 
@@ -149,10 +150,11 @@ JSON_KEYS = (
 )
 
 
-def json_report(state: dict, seconds: float | None = None) -> str:
+def json_report(state: dict, seconds: float | None = None, scope: Scope | None = None) -> str:
     """``--json``: the question's answer, sources (and ``source_versions``: each source's ``doc_id``,
     ``effective`` and ``superseded_by``; ``version_notes``), the mode chosen (and why), the graph's IDs
-    (local), the traceability and map results (global), the timings and peak RSS."""
+    (local), the traceability and map results (global), the ``scope`` used (app.storage.scope.Scope:
+    ``{"folders", "formats", "since"}``, empty lists and null without one), the timings and peak RSS."""
     import json
 
     payload = {key: state[key] for key in JSON_KEYS if key in state}
@@ -160,6 +162,7 @@ def json_report(state: dict, seconds: float | None = None) -> str:
         payload["source_versions"] = source_versions(state)
         payload["version_notes"] = answer_version_notes(state)
     payload["query"] = state.get("query")
+    payload["scope"] = (scope or Scope()).as_dict()
     payload["peak_rss_mb"] = round(peak_rss_mb(), 1)
     if seconds is not None:
         payload["process_seconds"] = round(seconds, 3)

@@ -41,6 +41,7 @@ from app.storage.graphrag_types import (
     Relationship,
     TextUnit,
 )
+from app.storage.scope import Scope
 from app.storage.scores import RELEVANCE_SCORE_KEY
 
 PROMPT_RESERVE = 200  # tokens kept for the instructions and the question around a graph context
@@ -110,6 +111,8 @@ def graph_documents(
     score 1/rank), ``global`` (community reports, best rank first) and ``auto`` (the router's choice,
     which may be a chunk search: ``chunk_search(query, mode, top_k)``)."""
     chosen = route(mode, query, graph_ready=graph.is_ready() if mode == "auto" else True).mode
+    if chosen == "global" and mode == "auto" and isinstance(graph.scope, Scope) and graph.scope:
+        chosen = "hybrid"  # community reports span every folder: a narrowed question needs passages
     if chosen == "local":
         docs = graph.local(query, max_text_units=top_k).documents
         return [
@@ -150,6 +153,9 @@ class GraphSearch:
     # who asks: only graph rows all of whose sources they may read; required (keyword) so that a
     # forgotten argument fails instead of reading everything (FULL_ACCESS is full access, on purpose)
     principals: tuple[str, ...] = field(kw_only=True)
+    # the question's scope (app.storage.scope): local search's chunks and the sources named are within it;
+    # entities, relationships and community reports are not narrowed (a report spans many documents)
+    scope: Scope | None = field(default=None, kw_only=True)
 
     def reading(self):
         """A connection reading as :attr:`principals` (app.storage.readers.reading)."""
@@ -191,7 +197,7 @@ class GraphSearch:
     def sources_of(self, chunk_ids: list[str]) -> list[str]:
         """The source IDs (``file.pdf:p3``) of the chunks that still exist, in order, without repeats."""
         with self.reading() as conn:
-            found = graphrag_rows.chunk_documents(conn, chunk_ids, self.principals)
+            found = graphrag_rows.chunk_documents(conn, chunk_ids, self.principals, self.scope)
         return list(dict.fromkeys(found[c][1] for c in chunk_ids if c in found and found[c][1]))
 
     # --- local -------------------------------------------------------------------------
@@ -236,7 +242,7 @@ class GraphSearch:
                 r.attributes["source_title"] = titles.get(r.source, r.source)
                 r.attributes["target_title"] = titles.get(r.target, r.target)
             key_of = {e.attributes["key"]: e.id for e in entities}
-            rows = graphrag_rows.text_units_of(conn, collection, list(key_of), self.principals)
+            rows = graphrag_rows.text_units_of(conn, collection, list(key_of), self.principals, self.scope)
             units = [
                 TextUnit(
                     id=r["chunk_id"],

@@ -24,9 +24,14 @@ from app.errors import StoreNotReadyError, one_line
 from app.graphrag.search import GraphSearch, graph_documents
 from app.retrieval.search import SearchRetriever, current_first, hybrid_search, keyword_search, vector_search
 from app.storage.handle import StoreHandle
+from app.storage.scope import Scope
 
 log = logging.getLogger(__name__)
 _POOL_LOCK = threading.Lock()
+GLOBAL_SCOPE = (
+    "global search answers from community reports, which span folders and formats: "
+    "--in, --format and --since need another mode (hybrid, vector, keyword, local or auto)"
+)
 NO_PRINCIPALS = (
     "RagStore reads need principals: pass RagStore(principals=...) or principals= to the call "
     "(FULL_ACCESS for full access, on purpose)"
@@ -99,6 +104,7 @@ class StoreReader(StoreHandle):
         k_keyword: int | None = None,
         vector_filter: dict | None = None,
         principals: Sequence[str] | None = None,
+        scope: Scope | None = None,
     ) -> list[Document]:
         """Search; Documents carry ``metadata['relevance_score']``.
 
@@ -107,30 +113,43 @@ class StoreReader(StoreHandle):
         best rank first; score: the report's rank 0-10); ``auto`` (one of them, by app.graphrag.router).
         ``k_vector`` / ``k_keyword`` set each search's candidates (default ``top_k``);
         ``vector_filter``: ``{field: value}`` pairs the vector hits' metadata must hold. Only chunks
-        ``principals`` (default: this store's) may read are searched, in the same SQL.
+        ``principals`` (default: this store's) may read are searched, in the same SQL; ``scope``
+        (app.storage.scope.Scope: folders, formats, a date) narrows them further in that SQL (the graph
+        modes: the chunks local search returns; global search's reports are not narrowed).
         """
         who = self._who(principals)
+        scope = scope or None
         mode = validate_mode(search_mode, self.settings.retrieval.search_mode)
         top_k = top_k or self.settings.retrieval.search_k
         if not query or not query.strip():
             return []
+        if mode == "global" and scope:
+            raise ValueError(GLOBAL_SCOPE)
         if mode in ("local", "global", "auto"):
-            return self._graph_search(query, mode, top_k, who)
+            return self._graph_search(query, mode, top_k, who, scope)
+        narrowed = {"scope": scope} if scope else {}  # no scope: the calls as before it existed
         if mode == "vector":
-            hits = vector_search(self.vectorstore, query, k_vector or top_k, who, filter=vector_filter)
+            hits = vector_search(self.vectorstore, query, k_vector or top_k, who, filter=vector_filter, **narrowed)
             return self._versions(query, hits[:top_k], who)
-        keyword = partial(keyword_search, self.engine, self.collection, principals=who)
+        keyword = partial(keyword_search, self.engine, self.collection, principals=who, **narrowed)
         if mode == "keyword":
             return self._versions(query, keyword(query, k_keyword or top_k)[:top_k], who)
-        return self._hybrid(query, top_k, k_vector, k_keyword, vector_filter, who, keyword)
+        return self._hybrid(query, top_k, k_vector, k_keyword, vector_filter, who, keyword, scope)
 
-    def _hybrid(self, query, top_k, k_vector, k_keyword, vector_filter, who, keyword) -> list[Document]:
+    def _hybrid(self, query, top_k, k_vector, k_keyword, vector_filter, who, keyword, scope=None) -> list[Document]:
         """The vector and keyword searches at once (the query embedding and the HNSW scan overlap the
         keyword query), fused; keywords only, with one warning, when the vector half fails."""
 
         def vector_or_nothing(q: str) -> list[Document]:
             try:
-                hits = vector_search(self.vectorstore, q, k_vector or top_k, who, filter=vector_filter)
+                hits = vector_search(
+                    self.vectorstore,
+                    q,
+                    k_vector or top_k,
+                    who,
+                    filter=vector_filter,
+                    **({"scope": scope} if scope else {}),
+                )
             except Exception as exc:
                 self._vector_failed(exc)
                 return []
@@ -155,20 +174,31 @@ class StoreReader(StoreHandle):
             return docs
         return current_first(self.engine, self.collection, query, docs, who)
 
-    def graph_search(self, llm: Any = None, count_tokens: Any = None, principals: Sequence[str] | None = None):
+    def graph_search(
+        self,
+        llm: Any = None,
+        count_tokens: Any = None,
+        principals: Sequence[str] | None = None,
+        scope: Scope | None = None,
+    ):
         """Local and global search over this store's graph as ``principals`` (default: this store's):
-        only entities, relationships and reports all of whose sources they may read."""
+        only entities, relationships and reports all of whose sources they may read; with ``scope``, local
+        search's chunks and the sources named are those within it (entities and reports are not narrowed)."""
         who = self._who(principals)
-        return GraphSearch(self.settings, self.engine, self.embeddings, llm, count_tokens, principals=who)
+        return GraphSearch(
+            self.settings, self.engine, self.embeddings, llm, count_tokens, principals=who, scope=scope or None
+        )
 
-    def _graph_search(self, query: str, mode: str, top_k: int, who: tuple[str, ...]) -> list[Document]:
+    def _graph_search(
+        self, query: str, mode: str, top_k: int, who: tuple[str, ...], scope: Scope | None = None
+    ) -> list[Document]:
         """:meth:`search` for ``local``, ``global`` and ``auto`` (which may answer with a chunk search)."""
         return graph_documents(
-            self.graph_search(principals=who),
+            self.graph_search(principals=who, scope=scope),
             query,
             mode,
             top_k,
-            lambda q, m, k: self.search(q, search_mode=m, top_k=k, principals=who),
+            lambda q, m, k: self.search(q, search_mode=m, top_k=k, principals=who, scope=scope),
         )
 
     def _pool(self):
@@ -216,7 +246,10 @@ class StoreReader(StoreHandle):
         top_k = search_kwargs.pop("top_k", None) or k or self.settings.retrieval.search_k
         return SearchRetriever(search=lambda query, n: self.search(query, top_k=n, **search_kwargs), k=top_k)
 
-    def search_function(self, mode: str | None = None, principals: Sequence[str] | None = None):
-        """``search(query, k)`` for the graph's retrieve node, as ``principals`` (default: this store's)."""
+    def search_function(
+        self, mode: str | None = None, principals: Sequence[str] | None = None, scope: Scope | None = None
+    ):
+        """``search(query, k)`` for the graph's retrieve node, as ``principals`` (default: this store's),
+        within ``scope`` when given (app.storage.scope.Scope)."""
         who = self._who(principals)
-        return lambda query, k: self.search(query, search_mode=mode, top_k=k, principals=who)
+        return lambda query, k: self.search(query, search_mode=mode, top_k=k, principals=who, scope=scope)

@@ -31,6 +31,7 @@ from langchain_core.retrievers import BaseRetriever
 from app import storage
 from app.config import DEFAULT_HYBRID_WEIGHTS, DEFAULT_RRF_K, SEARCH_MODES
 from app.storage import versions as storage_versions
+from app.storage.scope import Scope
 from app.storage.scores import RELEVANCE_SCORE_KEY
 from app.text.keywords import query_tokens
 from app.versions.preference import MATCH, asked_year, asks_about_past, in_force_on, trigrams
@@ -98,15 +99,21 @@ def _copy(doc: Document, **extra: Any) -> Document:
 
 
 def vector_search(
-    vectorstore: Any, query: str, k: int, principals: Sequence[str], filter: dict | None = None
+    vectorstore: Any,
+    query: str,
+    k: int,
+    principals: Sequence[str],
+    filter: dict | None = None,
+    scope: Scope | None = None,
 ) -> list[Document]:
-    """Top ``k`` chunks ``principals`` may read by cosine distance (through the HNSW index), one per
-    source, best first."""
+    """Top ``k`` chunks ``principals`` may read (within ``scope`` when given: app.storage.scope) by cosine
+    distance (through the HNSW index), one per source, best first."""
     if not query or not query.strip():
         return []
-    hits = vectorstore.similarity_search_with_score(
-        query, k=k * COLLAPSE_DEPTH, principals=tuple(principals), **({"filter": filter} if filter else {})
-    )
+    extra: dict[str, Any] = {"filter": filter} if filter else {}
+    if scope:
+        extra["scope"] = scope
+    hits = vectorstore.similarity_search_with_score(query, k=k * COLLAPSE_DEPTH, principals=tuple(principals), **extra)
     return best_per_source(
         [
             _copy(
@@ -122,10 +129,15 @@ def vector_search(
     )
 
 
-def keyword_search(engine: Any, collection_name: str, query: str, k: int, principals: Sequence[str]) -> list[Document]:
-    """Top ``k`` chunks ``principals`` may read by BM25 over Japanese-aware tokens (candidates from the
-    GIN index), one per source, best first."""
-    rows = storage.keyword_search(engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH, principals)
+def keyword_search(
+    engine: Any, collection_name: str, query: str, k: int, principals: Sequence[str], scope: Scope | None = None
+) -> list[Document]:
+    """Top ``k`` chunks ``principals`` may read (within ``scope`` when given) by BM25 over Japanese-aware
+    tokens (candidates from the GIN index), one per source, best first."""
+    narrowed = {"scope": scope} if scope else {}  # no scope: the call as before it existed
+    rows = storage.keyword_search(
+        engine, collection_name, query_tokens(query), k * COLLAPSE_DEPTH, principals, **narrowed
+    )
     return best_per_source(
         [
             Document(

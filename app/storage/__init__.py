@@ -18,6 +18,7 @@ public functions, so callers write ``from app import storage`` and ``storage.lis
 * :mod:`app.storage.graphrag_rows` — the graph's reads and its build's writes (entities, relationships,
   communities, reports);
 * :mod:`app.storage.readers` — who may read each row: the readers columns, row-level security, the query role;
+* :mod:`app.storage.scope` — a question's scope (folders, formats, a date), tested in SQL beside the readers;
 * :mod:`app.storage.users` — users, groups, personal tokens (hashes) and the audit log;
 * :mod:`app.storage.vectors` — the vector column's size, its HNSW index and nearest-neighbour queries;
 * :mod:`app.storage.bulk` — bulk loading, index rebuilds and sizes (used by ``make bench``);

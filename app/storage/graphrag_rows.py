@@ -20,6 +20,7 @@ from app.storage.graphrag_tables import mark_written as mark_written
 from app.storage.graphrag_tables import write_chunk_graphs as write_chunk_graphs
 from app.storage.graphrag_types import ChunkGraph, CommunityReport
 from app.storage.readers import principals_param, refresh_graph_readers
+from app.storage.scope import Scope, scope_params
 from app.storage.tables import vector_literal
 
 # Re-exported above: the chunk writers' part of the graph (create, mark_*, write_chunk_graphs).
@@ -206,14 +207,14 @@ def relationships_of(conn, collection, ids: Sequence[str], principals: Sequence[
     ]
 
 
-def text_units_of(conn, collection, keys: Sequence[str], principals: Sequence[str]) -> list[dict]:
-    """The chunks that name any of the entity ``keys``: chunk_id, document, cmetadata, keys, n."""
+def text_units_of(
+    conn, collection, keys: Sequence[str], principals: Sequence[str], scope: Scope | None = None
+) -> list[dict]:
+    """The chunks that name any of the entity ``keys`` (within ``scope`` when given: app.storage.scope):
+    chunk_id, document, cmetadata, keys, n."""
+    params = {"collection": collection, "keys": list(keys), "principals": principals_param(principals)}
     return [
-        dict(r)
-        for r in conn.execute(
-            _text(graph_sql.SQL_TEXT_UNITS_OF),
-            {"collection": collection, "keys": list(keys), "principals": principals_param(principals)},
-        ).mappings()
+        dict(r) for r in conn.execute(_text(graph_sql.SQL_TEXT_UNITS_OF), {**params, **scope_params(scope)}).mappings()
     ]
 
 
@@ -283,13 +284,11 @@ def table_bytes(conn, collection) -> dict[str, int]:
     return {name: int(n) for name, n in zip(graph_sql.TABLE_BYTES_NAMES, row)}
 
 
-def chunk_documents(conn, ids: Sequence[str], principals: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Chunk ID -> (document ID, source ID) for the chunks that still exist."""
+def chunk_documents(
+    conn, ids: Sequence[str], principals: Sequence[str], scope: Scope | None = None
+) -> dict[str, tuple[str, str]]:
+    """Chunk ID -> (document ID, source ID) for the chunks that still exist (within ``scope`` when given)."""
     if not ids:
         return {}
-    return {
-        r[0]: (r[1], r[2])
-        for r in conn.execute(
-            _text(graph_sql.SQL_DOCUMENT_OF_CHUNKS), {"ids": list(ids), "principals": principals_param(principals)}
-        )
-    }
+    params = {"ids": list(ids), "principals": principals_param(principals), **scope_params(scope)}
+    return {r[0]: (r[1], r[2]) for r in conn.execute(_text(graph_sql.SQL_DOCUMENT_OF_CHUNKS), params)}

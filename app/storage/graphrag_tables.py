@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from app.storage.readers import readers_predicate
+from app.storage.scope import scope_predicate
 from app.storage.tables import (
     COMMUNITY_TABLE,
     ENTITY_TABLE,
@@ -209,6 +210,8 @@ SQL_TEXT_UNITS_OF = sql(
     "FROM {mentions} m JOIN {chunks} e ON e.id = m.chunk_id "
     "WHERE m.collection_id = :collection AND m.entity = ANY(:keys) AND "
     + readers_predicate("e")
+    + " AND "
+    + scope_predicate("e")
     + " GROUP BY m.chunk_id, e.document, e.cmetadata"
 )
 _REPORT_COLUMNS = "id, level, title, summary, findings, rank, kind, chunk_ids, document_ids, entity_ids"
@@ -245,8 +248,8 @@ SQL_TABLE_BYTES = sql(
     "(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {reports} t WHERE t.collection_id = :collection)"
 )
 SQL_DOCUMENT_OF_CHUNKS = sql(
-    "SELECT id, cmetadata->>'doc_id', cmetadata->>'source' FROM {chunks} WHERE id = ANY(CAST(:ids AS varchar[])) AND "
-    + readers_predicate()
+    "SELECT id, cmetadata->>'doc_id', cmetadata->>'source' FROM {chunks} e WHERE id = ANY(CAST(:ids AS varchar[])) "
+    "AND " + readers_predicate() + " AND " + scope_predicate("e")
 )
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from app.storage.collection import collection_id
 from app.storage.readers import principals_param, readers_predicate, reading
+from app.storage.scope import PARAM_NAMES as SCOPE_PARAMS
+from app.storage.scope import Scope, scope_is_empty, scope_params, scope_predicate
 from app.storage.tables import sql
 from app.text import keywords as tokens
 
@@ -144,16 +146,29 @@ _ADMITTED = (
     "CAST(:principals AS text[]) && (SELECT {principals_function}()) "
     "AND (SELECT has_table_privilege(session_user, '{chunks}', 'SELECT'))"
 )
-# Candidates come from the GIN index (run by EXECUTE: planned for each call's tsquery); the readers'
-# tests come after ``@@`` in the plan, on the rows the index returns.
+# Candidates come from the GIN index (run by EXECUTE: planned for each call's tsquery and scope); the
+# readers' tests come after ``@@`` in the plan, on the rows the index returns. The question's scope
+# (app.storage.scope) is tested here, on each candidate's chunk, so that the cap is spent on rows the
+# scope keeps; an empty scope is a constant true in the call's plan and joins no chunk (migration 16).
 SQL_KEYWORD_CANDIDATES = sql(
     "SELECT k.id, k.tsv, k.dl FROM {keywords} k "
     "WHERE k.collection_id = :collection AND k.tsv @@ to_tsquery('simple', :tsquery) AND "
     + readers_predicate("k")
     + " AND k.readers && (SELECT {principals_function}()) AND "
     + _ADMITTED
-    + " ORDER BY ts_rank(k.tsv, to_tsquery('simple', :tsquery), 1) DESC LIMIT :cap"
+    + " AND ("
+    + scope_is_empty()
+    + " OR EXISTS (SELECT 1 FROM {chunks} e WHERE e.id = k.id AND "
+    + scope_predicate("e")
+    + ")) ORDER BY ts_rank(k.tsv, to_tsquery('simple', :tsquery), 1) DESC LIMIT :cap"
 )
+CANDIDATE_ARGUMENTS = (
+    "collection uuid, tsquery text, cap integer, principals text[], "
+    "scope_folders text[], scope_formats text[], scope_since date"
+)
+CANDIDATE_NAMES = ("collection", "tsquery", "cap", "principals", *SCOPE_PARAMS)
+# Migration 16 gave the candidates' function the scope's arguments: the old signature goes first.
+SQL_DROP_OLD_CANDIDATES = sql("DROP FUNCTION IF EXISTS {keyword_candidates_function}(uuid, text, integer, text[])")
 # The statistics of the terms named only: per-term document frequencies count every chunk (BM25's idf),
 # so a caller learns the frequency of a term it names, never the list of terms (docs/security.md).
 SQL_TERM_STATS_OF = sql(
@@ -193,10 +208,10 @@ def definer_function(name: str, arguments: str, returns: str, statement: str, na
 DEFINER_FUNCTIONS = (
     definer_function(
         "keyword_candidates_function",
-        "collection uuid, tsquery text, cap integer, principals text[]",
+        CANDIDATE_ARGUMENTS,
         "id varchar, tsv tsvector, dl integer",
         SQL_KEYWORD_CANDIDATES,
-        ("collection", "tsquery", "cap", "principals"),
+        CANDIDATE_NAMES,
     ),
     definer_function(
         "term_stats_function",
@@ -215,13 +230,16 @@ SQL_TERM_STATS = sql(
 SQL_KEYWORD_SEARCH = sql(
     "WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idfs AS float8[])) AS q(term, idf)), "
     "cand AS (SELECT k.id, k.tsv, k.dl FROM {keyword_candidates_function}(CAST(:collection AS uuid), "
-    "CAST(:tsquery AS text), CAST(:cap AS integer), CAST(:principals AS text[])) k), "
+    "CAST(:tsquery AS text), CAST(:cap AS integer), CAST(:principals AS text[]), CAST(:scope_folders AS text[]), "
+    "CAST(:scope_formats AS text[]), CAST(:scope_since AS date)) k), "
     "scored AS (SELECT c.id, sum(q.idf * f.tf * (:k1 + 1) / (f.tf + :k1 * (1 - :b + :b * c.dl / :avgdl))) AS score "
     "FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(cardinality(u.positions), 1) "
     "+ coalesce(cardinality(array_positions(u.weights, 'A')), 0) AS tf FROM unnest(c.tsv) u) f "
     "JOIN q ON q.term = f.lexeme GROUP BY c.id ORDER BY score DESC, c.id LIMIT :k) "
     "SELECT e.id, e.document, e.cmetadata, s.score FROM scored s JOIN {chunks} e ON e.id = s.id AND "
     + readers_predicate("e")
+    + " AND "
+    + scope_predicate("e")
     + " ORDER BY s.score DESC, e.id"
 )
 
@@ -273,9 +291,11 @@ def keyword_search(
     k: int,
     principals: Sequence[str],
     budget: int | None = None,
+    scope: Scope | None = None,
 ) -> list[tuple]:
     """Rows ``(id, document, cmetadata, score)`` for the query ``terms`` among the chunks ``principals``
-    may read, best BM25 score first (the statistics count every chunk: docs/security.md).
+    may read (within ``scope`` when given: app.storage.scope), best BM25 score first (the statistics count
+    every chunk: docs/security.md).
 
     Terms found in more than a tenth of the chunks, or beyond the postings budget, score but do
     not select candidates (app.text.keywords.candidate_terms), which keeps long Japanese queries fast.
@@ -289,17 +309,23 @@ def keyword_search(
     if collection is None:
         return []
     with reading(engine, principals) as conn:
-        params = keyword_search_params(conn, collection, terms, k, principals, budget)
+        params = keyword_search_params(conn, collection, terms, k, principals, budget, scope)
         return [tuple(r) for r in conn.execute(text(SQL_KEYWORD_SEARCH), params)] if params else []
 
 
 def keyword_search_params(
-    conn, collection, terms: Sequence[str], k: int, principals: Sequence[str], budget: int | None = None
+    conn,
+    collection,
+    terms: Sequence[str],
+    k: int,
+    principals: Sequence[str],
+    budget: int | None = None,
+    scope: Scope | None = None,
 ) -> dict | None:
     """Bound values for SQL_KEYWORD_SEARCH, read as ``principals`` (in a :func:`app.storage.readers.reading`
     transaction: the statistics are given to its principals only): idf per term from the statistics,
     candidate terms (within ``budget`` postings, default app.text.keywords.CANDIDATE_POSTINGS), average
-    length; None when no term occurs in the collection, or the transaction reads as nobody."""
+    length, the ``scope``'s values (app.storage.scope); None when no term occurs in the collection, or the transaction reads as nobody."""
     from sqlalchemy import text
 
     bound = {"terms": list(terms), "collection": collection, "principals": principals_param(principals)}
@@ -322,6 +348,7 @@ def keyword_search_params(
         "avgdl": max(total / n, 1.0),
         "cap": max(CANDIDATE_CAP, k),
         "principals": bound["principals"],
+        **scope_params(scope),
     }
 
 

@@ -13,7 +13,8 @@ Version history (the number is what ``rag_meta`` holds; stores made before 2 hol
 8 document versions · 9 the askers' feedback · 10 readers on the keyword rows ·
 11 the query role reads only rows its principals may (mentions, keyword rows, statistics) · 12 the page's sign-in sessions ·
 13 tables stored as tables (app.storage.table_rows) · 14 answers' outcome and timings in the audit log (app.storage.usage) ·
-15 tables in Word, PowerPoint and HTML documents (their citing section).
+15 tables in Word, PowerPoint and HTML documents (their citing section) ·
+16 the keyword candidates' function takes a question's scope (app.storage.scope).
 """
 
 from __future__ import annotations
@@ -152,6 +153,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         table_rows.ANCHOR_STATEMENTS,
         upgrade=table_rows.ANCHOR_UPGRADE,
     ),
+    # the keyword candidates' function takes the question's scope (app.storage.scope): its old signature goes
+    Migration(
+        16,
+        "questions narrowed to folders, formats and dates: the keyword candidates are tested against the scope",
+        (keywords.SQL_DROP_OLD_CANDIDATES, *keywords.DEFINER_FUNCTIONS),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -220,16 +227,19 @@ def sized_vectorstore_class() -> type:
             return self.similarity_search_with_score_by_vector(self.embeddings.embed_query(query), k, filter, **kwargs)
 
         def similarity_search_with_score_by_vector(
-            self, embedding, k: int = 4, filter: dict | None = None, principals=None, **kwargs
+            self, embedding, k: int = 4, filter: dict | None = None, principals=None, scope=None, **kwargs
         ):
-            """``(Document, cosine distance)`` pairs, nearest first, that ``principals`` (else the store's) may read."""
+            """``(Document, cosine distance)`` pairs, nearest first, that ``principals`` (else the store's) may
+            read, within ``scope`` (app.storage.scope.Scope; None: everything they may read)."""
             who = self.principals if principals is None else tuple(principals)
             if who is None:  # a forgotten argument must not read everything
                 raise TypeError(
                     "vector search needs principals: pass principals= or make the store with them "
                     "(app.permissions.principals.FULL_ACCESS for full access, on purpose)"
                 )
-            rows = nearest_chunks(self._engine, self.collection_name, list(embedding), k, who, metadata_filter(filter))
+            rows = nearest_chunks(
+                self._engine, self.collection_name, list(embedding), k, who, metadata_filter(filter), scope=scope
+            )
             return [
                 (Document(id=str(id_), page_content=text, metadata=metadata or {}), float(distance))
                 for id_, text, metadata, distance in rows

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.storage.collection import collection_id
 from app.storage.readers import principals_param, readers_predicate, reading
+from app.storage.scope import TABLE_DOC_ID, Scope, scope_params, scope_predicate
 from app.storage.tables import sql
 from app.text.chunks import row_source
 
@@ -95,10 +96,14 @@ SQL_INSERT_ROWS = sql(
     "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(n integer, cells jsonb)"
 )
 
-# --- reads (the readers' predicate in each statement) -------------------------------------------
+# --- reads (the readers' predicate and the question's scope in each statement) ---------------------
 SQL_READABLE_TABLES = sql(
-    "SELECT id, doc_id, source_file, sheet, columns, row_count, anchor FROM {table_index} "
-    "WHERE collection_id = :collection AND " + readers_predicate() + " ORDER BY source_file, sheet"
+    "SELECT id, doc_id, source_file, sheet, columns, row_count, anchor FROM {table_index} t "
+    "WHERE collection_id = :collection AND "
+    + readers_predicate()
+    + " AND "
+    + scope_predicate("t", TABLE_DOC_ID)
+    + " ORDER BY source_file, sheet"
 )
 SQL_TABLE_ROWS = sql(
     "SELECT r.n, r.cells FROM {table_rows} r JOIN {table_index} t ON t.id = r.table_id "
@@ -106,6 +111,8 @@ SQL_TABLE_ROWS = sql(
     + readers_predicate("t")
     + " AND "
     + readers_predicate("r")
+    + " AND "
+    + scope_predicate("t", TABLE_DOC_ID)
     + " ORDER BY r.n"
 )
 
@@ -184,8 +191,11 @@ def replace_tables(
     return written
 
 
-def readable_tables(engine: Engine, collection_name: str, principals: Sequence[str]) -> list[StoredTable]:
-    """The tables ``principals`` may read (their names and columns only), by file and sheet."""
+def readable_tables(
+    engine: Engine, collection_name: str, principals: Sequence[str], scope: Scope | None = None
+) -> list[StoredTable]:
+    """The tables ``principals`` may read whose document is within ``scope`` (app.storage.scope; None: any),
+    their names and columns only, by file and sheet."""
     from sqlalchemy import text
 
     collection = collection_id(engine, collection_name)
@@ -193,21 +203,27 @@ def readable_tables(engine: Engine, collection_name: str, principals: Sequence[s
         return []
     with reading(engine, principals) as conn:
         rows = conn.execute(
-            text(SQL_READABLE_TABLES), {"collection": collection, "principals": principals_param(principals)}
+            text(SQL_READABLE_TABLES),
+            {"collection": collection, "principals": principals_param(principals), **scope_params(scope)},
         ).all()
     return [StoredTable(int(r[0]), r[1], r[2], r[3], list(r[4]), int(r[5]), r[6] or "") for r in rows]
 
 
 def table_rows(
-    engine: Engine, collection_name: str, table_id: int, principals: Sequence[str]
+    engine: Engine, collection_name: str, table_id: int, principals: Sequence[str], scope: Scope | None = None
 ) -> list[tuple[int, list[list]]]:
     """The rows of one table that ``principals`` may read, as ``(n, [[text, value], …])`` in order
-    (none when they may not read the table)."""
+    (none when they may not read the table, or its document is outside ``scope``)."""
     from sqlalchemy import text
 
     collection = collection_id(engine, collection_name)
     if collection is None:
         return []
-    params = {"collection": collection, "table": int(table_id), "principals": principals_param(principals)}
+    params = {
+        "collection": collection,
+        "table": int(table_id),
+        "principals": principals_param(principals),
+        **scope_params(scope),
+    }
     with reading(engine, principals) as conn:
         return [(int(n), list(cells)) for n, cells in conn.execute(text(SQL_TABLE_ROWS), params)]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from app.errors import StoreNotReadyError
 from app.storage.collection import collection_id
 from app.storage.readers import principals_param, readers_predicate, reading
+from app.storage.scope import Scope, scope_params, scope_predicate
 from app.storage.tables import (
     EMBEDDING_TABLE,
     ENTITY_HNSW_INDEX,
@@ -55,13 +56,13 @@ SQL_SIZED_INDEX = (
 )
 # A column of one size: its plain HNSW index (no size test, which would only blur the row estimate).
 SQL_NEAREST_CHUNKS_ONE_SIZE = (
-    "SELECT id, document, cmetadata, embedding <=> CAST(:vector AS vector({size})) AS distance FROM {chunks} "
+    "SELECT id, document, cmetadata, embedding <=> CAST(:vector AS vector({size})) AS distance FROM {chunks} e "
     "WHERE collection_id = :collection AND " + readers_predicate() + "{filter} ORDER BY distance LIMIT :k"
 )
 # A column of any size: the partial index of the question's size (its predicate must be in the query).
 SQL_NEAREST_CHUNKS = (
     "SELECT id, document, cmetadata, CAST(embedding AS vector({size})) <=> CAST(:vector AS vector({size})) "
-    "AS distance FROM {chunks} WHERE collection_id = :collection AND vector_dims(embedding) = {size} "
+    "AS distance FROM {chunks} e WHERE collection_id = :collection AND vector_dims(embedding) = {size} "
     "AND " + readers_predicate() + "{filter} ORDER BY distance LIMIT :k"
 )
 # How many rows have each size, for the planner's estimate of the size test (ANALYZE fills it).
@@ -124,17 +125,21 @@ def fit_size(conn: Connection, size: int) -> list[str]:
 
 
 METADATA_FILTER = " AND cmetadata @> CAST(:metadata AS jsonb)"
+# The question's scope (app.storage.scope): one text for every scope, so one cached plan; an empty scope
+# passes every row.
+SCOPE_FILTER = " AND " + scope_predicate("e")
 
 
 def nearest_query(conn: Connection, collection_name: str, size: int, metadata: bool = False) -> str:
     """The nearest-chunk statement for a ``size``-dimensional question: the one-size form on a column
-    of that size, the any-size form on a column of any size; with ``metadata``, the filter on the
-    chunks' metadata too. StoreNotReadyError when the column holds another size only."""
+    of that size, the any-size form on a column of any size, the scope's test in both (:data:`SCOPE_FILTER`);
+    with ``metadata``, the filter on the chunks' metadata too. StoreNotReadyError when the column holds
+    another size only."""
     column = column_size(conn, EMBEDDING_TABLE)
     if column is not None and column != size:
         raise other_size(collection_name, column, size)
     template = SQL_NEAREST_CHUNKS_ONE_SIZE if column is not None else SQL_NEAREST_CHUNKS
-    return sql_for_size(template.replace("{filter}", METADATA_FILTER if metadata else ""), size)
+    return sql_for_size(template.replace("{filter}", (METADATA_FILTER if metadata else "") + SCOPE_FILTER), size)
 
 
 def other_size(collection_name: str, stored: int, size: int) -> StoreNotReadyError:
@@ -152,9 +157,11 @@ def nearest_chunks(
     k: int,
     principals: Sequence[str],
     metadata: Mapping[str, object] | None = None,
+    scope: Scope | None = None,
 ) -> list[tuple]:
     """Rows ``(id, document, cmetadata, distance)``: the ``k`` chunks of the collection that
-    ``principals`` may read (and whose metadata holds ``metadata``'s pairs, when given) nearest to
+    ``principals`` may read (and whose metadata holds ``metadata``'s pairs, when given; within ``scope``,
+    when given: app.storage.scope) nearest to
     ``vector`` by cosine distance, through the HNSW index of its size (pgvector's iterative scan keeps
     going past rows the filter drops, so a filter still gives ``k`` rows). StoreNotReadyError with one
     line when the collection does not exist, or holds vectors of another size (another embedding
@@ -170,6 +177,7 @@ def nearest_chunks(
         "vector": vector_literal(vector),
         "k": k,
         "principals": principals_param(principals),
+        **scope_params(scope),
     }
     if metadata:
         params["metadata"] = json.dumps(dict(metadata), ensure_ascii=False)

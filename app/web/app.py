@@ -10,7 +10,9 @@ Routes:
 * ``GET /documents`` — the documents page; ``GET /api/documents`` — what is stored, and the last sync's
   summary and failures (one line each); ``POST /api/sync`` — sync the data folder now (from this
   machine only: the administrator's);
-* ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources);
+* ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources); a PDF
+  or scan page adds its image's URL, ``stale`` and, with ``&quote=…``, the quote's boxes (app.web.page_image);
+* ``GET /api/page-image?id=guide.pdf:p3`` — that page rendered as a PNG (app.web.page_image);
 * ``GET /files/<doc_id>`` — a stored file the asker may read: a PDF in the browser's own viewer
   (``#page=N``), any other as a download;
 * ``GET /admin`` — the administrator's usage view (app.web.admin): 403 with one line for anyone else.
@@ -46,6 +48,7 @@ from app.web.feedback import feedback_routes
 from app.web.followup import standalone
 from app.web.guard import DATABASE_GONE, LOCAL
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
+from app.web.page_image import PageImages, page_image_routes, source_extras_args
 from app.web.turns import Turns
 
 log = logging.getLogger(__name__)
@@ -298,6 +301,7 @@ def create_app(
     turns = turns or Turns(concurrency)
     # the model's work runs on its own threads: the default pool stays free for every other route
     model_threads = ThreadPoolExecutor(max_workers=turns.capacity, thread_name_prefix="answer")
+    pages = PageImages(service, view_source, document_path)  # page images and their cache (app.web.page_image)
 
     async def page(request: Request) -> Response:
         return HTMLResponse(PAGE, headers=page_headers(PAGE))
@@ -341,10 +345,13 @@ def create_app(
         wanted = request.query_params.get("id", "")
         if (refused := refusal({"id": wanted})) is not None:
             return refused
+        quote, bad = source_extras_args(request)
+        if bad is not None:
+            return bad
         view = await asyncio.to_thread(view_source, wanted, identity(request)) if wanted else None
         if view is None:
             return JSONResponse({"error": "この出典は保存されていません"}, status_code=404)
-        return JSONResponse(view)
+        return JSONResponse(await asyncio.to_thread(pages.extras, view, quote, identity(request)))
 
     async def document_file(request: Request) -> Response:
         doc_id = request.path_params["doc_id"]
@@ -373,5 +380,6 @@ def create_app(
                 service, read_body=read_json, who=identity, administers=may_administer, guarded=with_database
             ),
             *admin_routes(service, who=identity, administers=may_administer, guarded=with_database),
+            *page_image_routes(pages, who=identity, guarded=with_database),
         ]
     )

@@ -47,6 +47,10 @@ a.source { cursor: pointer; color: #0a58ca; text-decoration: underline; }
 #viewer th, #viewer td { border: 1px solid #ccd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
 #viewer-text { white-space: pre-wrap; line-height: 1.7; }
 mark { background: #fff1a8; }
+#viewer-page { position: relative; display: inline-block; max-width: 100%; margin: .3rem 0; }
+#viewer-page img { display: block; max-width: 100%; height: auto; border: 1px solid #ccd; }
+.quote-box { position: absolute; background: rgba(255, 214, 0, .35); outline: 2px solid rgba(214, 140, 0, .85); pointer-events: none; }
+#viewer-stale { color: #a04000; }
 #table-box { margin: .6rem 0; font-size: .95rem; }
 #table-sql { white-space: pre-wrap; background: #f5f5f7; padding: .4rem .6rem; border-radius: 4px; }
 #table-rows { border-collapse: collapse; }
@@ -104,6 +108,9 @@ mark { background: #fff1a8; }
 </section>
 <div id="viewer" hidden>
   <p id="viewer-title"></p>
+  <p id="viewer-stale" hidden>この引用は取り込み時の版のものです（ファイルはその後変更されています）</p>
+  <div id="viewer-page" hidden><img id="viewer-image" alt=""></div>
+  <p id="viewer-file" hidden><a id="viewer-file-link" target="_blank" rel="noopener">PDF をブラウザで開く</a></p>
   <table id="viewer-table" hidden><tbody></tbody></table>
   <div id="viewer-text"></div>
 </div>

@@ -43,13 +43,41 @@ function highlighted(container, text, passage) {
   mark.scrollIntoView({ block: "nearest" });
 }
 
+function fileLink(view) {
+  return "/files/" + view.doc_id.split("/").map(encodeURIComponent).join("/") + "#page=" + view.number;
+}
+
+function showPageImage(view) {  // a PDF or scan page as its image, the quote's boxes over it (app.web.page_image)
+  const wrapper = $("viewer-page");
+  for (const old of wrapper.querySelectorAll(".quote-box")) old.remove();
+  $("viewer-stale").hidden = !view.stale;
+  wrapper.hidden = !view.image;
+  $("viewer-file").hidden = !(view.image && view.kind === "page" && view.doc_id.toLowerCase().endsWith(".pdf"));
+  if (!view.image) { $("viewer-image").removeAttribute("src"); return; }
+  if (!$("viewer-file").hidden) $("viewer-file-link").href = fileLink(view);
+  $("viewer-image").alt = view.doc_id + " の " + (view.number || 1) + " ページ";
+  $("viewer-image").src = view.image;
+  for (const box of view.boxes || []) {
+    const mark = document.createElement("div");
+    mark.className = "quote-box";
+    mark.setAttribute("role", "mark");
+    mark.setAttribute("aria-label", "引用: " + lastQuote);
+    mark.style.left = box.x * 100 + "%";
+    mark.style.top = box.y * 100 + "%";
+    mark.style.width = box.w * 100 + "%";
+    mark.style.height = box.h * 100 + "%";
+    wrapper.appendChild(mark);
+  }
+}
+
 async function openSource(source) {
-  const response = await fetch("/api/source?id=" + encodeURIComponent(source));
+  const quoted = lastQuote ? "&quote=" + encodeURIComponent(lastQuote) : "";
+  const response = await fetch("/api/source?id=" + encodeURIComponent(source) + quoted);
   const view = await response.json();
   if (!response.ok) { $("status").textContent = view.error; return; }
-  if (view.kind === "page" && view.doc_id.toLowerCase().endsWith(".pdf")) {
-    window.open("/files/" + view.doc_id.split("/").map(encodeURIComponent).join("/") + "#page=" + view.number,
-                "_blank", "noopener");
+  showPageImage(view);
+  if (view.kind === "page" && view.doc_id.toLowerCase().endsWith(".pdf") && !view.image) {
+    window.open(fileLink(view), "_blank", "noopener");
     return;
   }
   $("viewer-title").textContent = view.source + (view.context ? "　" + view.context : "");

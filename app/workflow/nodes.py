@@ -11,7 +11,7 @@ import time
 from app.errors import GraphNotReadyError
 from app.graphrag.global_search import NO_DATA_ANSWER
 from app.graphrag.local_search import NO_ENTITIES_ANSWER
-from app.graphrag.router import route
+from app.graphrag.router import Route, route
 from app.reranker import rerank_documents
 from app.versions.reading import split_read
 from app.workflow.passages import for_json, passages
@@ -54,6 +54,9 @@ def route_node(state: RAGState, runtime) -> dict:
     start = time.perf_counter()
     ready = ctx.graph_search is not None and ctx.graph_search.is_ready() if ctx.mode == "auto" else True
     chosen = route(ctx.mode, state["query"], graph_ready=ready)
+    if chosen.mode == "global" and ctx.mode == "auto" and ctx.scope:
+        # global search answers from community reports, which span every folder: a scope needs passages
+        chosen = Route("hybrid", f"{chosen.reason}, but the question is narrowed (--in, --format, --since)")
     return {"mode": chosen.mode, "route_reason": chosen.reason, "timings": {"route": time.perf_counter() - start}}
 
 

@@ -93,3 +93,6 @@ class RAGContext:
     mode: str = "hybrid"  # what was asked for: a search mode, local, global or auto
     graph_search: Any | None = None  # app.graphrag.search.GraphSearch (local, global, auto)
     tables: Any | None = None  # app.tables.answer.TableAnswerer; None: no table path (TABLE_ANSWERS=0, no model)
+    # the question's scope (app.storage.scope.Scope: folders, formats, a date), already applied by ``search``,
+    # ``graph_search`` and ``tables`` in their SQL; kept here for what reports the answer. None: no scope
+    scope: Any | None = None

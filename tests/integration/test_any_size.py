@@ -66,6 +66,7 @@ def store_for(settings, model: Path | str, collection: str) -> RagStore:
 def plan(store: RagStore, size: int, force: bool = True) -> str:
     """EXPLAIN of the nearest-chunk query for a ``size``-dimensional question (``force``: with scans
     and sorts off, so a small collection shows which index serves the query)."""
+    from app.storage.scope import scope_params
     from app.storage.vectors import nearest_query
 
     collection = storage.collection_id(store.engine, store.settings.retrieval.collection_name)
@@ -74,7 +75,13 @@ def plan(store: RagStore, size: int, force: bool = True) -> str:
             conn.execute(text(f"SET LOCAL {setting} = off"))
         rows = conn.execute(
             text("EXPLAIN " + nearest_query(conn, store.settings.retrieval.collection_name, size)),
-            {"collection": collection, "vector": "[" + ",".join(["0.1"] * size) + "]", "k": 5, "principals": ["admin"]},
+            {
+                "collection": collection,
+                "vector": "[" + ",".join(["0.1"] * size) + "]",
+                "k": 5,
+                "principals": ["admin"],
+                **scope_params(None),
+            },
         )
         return "\n".join(r[0] for r in rows)
 

@@ -199,3 +199,33 @@ def test_an_older_store_s_query_role_loses_the_tables_that_spell_the_text(own_en
     assert may == dict.fromkeys(revoked, False) and policies == [("rag_graph_mention",)]
     found = keywords.keyword_search(own_engine, COLLECTION, ["就業"], 5, readers.ALL_ROWS)
     assert sorted(row[0] for row in found) == ["c0", "c1", "c2"]
+
+
+def test_a_store_at_15_gets_the_keyword_candidates_of_a_scope_and_loses_the_old_signature(own_engine):
+    """Migration 16: the candidates' function takes the question's scope; the four-argument one goes
+    (a definer function left behind would be one more way in for the query role)."""
+    from app.storage import keywords, readers
+    from app.storage.scope import Scope
+
+    store_with_a_document(own_engine)
+    with own_engine.begin() as conn:
+        conn.execute(text("DROP FUNCTION rag_keyword_candidates"))
+        conn.execute(
+            text(
+                "CREATE FUNCTION rag_keyword_candidates(collection uuid, tsquery text, cap integer, principals text[]) "
+                "RETURNS TABLE (id varchar, tsv tsvector, dl integer) LANGUAGE sql SECURITY DEFINER "
+                "AS $$ SELECT CAST(NULL AS varchar), CAST(NULL AS tsvector), 0 WHERE false $$"
+            )
+        )
+        conn.execute(text("UPDATE rag_meta SET value = '15' WHERE key = 'schema_version'"))
+    schema.create_schema(own_engine, HashEmbeddings(), COLLECTION)
+    with own_engine.connect() as conn:
+        signatures = conn.execute(
+            text("SELECT CAST(CAST(oid AS regprocedure) AS text) FROM pg_proc WHERE proname = 'rag_keyword_candidates'")
+        ).scalars()
+        assert list(signatures) == ["rag_keyword_candidates(uuid,text,integer,text[],text[],text[],date)"]
+    assert schema.schema_version(own_engine) == 16
+    found = keywords.keyword_search(own_engine, COLLECTION, ["就業"], 5, readers.ALL_ROWS)
+    assert sorted(row[0] for row in found) == ["c0", "c1", "c2"]
+    elsewhere = Scope(folders=("no/such/folder",))
+    assert keywords.keyword_search(own_engine, COLLECTION, ["就業"], 5, readers.ALL_ROWS, scope=elsewhere) == []

@@ -30,10 +30,12 @@ SQL_DEFINERS = (
     "AND has_function_privilege(:role, p.oid, 'EXECUTE') ORDER BY 1"
 )
 SQL_CANDIDATES = (
-    "SELECT id, CAST(tsv AS text) FROM rag_keyword_candidates(CAST(:c AS uuid), :q, 10, CAST(:p AS text[]))"
+    "SELECT id, CAST(tsv AS text) FROM rag_keyword_candidates(CAST(:c AS uuid), :q, 10, CAST(:p AS text[]), "
+    "CAST(:folders AS text[]), CAST(:formats AS text[]), CAST(:since AS date))"
 )
 SQL_STATS = "SELECT term, df FROM rag_term_stats_of(CAST(:c AS uuid), CAST(:terms AS text[]), CAST(:p AS text[]))"
 NOBODY = (None, "{}")  # rag.principals never set, or set to no principal
+NO_SCOPE = {"folders": [], "formats": [], "since": None}  # a question's scope (app.storage.scope): none
 
 
 def selectable(engine) -> list[str]:
@@ -87,22 +89,30 @@ def test_keyword_rows_and_statistics_come_only_through_functions_that_test_the_r
         as_nobody(conn, None)
         with pytest.raises(exc.ProgrammingError, match="permission denied"):
             conn.execute(text("SELECT tsv FROM rag_keyword_index"))
-    assert definers == ["rag_keyword_candidates(uuid,text,integer,text[])", "rag_term_stats_of(uuid,text[],text[])"]
+    assert definers == [
+        "rag_keyword_candidates(uuid,text,integer,text[],text[],text[],date)",
+        "rag_term_stats_of(uuid,text[],text[])",
+    ]
     collection = storage.collection_id(engine, acl.settings.retrieval.collection_name)
     bob, alice = (list(acl.principals[who]) for who in ("bob", "alice"))
 
-    def candidates(reader, asked) -> list:
+    def candidates(reader, asked, scope=NO_SCOPE) -> list:
         with storage.reading(engine, reader) as conn:
-            return conn.execute(text(SQL_CANDIDATES), {"c": collection, "q": "4471", "p": asked}).all()
+            return conn.execute(text(SQL_CANDIDATES), {"c": collection, "q": "4471", "p": asked, **scope}).all()
 
     [(_, tokens)] = candidates(alice, alice)
     assert "'4471'" in tokens and "'kx'" in tokens
+    # a scope narrows the candidates inside the function: the folder's, the format's
+    assert candidates(alice, alice, {**NO_SCOPE, "folders": ["docs/経理/"]}) == [(_, tokens)]
+    assert candidates(alice, alice, {**NO_SCOPE, "folders": ["docs/営業/"]}) == []
+    assert candidates(alice, alice, {**NO_SCOPE, "formats": ["pdf"]}) == []
     # bob; alice's transaction asking as bob (the statement's wall); bob's asking as alice (the transaction's)
     assert candidates(bob, bob) == candidates(alice, bob) == candidates(bob, alice) == []
     for principals in NOBODY:
         with engine.connect() as conn:
             as_nobody(conn, principals)
-            assert conn.execute(text(SQL_CANDIDATES), {"c": collection, "q": "4471", "p": alice}).all() == []
+            found = conn.execute(text(SQL_CANDIDATES), {"c": collection, "q": "4471", "p": alice, **NO_SCOPE}).all()
+            assert found == []
             assert conn.execute(text(SQL_STATS), {"c": collection, "terms": ["4471"], "p": alice}).all() == []
     with storage.reading(engine, bob) as conn:  # the frequency of a term named, never the list of terms
         assert conn.execute(text(SQL_STATS), {"c": collection, "terms": ["4471", "zz"], "p": bob}).all() == [

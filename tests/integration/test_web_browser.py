@@ -147,8 +147,15 @@ def test_a_person_asks_opens_the_source_follows_up_and_sees_an_abstention(web_ur
     pages = [s for s in pdf["sources"] if s.startswith("technical_guide.pdf:p")]
     assert pages, pdf
     link = next(a for a in browser.find_elements(By.CSS_SELECTOR, "#sources li a") if a.text == pages[0])
+    link.click()  # the page's image in the viewer (app.web.page_image); the PDF itself from its link
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "viewer-file-link").is_displayed())
+    assert (
+        browser.find_element(By.ID, "viewer-image")
+        .get_attribute("src")
+        .endswith("/api/page-image?id=" + pages[0].replace(":", "%3A"))
+    )
     before = set(browser.window_handles)
-    link.click()
+    browser.find_element(By.ID, "viewer-file-link").click()
     WebDriverWait(browser, 30).until(lambda d: len(d.window_handles) > len(before))
     browser.switch_to.window((set(browser.window_handles) - before).pop())
     WebDriverWait(browser, 30).until(lambda d: "/files/" in d.current_url)

@@ -1,0 +1,217 @@
+"""A PDF page or a scan as its rendered image, with the quoted sentence marked (app.formats.page_image).
+
+* ``GET /api/page-image?id=guide.pdf:p3`` — the PNG of that source's page (a scan's page too:
+  ``scan.tif:p2``, a single image ``scan.png``). Looked up exactly as ``/api/source`` and ``/files``
+  are: the source as who asks (not theirs to read: the same 404 as an unknown source), then the
+  document's file through the same permission-checked ``document_path``. Rendered on a worker thread;
+  the PNGs are kept in a small LRU per app, keyed by the file's resolved path, size, mtime_ns, the
+  page and the width, so a changed file is never answered from it.
+* ``/api/source`` (app.web.app) adds, for such a source, ``"image"`` (that URL), ``"stale"`` (the
+  file's SHA-256 differs from the stored document's ``content_hash``: the quote is the ingested
+  version's) and, when asked with ``&quote=…``, ``"boxes"``: the quote's rectangles as fractions of
+  the page (a PDF's text layer; a scan's words read by Tesseract on demand, kept in the same kind of LRU).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote as url_quote
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from app.formats.limits import file_hash
+from app.formats.page_image import DEFAULT_WIDTH, SCAN_SUFFIXES, is_paged, page_quote_boxes, render_page
+from app.text.storable import check_fields
+from app.users.identity import Identity
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_SOURCE = "この出典は保存されていません"  # the words of /api/source's 404
+UNKNOWN_FILE = "この文書は保存されていません"  # the words of /files' 404
+NOT_A_PAGE = "この出典はページ画像で表示できません（PDF と画像のページだけです）"
+MAX_QUOTE_CHARS = 2000
+
+
+class Lru:
+    """A small thread-safe LRU: at most ``entries`` values and (for bytes) ``max_bytes`` in all."""
+
+    def __init__(self, entries: int, max_bytes: int = 0) -> None:
+        self.entries, self.max_bytes, self.size = entries, max_bytes, 0
+        self.items: OrderedDict[Hashable, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        """The value kept under ``key`` (now the most recent), or None."""
+        with self.lock:
+            if key not in self.items:
+                return None
+            self.items.move_to_end(key)
+            return self.items[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep ``value`` under ``key``, dropping the least recent past the bounds."""
+        with self.lock:
+            if key in self.items:
+                self.size -= self._weight(self.items.pop(key))
+            self.items[key] = value
+            self.size += self._weight(value)
+            while len(self.items) > self.entries or (
+                self.max_bytes and self.size > self.max_bytes and len(self.items) > 1
+            ):
+                self.size -= self._weight(self.items.popitem(last=False)[1])
+
+    @staticmethod
+    def _weight(value: Any) -> int:
+        """A value's bytes (0 for anything but bytes)."""
+        return len(value) if isinstance(value, bytes) else 0
+
+
+def file_key(path: Path) -> tuple[str, int, int]:
+    """The file as a cache key: its resolved path, size and mtime_ns (a changed file is another key)."""
+    stat = path.stat()
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
+
+
+def page_number(view: dict) -> int | None:
+    """The page a source view (app.web.sources.source_view) shows as an image: a PDF's or a TIFF's
+    ``:pN`` page, 1 for a single image (its source is the file); None for any other source."""
+    doc_id = str(view.get("doc_id", ""))
+    if not is_paged(doc_id):
+        return None
+    if view.get("kind") == "page" and view.get("number"):
+        return int(view["number"])
+    if view.get("source") == doc_id and doc_id.lower().endswith(SCAN_SUFFIXES):
+        return 1
+    return None
+
+
+class PageImages:
+    """The page images and quote boxes of one web app, over its ``view_source`` and ``document_path``
+    (both as who asks, None when not theirs) and ``service`` (its ``list_documents`` for the stored
+    hashes, its ``settings`` for the OCR languages); the caches live as long as the app."""
+
+    def __init__(
+        self,
+        service: Any,
+        view_source: Callable[[str, Identity], dict | None],
+        document_path: Callable[[str, Identity], Path | None],
+        width: int = DEFAULT_WIDTH,
+    ) -> None:
+        self.service, self.view_source, self.document_path, self.width = service, view_source, document_path, width
+        self.images = Lru(32, max_bytes=48 << 20)
+        self.boxes = Lru(256)
+        self.hashes = Lru(256)
+        settings = getattr(service, "settings", None)
+        self.langs = getattr(getattr(settings, "ingest", None), "ocr_langs", None) or "jpn+eng"
+
+    def png(self, path: Path, number: int) -> bytes:
+        """The page's PNG, from the cache when this very file was rendered before."""
+        key = (*file_key(path), number, self.width)
+        found = self.images.get(key)
+        if found is None:
+            found = render_page(path, number, self.width)
+            self.images.put(key, found)
+        return found
+
+    def quote_boxes(self, path: Path, number: int, quote: str) -> list[dict]:
+        """The quote's boxes on the page (cached per file version, page and quote); ``[]`` when they
+        cannot be found (no match, Tesseract missing: logged)."""
+        key = (*file_key(path), number, quote)
+        found = self.boxes.get(key)
+        if found is None:
+            try:
+                found = page_quote_boxes(path, number, quote, self.langs)
+            except ValueError as exc:
+                log.warning("no quote boxes on %s page %d: %s", path.name, number, exc)
+                found = []
+            self.boxes.put(key, found)
+        return found
+
+    def stale(self, path: Path, doc_id: str, who: Identity) -> bool | None:
+        """Whether the file's bytes differ from the stored document's (its ``content_hash``); None when
+        the store names no hash for it."""
+        listing = getattr(self.service, "list_documents", None)
+        stored = next((d for d in (listing(who) if listing else []) if d.get("doc_id") == doc_id), None)
+        if not stored or not stored.get("content_hash"):
+            return None
+        key = file_key(path)
+        digest = self.hashes.get(key)
+        if digest is None:
+            digest = file_hash(path)
+            self.hashes.put(key, digest)
+        return digest != stored["content_hash"]
+
+    def extras(self, view: dict, quote: str, who: Identity) -> dict:
+        """``view`` with ``image``, ``stale`` and (for a ``quote``) ``boxes`` added when its source is a
+        page of a PDF or a scan whose file who asks may read; unchanged otherwise."""
+        number = page_number(view)
+        path = self.document_path(view["doc_id"], who) if number is not None else None
+        if path is None or number is None:
+            return view
+        extra: dict[str, Any] = {"image": "/api/page-image?id=" + url_quote(view["source"], safe="")}
+        stale = self.stale(path, view["doc_id"], who)
+        if stale is not None:
+            extra["stale"] = stale
+        if quote:
+            extra["boxes"] = self.quote_boxes(path, number, quote)
+        return {**view, **extra}
+
+    def image_of(self, source: str, who: Identity) -> bytes | tuple[int, str]:
+        """The PNG of ``source``'s page as who asks, or ``(status, message)``: 404 for a source or file
+        not theirs (the words of /api/source and /files), 400 for a source that is not such a page."""
+        view = self.view_source(source, who)
+        if view is None:
+            return 404, UNKNOWN_SOURCE
+        number = page_number(view)
+        if number is None:
+            return 400, NOT_A_PAGE
+        path = self.document_path(view["doc_id"], who)
+        if path is None:
+            return 404, UNKNOWN_FILE
+        try:
+            return self.png(path, number)
+        except ValueError as exc:  # the file changed since: that page is gone, or it no longer reads
+            return 404, str(exc)
+
+
+def source_extras_args(request: Request) -> tuple[str, Response | None]:
+    """The ``quote`` of an ``/api/source`` request, or a 400 with one line for one that cannot be
+    stored or is longer than MAX_QUOTE_CHARS."""
+    quote = request.query_params.get("quote", "")
+    try:
+        check_fields({"quote": quote})
+    except ValueError as exc:
+        return "", JSONResponse({"error": str(exc)}, status_code=400)
+    if len(quote) > MAX_QUOTE_CHARS:
+        return "", JSONResponse({"error": f"引用が長すぎます（{MAX_QUOTE_CHARS} 文字まで）"}, status_code=400)
+    return quote, None
+
+
+def page_image_routes(
+    pages: PageImages, who: Callable[[Request], Identity], guarded: Callable[[Callable], Callable]
+) -> list[Route]:
+    """``GET /api/page-image`` over ``pages``; ``who`` names the asker, ``guarded`` wraps a route that
+    reads the database (503 with one line when it is gone)."""
+
+    async def page_image(request: Request) -> Response:
+        wanted = request.query_params.get("id", "")
+        try:
+            check_fields({"id": wanted})
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        if not wanted:
+            return JSONResponse({"error": UNKNOWN_SOURCE}, status_code=404)
+        got = await asyncio.to_thread(pages.image_of, wanted, who(request))
+        if isinstance(got, tuple):
+            return JSONResponse({"error": got[1]}, status_code=got[0])
+        return Response(got, media_type="image/png", headers={"Cache-Control": "private, no-store"})
+
+    return [Route("/api/page-image", guarded(page_image), methods=["GET"])]

@@ -1,0 +1,120 @@
+"""The page image in a real browser: the page's app (app.web.app over the fake two-reader store of
+tests/test_web_page_image.py, a real PDF from data/pdf/) served by uvicorn on a free port, opened in
+Debian's headless Chromium: a PDF page source shows its rendered image, and the quote's highlight lies
+over the quote's characters (PDFium's own char boxes). No model, no question asked. The screenshot is
+kept as docs/img/page-image.png (docs/web.md)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT, free_port
+from tests.test_formats_page_image import expected_box
+from tests.test_web_page_image import ALICE, QUOTE, Store
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+SHOT = ROOT / "docs" / "img" / "page-image.png"
+
+
+@pytest.fixture(scope="module")
+def page_url(tmp_path_factory):
+    """The page's app over a store holding data/pdf/technical_guide.pdf, asked as alice, on a free port."""
+    import uvicorn
+
+    from app.web.app import create_app
+    from app.web.sources import document_file, source_view
+
+    data = tmp_path_factory.mktemp("data")
+    (data / "pdf").mkdir()
+    (data / "csv").mkdir()
+    shutil.copy(ROOT / "data" / "pdf" / "technical_guide.pdf", data / "pdf" / "guide.pdf")
+    (data / "csv" / "faq.csv").write_text("質問,回答\n", encoding="utf-8")
+    store = Store(data)
+    app = create_app(
+        store,
+        view_source=lambda source, who: source_view(store.source_chunks(source, who), source),
+        document_path=lambda doc_id, who: document_file(store.list_documents(who), data, doc_id),
+    )
+
+    async def as_alice(scope, receive, send):
+        if scope["type"] == "http":
+            scope.setdefault("state", {})["identity"] = ALICE
+        await app(scope, receive, send)
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(as_alice, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/", data
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_a_pdf_source_shows_its_page_with_the_quote_marked(page_url):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+        pytest.fail("Chromium is missing: `make setup` installs chromium and chromium-driver (apt)")
+    url, data = page_url
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1000,1300",
+    ):
+        options.add_argument(argument)
+    browser = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        browser.get(url)
+        # what showDone does with an answer's quote, then a click on the source (no model here)
+        browser.execute_script("lastQuote = arguments[0]; openSource(arguments[1]);", QUOTE, "pdf/guide.pdf:p1")
+        WebDriverWait(browser, 30).until(
+            lambda d: d.execute_script(
+                "const i = document.getElementById('viewer-image'); return i.complete && i.naturalWidth > 0;"
+            )
+        )
+        image = browser.find_element(By.ID, "viewer-image")
+        assert image.get_attribute("alt") == "pdf/guide.pdf の 1 ページ"
+        assert browser.execute_script("return document.getElementById('viewer-image').naturalWidth") == 1200
+        [mark] = browser.find_elements(By.CSS_SELECTOR, "#viewer-page .quote-box")
+        assert mark.get_attribute("role") == "mark" and QUOTE in mark.get_attribute("aria-label")
+        picture = browser.execute_script(
+            "return document.getElementById('viewer-image').getBoundingClientRect().toJSON()"
+        )
+        marked = browser.execute_script("return arguments[0].getBoundingClientRect().toJSON()", mark)
+        want = expected_box(data / "pdf" / "guide.pdf", 1, "推奨ブラウザ", "最新版です。")
+        for side, size, key in (("left", "width", "x"), ("top", "height", "y")):
+            assert abs(marked[side] - (picture[side] + want[key] * picture[size])) <= 1.5, (side, marked, picture)
+        assert abs(marked["width"] - want["w"] * picture["width"]) <= 1.5
+        assert abs(marked["height"] - want["h"] * picture["height"]) <= 1.5
+        assert (
+            browser.find_element(By.ID, "viewer-file-link")
+            .get_attribute("href")
+            .endswith("/files/pdf/guide.pdf#page=1")
+        )
+        assert not browser.find_element(By.ID, "viewer-stale").is_displayed()
+        assert QUOTE in browser.find_element(By.ID, "viewer-text").text  # the text view stays below
+        SHOT.parent.mkdir(parents=True, exist_ok=True)
+        browser.execute_script("arguments[0].scrollIntoView()", mark)
+        browser.save_screenshot(str(SHOT))
+        errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
+        assert not errors, errors  # no CSP refusal, no failed request
+    finally:
+        browser.quit()

@@ -1,0 +1,162 @@
+"""app.formats.page_image: one page of a real PDF or scan rendered as PNG, and a quote's rectangles
+compared with PDFium's own character boxes (computed here independently)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pytest
+from PIL import Image
+
+from app.formats.page_image import (
+    has_text_layer,
+    merged,
+    page_quote_boxes,
+    quote_boxes,
+    render_page,
+    scan_quote_boxes,
+    squeezed,
+    word_boxes,
+)
+from tests.test_formats_ocr import needs_ocr, page_image
+
+GUIDE = Path(__file__).resolve().parents[1] / "data" / "pdf" / "technical_guide.pdf"
+ONE_LINE = "推奨ブラウザはGoogle Chromeの最新版とMicrosoft Edgeの最新版です。"
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """The size of a PNG (asserting it is one)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
+
+
+def expected_box(path: Path, number: int, first: str, last: str) -> dict:
+    """The union of PDFium's char boxes from ``first``'s first character to ``last``'s last (whitespace
+    left out) on one page, as fractions of the crop box, top-left origin."""
+    document = pdfium.PdfDocument(str(path))
+    page = document[number - 1]
+    textpage = page.get_textpage()
+    text = textpage.get_text_range()
+    start = text.index(first)
+    end = text.index(last, start) + len(last)
+    boxes = [textpage.get_charbox(i) for i in range(start, end) if not text[i].isspace()]
+    left0, bottom0, right0, top0 = page.get_cropbox()
+    width, height = right0 - left0, top0 - bottom0
+    left, right = min(b[0] for b in boxes) - left0, max(b[2] for b in boxes) - left0
+    top, bottom = top0 - max(b[3] for b in boxes), top0 - min(b[1] for b in boxes)
+    textpage.close()
+    page.close()
+    document.close()
+    return {"x": left / width, "y": top / height, "w": (right - left) / width, "h": (bottom - top) / height}
+
+
+def close_to(got: dict, want: dict) -> bool:
+    """Two rectangles equal to the 5 decimal places the boxes are rounded to."""
+    return all(abs(got[k] - want[k]) <= 1.5e-5 for k in "xywh")
+
+
+def test_a_pdf_page_renders_at_the_width_asked():
+    width, height = png_size(render_page(GUIDE, 2, width_px=600))
+    assert width == 600
+    assert height == round(600 * 841.8897705078125 / 595.2755737304688)  # A4's proportions
+
+
+@pytest.mark.parametrize("number", [0, 5, -1])
+def test_a_page_outside_the_pdf_is_a_value_error_naming_the_count(number):
+    with pytest.raises(ValueError) as caught:
+        render_page(GUIDE, number)
+    assert str(caught.value) == f"technical_guide.pdf: no page {number} (the file has 4 pages)"
+
+
+def test_bad_input_is_a_value_error(tmp_path):
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    with pytest.raises(ValueError, match=r"^broken.pdf: PDFium cannot open it"):
+        render_page(tmp_path / "broken.pdf", 1)
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ValueError, match=r"^notes.txt: not a PDF or a scanned image$"):
+        render_page(tmp_path / "notes.txt", 1)
+    with pytest.raises(ValueError, match=r"^width 0 px is outside 1\.\.3000$"):
+        render_page(GUIDE, 1, width_px=0)
+
+
+def test_page_1500_of_a_2000_page_pdf_renders_alone(tmp_path):
+    document = pdfium.PdfDocument.new()
+    for number in range(1, 2001):
+        document.new_page(300, 600) if number == 1500 else document.new_page(600, 300)
+    document.save(str(tmp_path / "long.pdf"))
+    document.close()
+    assert png_size(render_page(tmp_path / "long.pdf", 1500, width_px=200)) == (200, 400)  # that page's shape
+    with pytest.raises(ValueError, match=r"\(the file has 2000 pages\)$"):
+        render_page(tmp_path / "long.pdf", 2001)
+
+
+def test_a_tiff_page_and_a_single_image(tmp_path):
+    first, second = Image.new("L", (2400, 1200), 255), Image.new("L", (800, 1600), 0)
+    first.save(tmp_path / "scan.tif", save_all=True, append_images=[second])
+    assert png_size(render_page(tmp_path / "scan.tif", 1, width_px=1200)) == (1200, 600)  # scaled down
+    assert png_size(render_page(tmp_path / "scan.tif", 2, width_px=1200)) == (800, 1600)  # never up
+    with pytest.raises(ValueError, match=r"^scan.tif: no page 3 \(the file has 2 pages\)$"):
+        render_page(tmp_path / "scan.tif", 3)
+    Image.new("RGB", (300, 200), "white").save(tmp_path / "photo.png")
+    assert png_size(render_page(tmp_path / "photo.png", 1, width_px=150)) == (150, 100)
+    with pytest.raises(ValueError, match=r"^photo.png: no page 2 \(the file has 1 page\)$"):
+        render_page(tmp_path / "photo.png", 2)
+
+
+def test_squeezed_drops_whitespace_and_maps_back():
+    assert squeezed("Ａ B\n㈱") == ("AB(株)", [0, 2, 4, 4, 4])
+
+
+def test_a_quote_on_one_line_is_the_union_of_its_char_boxes():
+    [box] = quote_boxes(GUIDE, 1, ONE_LINE)
+    assert close_to(box, expected_box(GUIDE, 1, "推奨ブラウザ", "最新版です。"))
+
+
+def test_a_quote_with_other_whitespace_still_matches():
+    assert quote_boxes(
+        GUIDE, 1, "推奨ブラウザは Google\nChrome の最新版と Microsoft　Edge の最新版です。"
+    ) == quote_boxes(GUIDE, 1, ONE_LINE)
+
+
+def test_a_quote_over_two_lines_is_one_rectangle_per_line():
+    first, second = quote_boxes(GUIDE, 1, ONE_LINE + "Internet Explorerには対応していません。")
+    assert close_to(first, expected_box(GUIDE, 1, "推奨ブラウザ", "Internet"))
+    assert close_to(second, expected_box(GUIDE, 1, "Explorer", "対応していません。"))
+    assert second["y"] > first["y"] + first["h"] / 2
+
+
+def test_an_absent_quote_has_no_boxes():
+    assert quote_boxes(GUIDE, 1, "この文はどこにもありません") == []
+    assert quote_boxes(GUIDE, 1, " \n") == []
+    assert has_text_layer(GUIDE, 1)
+
+
+def test_merged_joins_a_line_and_breaks_at_the_next():
+    assert merged([(0, 0, 1, 1), (1, 0, 2, 1.2), (0, 2, 1, 3)]) == [(0, 0, 2, 1.2), (0, 2, 1, 3)]
+
+
+def test_word_boxes_join_the_words_of_one_line():
+    words = [
+        {"text": "勤務", "left": 10, "top": 20, "width": 40, "height": 10, "line": (1, 1, 1)},
+        {"text": "時間は", "left": 60, "top": 18, "width": 40, "height": 12, "line": (1, 1, 1)},
+        {"text": "9時", "left": 10, "top": 50, "width": 20, "height": 10, "line": (1, 1, 2)},
+        {"text": "まで", "left": 40, "top": 50, "width": 20, "height": 10, "line": (1, 1, 2)},
+    ]
+    assert word_boxes(words, "務時間は 9時", 200, 100) == [  # a word partly quoted is marked whole
+        {"x": 0.05, "y": 0.18, "w": 0.45, "h": 0.12},
+        {"x": 0.05, "y": 0.5, "w": 0.1, "h": 0.1},
+    ]
+    assert word_boxes(words, "ない", 200, 100) == []
+
+
+@needs_ocr
+def test_a_scan_quote_is_found_by_tesseracts_words(tmp_path):
+    page_image().save(tmp_path / "scan.png")  # lines drawn at y = 60, 140, 220 px of 360, 40 px high
+    boxes = scan_quote_boxes(tmp_path / "scan.png", 1, "社員の勤務時間は午前9時から午後6時までとする。")
+    assert boxes and page_quote_boxes(tmp_path / "scan.png", 1, "社員の勤務時間は") != []
+    top = min(b["y"] for b in boxes) * 360
+    bottom = max(b["y"] + b["h"] for b in boxes) * 360
+    assert 120 <= top <= 160 and 150 <= bottom <= 200  # the second line, not the first or third
