@@ -3,7 +3,8 @@
 Routes:
 
 * ``GET /`` — the page (Japanese interface, :mod:`app.web.page`);
-* ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid", "history": ["earlier question", …]}``;
+* ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid", "history": ["earlier question", …]}``
+  and optionally ``"scope": {"folders": […], "formats": […], "since": "YYYY-MM-DD"}`` (app.web.scopes);
   the answer as Server-Sent Events: ``searched`` (the question as searched: a follow-up made to stand
   alone, app.web.followup), ``queued`` (questions ahead), ``token`` (a generated piece), then
   ``done`` (the answer, its quote, sources cited first, abstention, timings in milliseconds) or ``error`` (one line);
@@ -13,6 +14,7 @@ Routes:
 * ``GET /api/source?id=faq.csv:r2`` — one stored source as the page shows it (app.web.sources);
 * ``GET /files/<doc_id>`` — a stored file the asker may read: a PDF in the browser's own viewer
   (``#page=N``), any other as a download;
+* ``GET /api/scopes`` — the folders and formats the asker may narrow a question to (app.web.scopes);
 * ``GET /admin`` — the administrator's usage view (app.web.admin): 403 with one line for anyone else.
 
 The service (:class:`app.serving.service.RagService`: models and pool loaded once) is handed in, so tests
@@ -46,6 +48,7 @@ from app.web.feedback import feedback_routes
 from app.web.followup import standalone
 from app.web.guard import DATABASE_GONE, LOCAL
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
+from app.web.scopes import read_scope, scope_routes
 from app.web.turns import Turns
 
 log = logging.getLogger(__name__)
@@ -131,6 +134,7 @@ async def answer_events(
     followup: Followup = standalone,
     who: Identity = LOCAL,
     executor: Executor | None = None,
+    scope: Any = None,
 ) -> AsyncIterator[str]:
     """The answer to ``question`` (made to stand alone after ``history`` by ``followup``) as events.
 
@@ -140,7 +144,9 @@ async def answer_events(
     retrieval finds meanwhile), then is answered on ``executor`` (the model's own threads) while this
     streams its ``sources`` and ``token`` events. When the asker goes away, the question leaves the line
     at once, or its work stops at the next check (``stopped``: between model calls, at each generated
-    piece; a global question's map calls not yet made are never made) and the model passes on."""
+    piece; a global question's map calls not yet made are never made) and the model passes on. ``scope``
+    (app.storage.scope.Scope) narrows the search, the passages and the kept answers looked up."""
+    within = {"scope": scope} if scope else {}  # no scope: the service's calls as before scopes existed
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
     gone = threading.Event()
@@ -164,7 +170,7 @@ async def answer_events(
             searched = followup(question, history) if history else question
             put("searched", {"question": searched, "rewritten": searched != question})
             result = service.ask(
-                searched, mode, on_token=on_token, who=who, on_passages=on_passages, stopped=gone.is_set
+                searched, mode, on_token=on_token, who=who, on_passages=on_passages, stopped=gone.is_set, **within
             )
             put("done", page_result(result))
         except AnswerStoppedError:
@@ -175,7 +181,7 @@ async def answer_events(
     async def run() -> None:
         try:
             if not history:
-                earlier = await asyncio.to_thread(service.cached_answer, question, mode, who=who)
+                earlier = await asyncio.to_thread(service.cached_answer, question, mode, who=who, **within)
                 if earlier is not None:
                     put("searched", {"question": question, "rewritten": False})
                     on_passages(list(earlier.get("passages") or []))
@@ -184,7 +190,7 @@ async def answer_events(
             ticket = turns.join(lambda ahead: events.put_nowait(("queued", {"ahead": ahead})))
             try:
                 if not ticket.started and not history:  # something to read while waiting
-                    on_passages(await asyncio.to_thread(service.passages, question, mode, who=who))
+                    on_passages(await asyncio.to_thread(service.passages, question, mode, who=who, **within))
                 await turns.wait(ticket)
             except BaseException:
                 turns.drop(ticket)
@@ -270,6 +276,16 @@ def with_database(handler: Callable[[Request], Any]) -> Callable[[Request], Any]
     return run
 
 
+async def asked_scope(service: Any, body: Any, mode: str, who: Identity) -> Any:
+    """The ask body's ``scope`` (app.web.scopes.read_scope), checked as ``who`` before anything is searched
+    (``service.check_scope``: a folder with nothing they may read, or global mode); None without one.
+    ValueError with the one line the page shows."""
+    scope = read_scope(body)
+    if not scope:
+        return None
+    return await asyncio.to_thread(service.check_scope, scope, who, mode)
+
+
 def identity(request: Request) -> Identity:
     """Who asks (set by app.web.guard); this machine's user when the app runs without the guard (tests)."""
     return getattr(request.state, "identity", None) or LOCAL
@@ -304,13 +320,15 @@ def create_app(
 
     async def ask(request: Request) -> Response:
         try:
-            question, mode, history = read_question(await read_json(request))
+            body = await read_json(request)
+            question, mode, history = read_question(body)
+            scope = await asked_scope(service, body, mode, identity(request))
         except BadBody as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return StreamingResponse(
-            answer_events(service, turns, question, mode, history, followup, identity(request), model_threads),
+            answer_events(service, turns, question, mode, history, followup, identity(request), model_threads, scope),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -363,7 +381,7 @@ def create_app(
     return Starlette(
         routes=[
             Route("/", page, methods=["GET"]),
-            Route("/api/ask", ask, methods=["POST"]),
+            Route("/api/ask", with_database(ask), methods=["POST"]),
             Route("/documents", documents_page, methods=["GET"]),
             Route("/api/documents", with_database(documents), methods=["GET"]),
             Route("/api/sync", with_database(resync), methods=["POST"]),
@@ -373,5 +391,6 @@ def create_app(
                 service, read_body=read_json, who=identity, administers=may_administer, guarded=with_database
             ),
             *admin_routes(service, who=identity, administers=may_administer, guarded=with_database),
+            *scope_routes(service, who=identity, guarded=with_database),
         ]
     )
