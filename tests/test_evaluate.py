@@ -353,3 +353,84 @@ def test_the_first_passage_shown_is_scored_like_the_answer():
     }
     assert passage_scores(shown, ["9時", "土日"])["passage_keywords"] == 0.5
     assert passage_scores([], ["9時"]) == {"passage": "", "passage_keywords": 0.0, "passage_hit": False}
+
+
+# --- a question's scope ---------------------------------------------------------------------------
+
+
+def test_a_questions_scope_is_parsed_into_a_scope():
+    from datetime import date
+
+    from app.storage.scope import Scope
+
+    question = {**QUESTIONS[0], "scope": {"folders": ["docs/規程"], "formats": [".PDF"], "since": "2025-04-01"}}
+    assert evaluate.question_scope(question) == Scope(folders=("docs/規程/",), formats=("pdf",), since=date(2025, 4, 1))
+    assert evaluate.question_scope(QUESTIONS[0]) is None
+    assert evaluate.question_scope({**QUESTIONS[0], "scope": {}}) is None
+
+
+@pytest.mark.parametrize(
+    "scope, message",
+    [
+        ("docs", 'question 1: scope is {"folders": [...], "formats": [...], "since": "YYYY-MM-DD"}, got \'docs\''),
+        ({"folder": ["docs"]}, 'question 1: scope is {"folders": [...], "formats": [...], "since": "YYYY-MM-DD"}'),
+        ({"folders": "docs"}, "question 1: scope: folders is a list of strings, got 'docs'"),
+        ({"since": 2025}, "question 1: scope: since takes a day as YYYY-MM-DD (2025-04-01), got 2025"),
+        ({"folders": ["../x"]}, "question 1: a folder may not contain '..', got '../x'"),
+        ({"since": "4/1"}, "question 1: since takes a day as YYYY-MM-DD (2025-04-01), got '4/1'"),
+    ],
+)
+def test_load_questions_rejects_a_bad_scope_in_one_line(tmp_path, scope, message):
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps([{**QUESTIONS[0], "scope": scope}], ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(DataSourceError) as caught:
+        evaluate.load_questions(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_a_scoped_question_is_asked_with_its_scopes_context(context, mock_documents):
+    from dataclasses import replace
+
+    rules = [d for d in mock_documents if d.metadata["source"] != "faq.csv:r2"]
+    made = []
+
+    def scoped(scope):
+        made.append(scope)
+        return replace(context, search=lambda q, k: rules[:k])
+
+    scope = {"folders": ["docs/規程"], "formats": ["pdf"]}
+    questions = [QUESTIONS[0], {**QUESTIONS[0], "scope": scope}, {**QUESTIONS[0], "scope": scope}]
+    results = evaluate.run_evaluation(questions, context, scoped=scoped)
+    assert [r["retrieval_hit_search_k"] for r in results] == [True, False, False]
+    assert "scope" not in results[0]
+    assert results[1]["scope"] == {"folders": ["docs/規程/"], "formats": ["pdf"], "since": None}
+    assert len(made) == 1  # one context per scope
+    unscoped_run = evaluate.run_evaluation(questions[1:2], context)
+    assert unscoped_run[0]["error"] == (
+        "ValueError: this question has a scope, and this run makes no context for a scope"
+    )
+    table = evaluate_report.format_table(results).splitlines()
+    rows = [line for line in table if "受付時間は？" in line and "→" in line and "[" in line]
+    assert ["[in docs/規程/; pdf]" in line for line in rows] == [False, True, True]
+
+
+def test_the_command_makes_a_scoped_context_sharing_the_models(context, mocker):
+    from app.storage.scope import Scope, missing_folder_message
+
+    missing = mocker.patch("app.cli.evaluate.missing_folders_of", return_value=[])
+    made = mocker.patch("app.cli.evaluate.default_context", return_value="scoped ctx")
+    scoped = evaluate_cli.scoped_contexts(Settings(), context, "hybrid", ("everyone",), generate=False)
+    rules = Scope(folders=("docs/規程",))
+    assert scoped(rules) == "scoped ctx"
+    assert made.call_args.kwargs == {
+        "llm": context.llm,
+        "reranker": context.reranker,
+        "mode": "hybrid",
+        "generate": False,
+        "principals": ("everyone",),
+        "scope": rules,
+    }
+    missing.return_value = ["docs/規程/"]
+    with pytest.raises(ValueError) as caught:
+        scoped(rules)
+    assert str(caught.value) == missing_folder_message(["docs/規程/"])

@@ -261,6 +261,7 @@ def test_service_loads_the_context_once_and_answers_with_the_mode(monkeypatch):
         "table": None,  # the text path
         "answer_id": None,  # no answer memory: nothing kept
         "cached_at": None,
+        "scope": None,  # asked over every document
     }
     svc.ask("VPNと認証アプリの関係は？", "auto", who=FULL)  # a graph mode: the graph search gets the context's LLM
     assert modes[-1] == ("auto", ("graph", "llm", None)) and modes[0] == ("vector", None)

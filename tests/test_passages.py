@@ -91,3 +91,18 @@ def test_the_key_names_the_mode_the_readers_and_the_settings():
     assert key != cache_key("受付時間は？", "hybrid", ["everyone"], settings)
     other = settings.changed(answers={"prompt_style": "evidence"})
     assert key != cache_key("受付時間は？", "hybrid", ["everyone", "経理"], other)
+
+
+def test_the_key_names_the_scope_and_no_scope_keeps_the_key_it_had():
+    from app.storage.scope import Scope
+
+    settings, who = Settings(), ["everyone"]
+    plain = cache_key("受付時間は？", "hybrid", who, settings)
+    assert cache_key("受付時間は？", "hybrid", who, settings, None) == plain
+    assert cache_key("受付時間は？", "hybrid", who, settings, Scope()) == plain  # empty: the key kept before scopes
+    in_rules = cache_key("受付時間は？", "hybrid", who, settings, Scope(folders=("docs/規程",)))
+    assert in_rules != plain
+    assert in_rules == cache_key("受付時間は？", "hybrid", who, settings, Scope(folders=("./docs/規程/",)))
+    assert in_rules != cache_key("受付時間は？", "hybrid", who, settings, Scope(folders=("docs/",)))
+    assert plain != cache_key("受付時間は？", "hybrid", who, settings, Scope(formats=("pdf",)))
+    assert plain != cache_key("受付時間は？", "hybrid", who, settings, Scope(since="2025-04-01"))

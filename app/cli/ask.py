@@ -12,7 +12,7 @@ from app.cli import output, run
 from app.config import get_settings, validate_mode
 from app.graph import default_context, run_rag
 from app.permissions.principals import FULL_ACCESS
-from app.storage.scope import Scope, parse_scope
+from app.storage.scope import Scope, missing_folder_message, parse_scope
 from app.text.storable import check_fields
 from app.versions.preference import answer_version_notes, source_versions
 from app.workflow.withdrawals import WITHDRAWN, streamed_note
@@ -152,16 +152,6 @@ def missing_folders_of(settings, scope: Scope, principals) -> list[str]:
     from app.storage.scope import missing_folders
 
     return missing_folders(get_engine(settings), settings.retrieval.collection_name, scope, principals)
-
-
-def missing_folder_message(folders: Sequence[str]) -> str:
-    """One line for ``--in`` folders without a readable document: the same whether a folder does not exist
-    or holds only documents the asker may not read (it never says which)."""
-    names = ", ".join(repr(f) for f in folders)
-    return (
-        f"no document you may read is in {names} (--in): check the folder's name, "
-        "relative to the data folder (`make docs` lists the documents)"
-    )
 
 
 def as_user(settings, name: str | None) -> tuple[str, ...]:

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from app.cli import run
-from app.cli.ask import as_user
+from app.cli.ask import as_user, missing_folders_of
 from app.cli.output import ensure_ingested
 from app.config import Settings, get_settings, validate_mode
 from app.evaluation import report as evaluate_report
 from app.evaluation import run as evaluate
 from app.graph import default_context
+from app.storage.scope import Scope, missing_folder_message
 from app.store import RagStore
 
 
@@ -61,6 +62,22 @@ def print_report(
     print(evaluate_report.format_report(summary, settings, models, reranked))
 
 
+def scoped_contexts(settings: Settings, ctx: Any, mode: str, who: Sequence[str], generate: bool = True):
+    """``scoped(scope)``: the context of a question with a ``scope`` (app.evaluation.run.question_scope),
+    sharing ``ctx``'s LLM and re-ranker; ValueError (that question's error) for a folder holding nothing
+    ``who`` may read, as ``make ask --in`` says it, or for global mode."""
+
+    def scoped(scope: Scope) -> Any:
+        missing = missing_folders_of(settings, scope, who)
+        if missing:
+            raise ValueError(missing_folder_message(missing))
+        return default_context(
+            settings, llm=ctx.llm, reranker=ctx.reranker, mode=mode, generate=generate, principals=who, scope=scope
+        )
+
+    return scoped
+
+
 def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
     """CLI: ``python -m app.evaluate [--questions F] [--data-dir D] [--json P] [--per-question]``."""
     parser = argparse.ArgumentParser(prog="python -m app.evaluate", description=evaluate.__doc__.split("\n")[0])
@@ -89,7 +106,7 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
         mode = validate_mode(args.mode, settings.retrieval.search_mode)
         data_dir = args.data_dir or settings.ingest.data_dir
         questions = evaluate.load_questions(args.questions or data_dir / "eval_questions.json")
-        ctx = context
+        ctx, scoped = context, None
         if ctx is None:
             # the workflow pulls in LangGraph and the model stack: `--help` stays instant
 
@@ -97,7 +114,8 @@ def main(argv: Sequence[str] | None = None, context: Any = None) -> int:
             ensure_ingested(settings)
             who = as_user(settings, args.as_user)
             ctx = default_context(settings, mode=mode, generate=not args.no_generate, principals=who)
-        results = evaluate.run_evaluation(questions, ctx, progress=not args.no_progress)
+            scoped = scoped_contexts(settings, ctx, mode, who, generate=not args.no_generate)
+        results = evaluate.run_evaluation(questions, ctx, progress=not args.no_progress, scoped=scoped)
         summary = evaluate.summarize(results)
         reranked = any(r.get("reranked") for r in results)
         models = {**evaluate_report.model_names(ctx, settings), "mode": mode}

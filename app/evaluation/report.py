@@ -134,6 +134,7 @@ def format_table(results: Sequence[dict]) -> str:
             ", ".join(r["expected_sources"]) if r.get("overview") else r["expected_source"] or "(not in the documents)"
         )
         mode = f" ({r['mode']})" if r.get("mode") else ""
+        mode += f" [{scope_text(r['scope'])}]" if r.get("scope") else ""
         rows.append(
             f"{i:>2}  {hit_k:<3} {hit_search:<3} {faith} {r['latency']:>5.1f}s  {r['query']}{mode}  "
             f"[{expected} → {got}]"
@@ -145,6 +146,14 @@ def format_table(results: Sequence[dict]) -> str:
         if r.get("quote"):
             rows.append(f"{'':>17}根拠: 「{' '.join(str(r['quote']).split())[:ANSWER_PREVIEW]}」")
     return "\n".join(rows)
+
+
+def scope_text(scope: dict) -> str:
+    """A question's scope as the report shows it: ``in docs/規程/; pdf, docx; since 2025-04-01``."""
+    parts = [f"in {', '.join(scope['folders'])}"] if scope.get("folders") else []
+    parts += [", ".join(scope["formats"])] if scope.get("formats") else []
+    parts += [f"since {scope['since']}"] if scope.get("since") else []
+    return "; ".join(parts)
 
 
 def model_names(context: Any, settings: Settings) -> dict:

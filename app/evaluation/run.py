@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from app.metrics import (
     retrieval_at_k,
     source_recall,
 )
+from app.storage.scope import Scope, parse_scope
 
 STAGES = ("retrieve", "rerank", "local", "global", "generate")  # the workflow's nodes (route costs microseconds)
 REQUIRED_KEYS = ("query", "expected_source", "expected_keywords")  # expected_sources may stand for expected_source
@@ -65,11 +66,38 @@ def load_questions(path: str | Path = "data/eval_questions.json") -> list[dict]:
             continue
         if item["expected_source"] is not None and not isinstance(item["expected_source"], str):
             raise DataSourceError(f"{path}: question {i + 1}: expected_source must be a source ID or null")
+    for i, item in enumerate(items):
+        try:
+            question_scope(item)
+        except ValueError as exc:
+            raise DataSourceError(f"{path}: question {i + 1}: {exc}") from None
     return items
 
 
-def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
-    """Run one question through retrieve → rerank → generate and score it.
+def question_scope(question: dict) -> Scope | None:
+    """A question's optional ``"scope": {"folders": [...], "formats": [...], "since": "YYYY-MM-DD"}`` as a
+    Scope (app.storage.scope.parse_scope), None without one or for one that narrows nothing; ValueError
+    (one line) for a scope that is not such an object or holds a value that could widen it."""
+    raw = question.get("scope")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"folders", "formats", "since"}:
+        raise ValueError(f'scope is {{"folders": [...], "formats": [...], "since": "YYYY-MM-DD"}}, got {raw!r}')
+    for name in ("folders", "formats"):
+        value = raw.get(name)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise ValueError(f"scope: {name} is a list of strings, got {value!r}")
+    since = raw.get("since")
+    if since is not None and not isinstance(since, str):
+        raise ValueError(f"scope: since takes a day as YYYY-MM-DD (2025-04-01), got {since!r}")
+    return parse_scope(raw.get("folders"), raw.get("formats"), since) or None
+
+
+def evaluate_single(
+    question: dict, context: Any, graph: Any = None, contexts: Callable[[Scope | None], Any] | None = None
+) -> dict:
+    """Run one question through retrieve → rerank → generate and score it: with ``context``, or with
+    ``contexts(scope)``'s when given (the question's scope, :func:`question_scope`; None without one).
 
     A failure is recorded in ``error`` (and scores as a miss), never raised.
     """
@@ -86,6 +114,11 @@ def evaluate_single(question: dict, context: Any, graph: Any = None) -> dict:
         **({"expected_sources": question["expected_sources"]} if overview else {}),
     }
     try:
+        scope = question_scope(question)
+        if scope:
+            result["scope"] = scope.as_dict()
+        if contexts is not None:
+            context = contexts(scope)
         state, seconds = measure_latency(run_rag, question["query"], context, graph)
     except Exception as exc:  # one bad question must not end the evaluation
         return {
@@ -155,16 +188,31 @@ def passage_scores(shown: Sequence[dict], keywords: Sequence[str]) -> dict:
     }
 
 
-def run_evaluation(questions: Sequence[dict], context: Any, progress: bool = False) -> list[dict]:
-    """Evaluate every question (with a progress bar on stderr if asked)."""
+def run_evaluation(
+    questions: Sequence[dict], context: Any, progress: bool = False, scoped: Callable[[Scope], Any] | None = None
+) -> list[dict]:
+    """Evaluate every question (with a progress bar on stderr if asked). A question with a ``scope``
+    (:func:`question_scope`) is asked with ``scoped(scope)``'s context, made once per scope (its failure,
+    or no ``scoped``, is that question's error); the others with ``context``."""
 
     graph = get_graph()
+    made: dict[Scope, Any] = {}
+
+    def context_for(scope: Scope | None) -> Any:
+        if not scope:
+            return context
+        if scope not in made:
+            if scoped is None:
+                raise ValueError("this question has a scope, and this run makes no context for a scope")
+            made[scope] = scoped(scope)
+        return made[scope]
+
     items = questions
     if progress:
         from tqdm import tqdm
 
         items = tqdm(questions, desc="Evaluating", unit="q", file=sys.stderr)
-    return [evaluate_single(q, context, graph) for q in items]
+    return [evaluate_single(q, context, graph, contexts=context_for) for q in items]
 
 
 def abstention_scores(results: Sequence[dict]) -> dict:

@@ -34,6 +34,7 @@ from app.serving.hits import SearchHit
 from app.serving.hosts import MachineNames, is_loopback, public_host, server_hosts, serving_line
 from app.serving.identify import Identifier
 from app.serving.service import DEFAULT_K, AskResult, RagService, SyncResult
+from app.storage.scope import Scope, parse_scope
 from app.text.storable import check_fields
 from app.users.identity import FULL, Identity, identity_for_token, principals_for_user
 
@@ -64,6 +65,23 @@ def storable(**arguments: Any) -> None:
     (NUL, a lone surrogate, …: app.text.storable), before any search, model call or database write."""
     try:
         check_fields(arguments)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def tool_scope(folders: Any = None, formats: Any = None, since: Any = None) -> Scope | None:
+    """The ``folders``, ``formats`` and ``since`` arguments of ``search_rag`` and ``ask`` as a Scope
+    (app.storage.scope.parse_scope), None when they narrow nothing; a tool error with the one line for a
+    value that could widen it or is not a list of strings (``..``, an absolute path, a pattern, a day that
+    is not YYYY-MM-DD)."""
+    try:
+        for name, value in (("folders", folders), ("formats", formats)):
+            if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+                raise ValueError(f"{name} is a list of strings, got {value!r}")
+        if since is not None and not isinstance(since, str):
+            raise ValueError(f"since takes a day as YYYY-MM-DD (2025-04-01), got {since!r}")
+        check_fields({"folders": folders or [], "formats": formats or [], "since": since})
+        return parse_scope(folders, formats, since) or None
     except ValueError as exc:
         raise ToolError(str(exc)) from exc
 
@@ -125,27 +143,45 @@ def build_server(
 
     @server.tool()
     async def search_rag(
-        query: str, k: int = DEFAULT_K, mode: str = "hybrid", ctx: Context | None = None
+        query: str,
+        k: int = DEFAULT_K,
+        mode: str = "hybrid",
+        folders: list[str] | None = None,
+        formats: list[str] | None = None,
+        since: str | None = None,
+        ctx: Context | None = None,
     ) -> list[SearchHit]:
         """Search the documents. Returns up to k (1-50) passages, best first, each with id, score (0-1,
         higher is better, monotone with rank), snippet (about 120 characters around the best match) and
         payload (source, document_id, page or row, chunk_index, start/end of the snippet in the chunk).
-        mode: hybrid (default), vector or keyword."""
+        mode: hybrid (default), vector or keyword. Optional: folders (folders of the data folder, such as
+        docs/規程), formats (extensions, such as pdf) and since (YYYY-MM-DD) keep only passages of documents
+        in those folders, of those formats, dated that day or later."""
         storable(query=query, mode=mode)
+        scope = tool_scope(folders, formats, since)
         who = await caller(ctx)
-        return await _call(service().search, query, k, mode, who=who)
+        return await _call(service().search, query, k, mode, who=who, scope=scope)
 
     @server.tool()
-    async def ask(question: str, mode: str = "hybrid", ctx: Context | None = None) -> AskResult:
+    async def ask(
+        question: str,
+        mode: str = "hybrid",
+        folders: list[str] | None = None,
+        formats: list[str] | None = None,
+        since: str | None = None,
+        ctx: Context | None = None,
+    ) -> AskResult:
         """Answer a question from the documents with the local LLM. mode: hybrid (default), vector,
         keyword, local or global (graph search), or auto (chosen per question; the answer's mode says
         which). Returns answer, mode, sources (cited ones first), cited_sources, abstained (why it
         said 資料に記載がありません, or null), withdrawn (the numbers or words of a withdrawn answer that
         no document states), status (that reason as one Japanese line), table (the table, SQL and rows of
-        an answer computed over a table, or null) and timings."""
+        an answer computed over a table, or null), scope and timings. Optional: folders, formats and since
+        narrow the documents read, as in search_rag (not with mode global)."""
         storable(question=question, mode=mode)
+        scope = tool_scope(folders, formats, since)
         who = await caller(ctx)
-        return await _call(service().ask, question, mode, who=who)
+        return await _call(service().ask, question, mode, who=who, scope=scope)
 
     @server.tool()
     async def list_documents(ctx: Context | None = None) -> list[dict[str, Any]]:

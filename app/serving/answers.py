@@ -14,6 +14,7 @@ from typing import Any
 
 from app.config import Settings
 from app.storage.answers import answer_by_id, cached_answer, documents_fingerprint, record_answer
+from app.storage.scope import Scope
 
 
 def question_key(question: str) -> str:
@@ -43,10 +44,21 @@ def answering_settings(settings: Settings) -> dict[str, Any]:
     }
 
 
-def cache_key(question: str, mode: str, principals: Sequence[str], settings: Settings | Mapping[str, Any]) -> str:
-    """SHA-256 of the normalized question, the mode, the sorted principals and the answering settings."""
+def cache_key(
+    question: str,
+    mode: str,
+    principals: Sequence[str],
+    settings: Settings | Mapping[str, Any],
+    scope: Scope | None = None,
+) -> str:
+    """SHA-256 of the normalized question, the mode, the sorted principals, the answering settings and the
+    question's scope (app.storage.scope.Scope): an answer read within some folders, formats or dates is
+    another answer than one read from everything. No scope (or an empty one) leaves the key as it was
+    before scopes existed, so the answers kept then are still found."""
     shaping = answering_settings(settings) if isinstance(settings, Settings) else dict(settings)
     payload = {"q": question_key(question), "mode": mode, "principals": sorted(set(principals)), "settings": shaping}
+    if scope:
+        payload["scope"] = scope.as_dict()
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -63,21 +75,32 @@ class AnswerMemory:
         return documents_fingerprint(self.engine, self.collection)
 
     def find(
-        self, question: str, mode: str, principals: Sequence[str], fingerprint: str | None = None
+        self,
+        question: str,
+        mode: str,
+        principals: Sequence[str],
+        fingerprint: str | None = None,
+        scope: Scope | None = None,
     ) -> tuple[str, dict, Any] | None:
-        """``(id, result, created_at)`` of the earlier answer to this question for these principals over
-        the documents as they are now (``fingerprint``, read here when not given), within
-        ANSWER_CACHE_TTL_S; None otherwise."""
-        key = cache_key(question, mode, principals, self.settings)
+        """``(id, result, created_at)`` of the earlier answer to this question for these principals within
+        the same ``scope`` over the documents as they are now (``fingerprint``, read here when not given),
+        within ANSWER_CACHE_TTL_S; None otherwise."""
+        key = cache_key(question, mode, principals, self.settings, scope)
         ttl = self.settings.memory.answer_cache_ttl_s
         now = self.fingerprint() if fingerprint is None else fingerprint
         return cached_answer(self.engine, self.collection, key, now, principals, ttl)
 
     def keep(
-        self, question: str, mode: str, principals: Sequence[str], fingerprint: str, result: Mapping[str, Any]
+        self,
+        question: str,
+        mode: str,
+        principals: Sequence[str],
+        fingerprint: str,
+        result: Mapping[str, Any],
+        scope: Scope | None = None,
     ) -> str | None:
-        """Keep one answer written over documents with ``fingerprint``; its new ID."""
-        key = cache_key(question, mode, principals, self.settings)
+        """Keep one answer written within ``scope`` over documents with ``fingerprint``; its new ID."""
+        key = cache_key(question, mode, principals, self.settings, scope)
         ttl = self.settings.memory.answer_cache_ttl_s
         return record_answer(self.engine, self.collection, key, fingerprint, question, mode, principals, result, ttl)
 

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,14 @@ from typing_extensions import TypedDict
 
 from app.config import SEARCH_MODES, Settings, validate_mode
 from app.errors import RagError, StoreNotReadyError
-from app.graph import default_context, run_rag, table_answerer
+from app.graph import default_context, run_rag
 from app.llm import generate, with_options
 from app.retrieval.reader import StoreReader
 from app.serving.answers import AnswerMemory
 from app.serving.hits import SearchHit, search_hit
+from app.serving.scoped import asker_context, checked_scope, narrowed
 from app.serving.usage import AnswerClock, answer_usage
+from app.storage.scope import Scope
 from app.users.identity import Identity, record
 from app.versions.preference import answer_version_notes, source_versions
 from app.workflow.passages import for_json, passages
@@ -65,6 +66,7 @@ class AskResult(TypedDict):
     table: dict | None
     answer_id: str | None  # names this answer for feedback (None: nothing is kept, ANSWER_CACHE=0 and FEEDBACK=0)
     cached_at: str | None  # an earlier answer given again: when it was written (ISO 8601); None: written now
+    scope: dict | None  # the scope read within (app.storage.scope.Scope.as_dict); None: every document
 
 
 class SyncResult(TypedDict):
@@ -199,14 +201,22 @@ class RagService:
                 self._context = self.context_factory()
             return self._context
 
-    def search(self, query: Any, k: Any = DEFAULT_K, mode: Any = "hybrid", *, who: Identity) -> list[SearchHit]:
-        """``search_rag``: the best ``k`` chunks ``who`` may read, with normalized scores, snippets and payloads."""
+    def search(
+        self, query: Any, k: Any = DEFAULT_K, mode: Any = "hybrid", *, who: Identity, scope=None
+    ) -> list[SearchHit]:
+        """``search_rag``: the best ``k`` chunks ``who`` may read within ``scope`` (:meth:`check_scope`), with
+        normalized scores, snippets and payloads."""
         principals = asker(who)
         query, k, mode = validate_search(query, k, mode)
-        docs = self.store.search(query, search_mode=mode, top_k=k, principals=principals)
+        scope = self.check_scope(scope, who)
+        docs = self.store.search(query, search_mode=mode, top_k=k, principals=principals, **narrowed(scope))
         hits = [search_hit(doc, query, mode, self.settings) for doc in docs]
         self.audit(who, "search", [h["payload"]["source"] for h in hits], query)
         return hits
+
+    def check_scope(self, scope: Scope | None, who: Identity, mode: str | None = None) -> Scope | None:
+        """``scope`` checked as ``who`` (app.serving.scoped.checked_scope); None when it narrows nothing."""
+        return checked_scope(self.store, self.settings, scope, asker(who), mode)
 
     def audit(
         self, who: Identity, action: str, sources: list[str], question: str | None, answer: dict | None = None
@@ -222,17 +232,17 @@ class RagService:
         return self.memory is not None and (memory.answer_cache or memory.feedback)
 
     def cached_answer(
-        self, question: Any, mode: Any = "hybrid", *, who: Identity, fingerprint: str | None = None
+        self, question: Any, mode: Any = "hybrid", *, who: Identity, fingerprint: str | None = None, scope=None
     ) -> AskResult | None:
-        """The earlier answer to the same question (normalized) in the same mode, asked by someone with
-        the same principals over the same documents, within ANSWER_CACHE_TTL_S; None when there is none
-        (or ANSWER_CACHE=0). Audited like an answer."""
+        """The earlier answer to the same question (normalized) in the same mode and ``scope``, asked by
+        someone with the same principals over the same documents, within ANSWER_CACHE_TTL_S; None when
+        there is none (or ANSWER_CACHE=0). Audited like an answer."""
         principals = asker(who)
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
         if self.memory is None or not self.settings.memory.answer_cache:
             return None
         start = time.perf_counter()
-        hit = self.memory.find(question, mode, principals, fingerprint)
+        hit = self.memory.find(question, mode, principals, fingerprint, **narrowed(scope))
         if hit is None:
             return None
         answer_id, result, created_at = hit
@@ -245,14 +255,15 @@ class RagService:
         self.audit(who, "ask", list(earlier.get("sources") or []), question, usage)
         return earlier
 
-    def passages(self, question: Any, mode: Any = "hybrid", *, who: Identity) -> list[dict]:
-        """The passages a question would be shown first (retrieval order, no re-ranking, no LLM): what a
-        queued asker reads while waiting for the model."""
+    def passages(self, question: Any, mode: Any = "hybrid", *, who: Identity, scope: Scope | None = None) -> list[dict]:
+        """The passages a question would be shown first (retrieval order, no re-ranking, no LLM), within
+        ``scope``: what a queued asker reads while waiting for the model."""
         principals = asker(who)
         question = validate_text(question, "question")
         search_mode = mode if mode in SEARCH_MODES else "hybrid"
+        top_k = self.settings.retrieval.search_k
         docs = self.store.search(
-            question, search_mode=search_mode, top_k=self.settings.retrieval.search_k, principals=principals
+            question, search_mode=search_mode, top_k=top_k, principals=principals, **narrowed(scope)
         )
         return for_json(passages(question, docs[: self.settings.retrieval.rerank_top_k]))
 
@@ -270,39 +281,28 @@ class RagService:
         who: Identity,
         on_passages: Callable[[list[dict]], None] | None = None,
         stopped: Callable[[], bool] | None = None,
+        scope: Scope | None = None,
     ) -> AskResult:
         """Answer with the LangGraph workflow from what ``who`` may read: answer, sources (cited first),
         abstention, the passages shown first, timings; ``on_passages`` gets the passages as soon as
         retrieval ends and ``on_token`` each generated piece as it comes (the web page streams both).
         The same question asked again over the same documents is answered from the kept answer.
         ``stopped()`` says whether the asker has gone: asked between model calls and at each generated
-        piece, it ends the work with app.errors.AnswerStoppedError."""
+        piece, it ends the work with app.errors.AnswerStoppedError. ``scope`` narrows every read and the kept
+        answers' key (app.serving.scoped); ValueError in one line where :meth:`check_scope` refuses it."""
         principals = asker(who)
         question, mode = validate_text(question, "question"), validate_mode(mode, default=None)
+        scope = self.check_scope(scope, who, mode)
         clock = AnswerClock()
         self.store.warm_up()  # StoreNotReadyError (run make ingest) before anything reads a missing table
         # the documents as they are before answering: one read, for the lookup and for keeping the answer
         fingerprint = self.memory.fingerprint() if self._remembering() else ""
-        earlier = self.cached_answer(question, mode, who=who, fingerprint=fingerprint)
+        earlier = self.cached_answer(question, mode, who=who, fingerprint=fingerprint, **narrowed(scope))
         if earlier is not None:
             if on_passages is not None:
                 on_passages(list(earlier.get("passages") or []))
             return earlier
-        # the top source's other chunks (TOP_SOURCE_CHARS) are read as who asks, like the search
-        ctx = replace(
-            self.context(), read_source=partial(self.store.source_chunks, principals=principals, vectors=True)
-        )
-        if mode in SEARCH_MODES:
-            ctx = replace(ctx, search=self.store.search_function(mode, principals), mode=mode)
-        else:  # local, global, auto: the graph search with the context's LLM and its tokenizer
-            ctx = replace(
-                ctx,
-                search=self.store.search_function("hybrid", principals),
-                mode=mode,
-                graph_search=self.store.graph_search(llm=ctx.llm, count_tokens=ctx.count_tokens, principals=principals),
-            )
-        if getattr(ctx, "tables", None) is not None:  # the table path reads its tables as who asks too
-            ctx = replace(ctx, tables=table_answerer(self.settings, self.store, ctx.llm, principals))
+        ctx = asker_context(self.context(), self.store, self.settings, mode, principals, scope)
         # the asker's own callbacks (or none), timed for the audit (app.serving.usage)
         ctx = replace(ctx, on_token=clock.on_token(on_token), on_passages=clock.on_passages(on_passages))
         if stopped is not None:
@@ -310,15 +310,18 @@ class RagService:
         with self._llm_lock:
             state = run_rag(question, ctx)
         result = self._result(state, mode)
+        result["scope"] = scope.as_dict() if scope else None
         if self._remembering():
-            result["answer_id"] = self._keep(question, mode, who, fingerprint, result)
+            result["answer_id"] = self._keep(question, mode, who, fingerprint, result, scope)
         self.audit(who, "ask", list(result["sources"]), question, answer_usage(result, clock))
         return result
 
-    def _keep(self, question: str, mode: str, who: Identity, fingerprint: str, result: AskResult) -> str | None:
-        """Keep an answer in PostgreSQL; its ID when feedback is on (None otherwise)."""
+    def _keep(
+        self, question: str, mode: str, who: Identity, fingerprint: str, result: AskResult, scope=None
+    ) -> str | None:
+        """Keep an answer in PostgreSQL, under its ``scope``; its ID when feedback is on (None otherwise)."""
         kept = {k: v for k, v in result.items() if k not in ("answer_id", "cached_at", "timings")}
-        answer_id = self.memory.keep(question, mode, who.principals, fingerprint, kept)
+        answer_id = self.memory.keep(question, mode, who.principals, fingerprint, kept, **narrowed(scope))
         return answer_id if self.settings.memory.feedback else None
 
     def _result(self, state: dict, mode: str) -> AskResult:
@@ -345,6 +348,7 @@ class RagService:
             "table": state.get("table") or None,
             "answer_id": None,
             "cached_at": None,
+            "scope": None,
         }
 
     def complete(

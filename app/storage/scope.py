@@ -210,3 +210,14 @@ def missing_folders(engine: Engine, collection_name: str, scope: Scope, principa
     """``scope``'s folders in which ``principals`` may read no document (absent, or all unreadable to them:
     the same answer), in the scope's order."""
     return [prefix for prefix, n in folder_counts(engine, collection_name, scope, principals).items() if n == 0]
+
+
+def missing_folder_message(folders: Sequence[str]) -> str:
+    """One line for folders without a document the asker may read (``--in``, the page's and the MCP tools'
+    ``folders``): the same whether a folder does not exist or holds only documents the asker may not read
+    (it never says which)."""
+    names = ", ".join(repr(f) for f in folders)
+    return (
+        f"no document you may read is in {names} (--in): check the folder's name, "
+        "relative to the data folder (`make docs` lists the documents)"
+    )

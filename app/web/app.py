@@ -3,7 +3,8 @@
 Routes:
 
 * ``GET /`` — the page (Japanese interface, :mod:`app.web.page`);
-* ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid", "history": ["earlier question", …]}``;
+* ``POST /api/ask`` — JSON ``{"question": "…", "mode": "hybrid", "history": ["earlier question", …]}``
+  and optionally ``"scope": {"folders": […], "formats": […], "since": "YYYY-MM-DD"}`` (app.web.scopes);
   the answer as Server-Sent Events: ``searched`` (the question as searched: a follow-up made to stand
   alone, app.web.followup), ``queued`` (questions ahead), ``token`` (a generated piece), then
   ``done`` (the answer, its quote, sources cited first, abstention, timings in milliseconds) or ``error`` (one line);
@@ -15,6 +16,7 @@ Routes:
 * ``GET /api/page-image?id=guide.pdf:p3`` — that page rendered as a PNG (app.web.page_image);
 * ``GET /files/<doc_id>`` — a stored file the asker may read: a PDF in the browser's own viewer
   (``#page=N``), any other as a download;
+* ``GET /api/scopes`` — the folders and formats the asker may narrow a question to (app.web.scopes);
 * ``GET /admin`` — the administrator's usage view (app.web.admin): 403 with one line for anyone else.
 
 The service (:class:`app.serving.service.RagService`: models and pool loaded once) is handed in, so tests
@@ -49,6 +51,7 @@ from app.web.followup import standalone
 from app.web.guard import DATABASE_GONE, LOCAL
 from app.web.page import DOCUMENTS_PAGE, PAGE, content_security_policy
 from app.web.page_image import PageImages, page_image_routes, source_extras_args
+from app.web.scopes import asked_scope, scope_routes
 from app.web.turns import Turns
 
 log = logging.getLogger(__name__)
@@ -134,6 +137,7 @@ async def answer_events(
     followup: Followup = standalone,
     who: Identity = LOCAL,
     executor: Executor | None = None,
+    scope: Any = None,
 ) -> AsyncIterator[str]:
     """The answer to ``question`` (made to stand alone after ``history`` by ``followup``) as events.
 
@@ -143,7 +147,9 @@ async def answer_events(
     retrieval finds meanwhile), then is answered on ``executor`` (the model's own threads) while this
     streams its ``sources`` and ``token`` events. When the asker goes away, the question leaves the line
     at once, or its work stops at the next check (``stopped``: between model calls, at each generated
-    piece; a global question's map calls not yet made are never made) and the model passes on."""
+    piece; a global question's map calls not yet made are never made) and the model passes on. ``scope``
+    (app.storage.scope.Scope) narrows the search, the passages and the kept answers looked up."""
+    within = {"scope": scope} if scope else {}  # no scope: the service's calls as before scopes existed
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
     gone = threading.Event()
@@ -167,7 +173,7 @@ async def answer_events(
             searched = followup(question, history) if history else question
             put("searched", {"question": searched, "rewritten": searched != question})
             result = service.ask(
-                searched, mode, on_token=on_token, who=who, on_passages=on_passages, stopped=gone.is_set
+                searched, mode, on_token=on_token, who=who, on_passages=on_passages, stopped=gone.is_set, **within
             )
             put("done", page_result(result))
         except AnswerStoppedError:
@@ -178,7 +184,7 @@ async def answer_events(
     async def run() -> None:
         try:
             if not history:
-                earlier = await asyncio.to_thread(service.cached_answer, question, mode, who=who)
+                earlier = await asyncio.to_thread(service.cached_answer, question, mode, who=who, **within)
                 if earlier is not None:
                     put("searched", {"question": question, "rewritten": False})
                     on_passages(list(earlier.get("passages") or []))
@@ -187,7 +193,7 @@ async def answer_events(
             ticket = turns.join(lambda ahead: events.put_nowait(("queued", {"ahead": ahead})))
             try:
                 if not ticket.started and not history:  # something to read while waiting
-                    on_passages(await asyncio.to_thread(service.passages, question, mode, who=who))
+                    on_passages(await asyncio.to_thread(service.passages, question, mode, who=who, **within))
                 await turns.wait(ticket)
             except BaseException:
                 turns.drop(ticket)
@@ -308,13 +314,15 @@ def create_app(
 
     async def ask(request: Request) -> Response:
         try:
-            question, mode, history = read_question(await read_json(request))
+            body = await read_json(request)
+            question, mode, history = read_question(body)
+            scope = await asked_scope(service, body, mode, identity(request))
         except BadBody as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return StreamingResponse(
-            answer_events(service, turns, question, mode, history, followup, identity(request), model_threads),
+            answer_events(service, turns, question, mode, history, followup, identity(request), model_threads, scope),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -370,7 +378,7 @@ def create_app(
     return Starlette(
         routes=[
             Route("/", page, methods=["GET"]),
-            Route("/api/ask", ask, methods=["POST"]),
+            Route("/api/ask", with_database(ask), methods=["POST"]),
             Route("/documents", documents_page, methods=["GET"]),
             Route("/api/documents", with_database(documents), methods=["GET"]),
             Route("/api/sync", with_database(resync), methods=["POST"]),
@@ -381,5 +389,6 @@ def create_app(
             ),
             *admin_routes(service, who=identity, administers=may_administer, guarded=with_database),
             *page_image_routes(pages, who=identity, guarded=with_database),
+            *scope_routes(service, who=identity, guarded=with_database),
         ]
     )

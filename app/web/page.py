@@ -4,6 +4,7 @@
 
 from app.web.export import EXPORT_SCRIPT
 from app.web.page_script import ASK_SCRIPT
+from app.web.scope_script import SCOPE_SCRIPT
 
 PAGE = (
     """<!doctype html>
@@ -55,6 +56,10 @@ mark { background: #fff1a8; }
 #table-sql { white-space: pre-wrap; background: #f5f5f7; padding: .4rem .6rem; border-radius: 4px; }
 #table-rows { border-collapse: collapse; }
 #table-rows th, #table-rows td { border: 1px solid #ccd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
+#scope { display: flex; gap: .4rem 1rem; flex-wrap: wrap; align-items: center; border: 1px solid #ccd;
+         border-radius: 6px; margin: .6rem 0 0; padding: .3rem .8rem .5rem; font-size: .95rem; }
+#scope select, #scope input, #scope button { font-size: .95rem; padding: .25rem .4rem; }
+#scope-shown { color: #235; font-size: .9rem; margin: .2rem 0; }
 </style>
 </head>
 <body>
@@ -75,9 +80,20 @@ mark { background: #fff1a8; }
   <button id="reset" type="button" title="前の質問を引き継がずに聞き直す">新しい会話</button>
   <button id="export" type="button" title="この会話の質問・回答・引用・出典を Markdown で保存" hidden>会話を保存</button>
 </form>
+<fieldset id="scope">
+  <legend>絞り込み</legend>
+  <label for="scope-folder">フォルダ</label>
+  <select id="scope-folder" name="scope-folder"><option value="">すべてのフォルダ</option></select>
+  <label for="scope-format">形式</label>
+  <select id="scope-format" name="scope-format"><option value="">すべての形式</option></select>
+  <label for="scope-since">この日以降</label>
+  <input id="scope-since" name="scope-since" type="date">
+  <button id="scope-clear" type="button">解除</button>
+</fieldset>
 <p id="searched" hidden></p>
 <p id="status" role="status"></p>
 <p id="cached" hidden></p>
+<p id="scope-shown" hidden></p>
 <div id="answer" aria-live="polite"></div>
 <blockquote id="quote" hidden></blockquote>
 <div id="feedback" hidden>
@@ -117,6 +133,7 @@ mark { background: #fff1a8; }
 <details id="timings-box" hidden><summary>処理時間</summary><div id="timings"></div></details>
 <script>"""
     + ASK_SCRIPT
+    + SCOPE_SCRIPT
     + EXPORT_SCRIPT
     + """</script>
 </body>

@@ -312,6 +312,7 @@ function showDone(result) {
   $("cached").textContent = result.cached_at ? "以前の回答（" + whenText(result.cached_at) + "）" : "";
   $("cached").hidden = !result.cached_at;
   showTable(result.table);
+  showScope(result.scope);  // app.web.scope_script
   if (!passagesShown) showPassages(result.passages);
   showFeedback(result);
 }
@@ -336,7 +337,8 @@ function showTable(table) {
 
 $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
-  for (const id of ["quote", "sources-box", "timings-box", "viewer", "passages-box", "feedback", "cached", "table-box"]) {
+  for (const id of ["quote", "sources-box", "timings-box", "viewer", "passages-box", "feedback", "cached", "table-box",
+                    "scope-shown"]) {
     $(id).hidden = true;
   }
   $("answer").textContent = ""; $("sources").textContent = ""; $("answer").className = "";
@@ -351,7 +353,7 @@ $("ask").addEventListener("submit", async (event) => {
     const response = await fetch("/api/ask", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ question: $("question").value, mode: $("mode").value, history }),
+      body: JSON.stringify({ question: $("question").value, mode: $("mode").value, history, ...chosenScope() }),
     });
     if (!response.ok) {
       const body = await response.json().catch(() => ({}));
