@@ -2,8 +2,10 @@
 
 import asyncio
 import base64
+import concurrent.futures
 import hashlib
 import json
+import time
 
 import pytest
 from starlette.testclient import TestClient
@@ -317,3 +319,33 @@ def test_each_pages_script_parses(name, tmp_path):
     script.write_text(getattr(page, name).split("<script>", 1)[1].split("</script>", 1)[0], encoding="utf-8")
     checked = subprocess.run([node, "--check", str(script)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
+
+
+class SlowToEnd(concurrent.futures.ThreadPoolExecutor):
+    """An executor whose futures complete a while after their work returned (a busy machine's thread
+    hand-off, made long): the answer's last event is out well before its turn is given back."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        def slow():
+            result = fn(*args, **kwargs)
+            time.sleep(0.3)
+            return result
+
+        return super().submit(slow)
+
+
+def test_the_stream_ends_after_its_answer_gave_its_turn_back():
+    from app.web.app import answer_events
+
+    async def scenario():
+        turns = Turns()
+        with SlowToEnd(max_workers=1) as executor:
+            kinds = [
+                event.split("\n", 1)[0]
+                async for event in answer_events(FakeService(), turns, "質問", "hybrid", executor=executor)
+            ]
+            # checked before the loop runs anything else: the turn is free when the response ends, so a
+            # client whose event loop ends with the response (a test client) never leaves it taken
+            assert kinds[-1] == "event: done" and turns.waiting() == 0
+
+    asyncio.run(scenario())

@@ -154,6 +154,7 @@ async def answer_events(
     events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
     gone = threading.Event()
     asked = time.perf_counter()
+    working: list[asyncio.Future] = []  # the answer's work, once it holds a turn
 
     def put(kind: str, data: dict[str, Any]) -> None:  # from any thread
         loop.call_soon_threadsafe(events.put_nowait, (kind, data))
@@ -200,6 +201,7 @@ async def answer_events(
                 raise
             future = loop.run_in_executor(executor, work)
             future.add_done_callback(lambda _: turns.leave())
+            working.append(future)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -212,6 +214,11 @@ async def answer_events(
             yield sse(kind, data)
             if kind in ("done", "error"):
                 break
+        # the work puts its last event just before it ends: the response ends after it has, and after its
+        # turn is given back (the callback above runs first), so the next question never waits on a turn
+        # whose callback a closed event loop will not run (a test client's loop lives one request)
+        if working:
+            await asyncio.wait(working)
     finally:  # normally a no-op; on a closed connection, the question leaves the line or stops at its next token
         gone.set()
         task.cancel()
