@@ -214,9 +214,8 @@ async def answer_events(
             yield sse(kind, data)
             if kind in ("done", "error"):
                 break
-        # the work puts its last event just before it ends: the response ends after it has, and after its
-        # turn is given back (the callback above runs first), so the next question never waits on a turn
-        # whose callback a closed event loop will not run (a test client's loop lives one request)
+        # ends after the work and its turn's release (that callback runs first): a loop that ends with the
+        # response (a test client's) would never run it, and the next question would wait forever
         if working:
             await asyncio.wait(working)
     finally:  # normally a no-op; on a closed connection, the question leaves the line or stops at its next token
