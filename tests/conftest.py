@@ -165,6 +165,7 @@ LONGEST_FIRST = (
     "integration/test_mcp_server.py",
     "integration/test_big_files.py",
     "integration/test_web_browser.py",
+    "integration/test_web_scope_browser.py",
     "integration/test_permissions_mcp.py",
     "integration/test_permissions_web.py",
     "integration/test_workers.py",

@@ -2,7 +2,7 @@
 tests/test_web_page_image.py, a real PDF from data/pdf/) served by uvicorn on a free port, opened in
 Debian's headless Chromium: a PDF page source shows its rendered image, and the quote's highlight lies
 over the quote's characters (PDFium's own char boxes). No model, no question asked. The screenshot is
-kept as docs/img/page-image.png (docs/web.md)."""
+kept in .cache/web-screenshots/ (docs/img/page-image.png, in docs/web.md, is a copy of one)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.test_web_page_image import ALICE, QUOTE, Store
 pytestmark = pytest.mark.integration
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-SHOT = ROOT / "docs" / "img" / "page-image.png"
+SHOT = ROOT / ".cache" / "web-screenshots" / "page-image.png"  # docs/img/page-image.png is a copy
 
 
 @pytest.fixture(scope="module")
