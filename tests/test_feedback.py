@@ -318,3 +318,31 @@ def test_the_page_marks_a_passage_at_its_character_offsets(text, marks, parts):
     ran = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=30)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == parts
+
+
+@pytest.mark.parametrize(
+    "value, quote, cited",
+    [
+        (
+            "サポート窓口の受付時間は平日9時から18時までです。",
+            "回答:サポート窓口の受付時間は平日9時から18時までです。",
+            True,
+        ),
+        ("パスワードを忘れた場合はどうすればよいですか？", "回答:再設定ページから再設定してください。", False),
+        ("平日9時から18時まで", "9時から18時", True),  # the cell holds the quote
+        ("9", "回答:9時から", False),  # one character is never marked by itself
+        ("", "回答", False),
+        ("受付時間", None, False),
+    ],
+)
+def test_the_page_marks_the_row_cell_the_quote_cites(value, quote, cited):
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("Node.js is not installed (the browser test runs the page's script)")
+    program = (
+        node_function("citedCell")
+        + f"console.log(JSON.stringify(citedCell({json.dumps(value)}, {json.dumps(quote)})));"
+    )
+    ran = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=30)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) is cited

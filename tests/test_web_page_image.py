@@ -44,7 +44,7 @@ class Store(PageService):
         doc_id = source.split(":")[0]
         if doc_id not in {d["doc_id"] for d in self.list_documents(who)}:
             return []
-        text = QUOTE if doc_id.endswith(".pdf") else "質問,回答\n受付時間は？,9時から"
+        text = QUOTE if doc_id.endswith(".pdf") else "質問:受付時間は？\n回答:平日9時から18時まで"  # a row as stored
         return [{"text": text, "doc_id": doc_id, "context": "", "title": ""}]
 
 

@@ -88,14 +88,29 @@ async function openSource(source) {
     const th = document.createElement("th");
     th.textContent = name;
     row.appendChild(th);
-    row.insertCell().textContent = value;
+    const cell = row.insertCell();
+    if (citedCell(value, lastQuote)) {  // the cell the quote holds (or that holds the quote), marked
+      const mark = document.createElement("mark");
+      mark.textContent = value;
+      cell.appendChild(mark);
+    } else cell.textContent = value;
   }
   $("viewer-table").hidden = view.cells.length === 0;
   if (view.cells.length) $("viewer-text").textContent = "";
   else if ((view.blocks || []).length) rendered($("viewer-text"), view.blocks, lastQuote);
   else highlighted($("viewer-text"), view.text, lastQuote);
   $("viewer").hidden = false;
-  $("viewer").scrollIntoView({ block: "nearest" });
+  // the quote's mark (a sentence, a cell, a box on the page image) in view; else the viewer's top
+  const mark = $("viewer").querySelector("mark, .quote-box");
+  (mark || $("viewer")).scrollIntoView({ block: mark ? "center" : "nearest" });
+}
+
+function citedCell(value, quote) {
+  // whether a row's cell is what the quote cites: the quote holds the cell's value (「回答:…」 holds the
+  // answer cell) or the cell holds the quote; a value of one character is never marked by itself
+  const cell = String(value || "").trim(), cited = String(quote || "").trim();
+  if (!cell || !cited) return false;
+  return cell.includes(cited) || (cell.length >= 2 && cited.includes(cell));
 }
 
 function rendered(container, blocks, passage) {

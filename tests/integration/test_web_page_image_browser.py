@@ -114,6 +114,13 @@ def test_a_pdf_source_shows_its_page_with_the_quote_marked(page_url):
         SHOT.parent.mkdir(parents=True, exist_ok=True)
         browser.execute_script("arguments[0].scrollIntoView()", mark)
         browser.save_screenshot(str(SHOT))
+        # a row source: the cited cell is marked (and in view), the other is not
+        browser.execute_script(
+            "lastQuote = arguments[0]; openSource(arguments[1]);", "回答:平日9時から18時まで", "csv/faq.csv:r1"
+        )
+        WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#viewer-table mark"))
+        assert [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#viewer-table mark")] == ["平日9時から18時まで"]
+        assert not browser.find_element(By.ID, "viewer-page").is_displayed()  # a row has no page image
         errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
         assert not errors, errors  # no CSP refusal, no failed request
     finally:
