@@ -336,6 +336,7 @@ def test_the_page_marks_a_passage_at_its_character_offsets(text, marks, parts):
     ],
 )
 def test_the_page_marks_the_row_cell_the_quote_cites(value, quote, cited):
+    """``citedCell`` (app.web.viewer_script, joined to the ask script), run by Node."""
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:
         pytest.skip("Node.js is not installed (the browser test runs the page's script)")

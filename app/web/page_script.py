@@ -4,7 +4,10 @@ source's text, and sends the asker's 👍/👎. Every text from the server is se
 text nodes, never as HTML, so a document's text cannot run in the page. A raw string: the JavaScript's
 backslashes are its own."""
 
-ASK_SCRIPT = r"""
+from app.web.viewer_script import VIEWER_SCRIPT
+
+ASK_SCRIPT = (
+    r"""
 const $ = (id) => document.getElementById(id);
 
 function parseEvents(buffer, onEvent) {
@@ -43,33 +46,6 @@ function highlighted(container, text, passage) {
   mark.scrollIntoView({ block: "nearest" });
 }
 
-function fileLink(view) {
-  return "/files/" + view.doc_id.split("/").map(encodeURIComponent).join("/") + "#page=" + view.number;
-}
-
-function showPageImage(view) {  // a PDF or scan page as its image, the quote's boxes over it (app.web.page_image)
-  const wrapper = $("viewer-page");
-  for (const old of wrapper.querySelectorAll(".quote-box")) old.remove();
-  $("viewer-stale").hidden = !view.stale;
-  wrapper.hidden = !view.image;
-  $("viewer-file").hidden = !(view.image && view.kind === "page" && view.doc_id.toLowerCase().endsWith(".pdf"));
-  if (!view.image) { $("viewer-image").removeAttribute("src"); return; }
-  if (!$("viewer-file").hidden) $("viewer-file-link").href = fileLink(view);
-  $("viewer-image").alt = view.doc_id + " の " + (view.number || 1) + " ページ";
-  $("viewer-image").src = view.image;
-  for (const box of view.boxes || []) {
-    const mark = document.createElement("div");
-    mark.className = "quote-box";
-    mark.setAttribute("role", "mark");
-    mark.setAttribute("aria-label", "引用: " + lastQuote);
-    mark.style.left = box.x * 100 + "%";
-    mark.style.top = box.y * 100 + "%";
-    mark.style.width = box.w * 100 + "%";
-    mark.style.height = box.h * 100 + "%";
-    wrapper.appendChild(mark);
-  }
-}
-
 async function openSource(source) {
   const quoted = lastQuote ? "&quote=" + encodeURIComponent(lastQuote) : "";
   const response = await fetch("/api/source?id=" + encodeURIComponent(source) + quoted);
@@ -103,14 +79,6 @@ async function openSource(source) {
   // the quote's mark (a sentence, a cell, a box on the page image) in view; else the viewer's top
   const mark = $("viewer").querySelector("mark, .quote-box");
   (mark || $("viewer")).scrollIntoView({ block: mark ? "center" : "nearest" });
-}
-
-function citedCell(value, quote) {
-  // whether a row's cell is what the quote cites: the quote holds the cell's value (「回答:…」 holds the
-  // answer cell) or the cell holds the quote; a value of one character is never marked by itself
-  const cell = String(value || "").trim(), cited = String(quote || "").trim();
-  if (!cell || !cited) return false;
-  return cell.includes(cited) || (cell.length >= 2 && cited.includes(cell));
 }
 
 function rendered(container, blocks, passage) {
@@ -404,3 +372,5 @@ $("ask").addEventListener("submit", async (event) => {
   }
 });
 """
+    + VIEWER_SCRIPT
+)
