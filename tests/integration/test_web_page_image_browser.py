@@ -13,14 +13,30 @@ from pathlib import Path
 
 import pytest
 
+from app.formats.limits import file_hash
 from tests.integration.conftest import ROOT, free_port
+from tests.test_formats_ocr import needs_ocr, page_image
 from tests.test_formats_page_image import expected_box
 from tests.test_web_page_image import ALICE, QUOTE, Store
 
 pytestmark = pytest.mark.integration
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+SCAN_QUOTE = "社員の勤務時間は午前9時から午後6時までとする。"  # the second of the scan's three lines
 SHOT = ROOT / ".cache" / "web-screenshots" / "page-image.png"  # docs/img/page-image.png is a copy
+
+
+class WithScan(Store):
+    """The two-reader store and a scanned page, ``scan/scan.png`` (everyone's), whose OCR text is stored."""
+
+    def __init__(self, data: Path) -> None:
+        super().__init__(data)
+        self.docs["scan/scan.png"] = {"doc_id": "scan/scan.png", "content_hash": file_hash(data / "scan" / "scan.png")}
+
+    def source_chunks(self, source, who):
+        if source == "scan/scan.png":
+            return [{"text": SCAN_QUOTE, "doc_id": source, "context": "", "title": ""}]
+        return super().source_chunks(source, who)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +52,9 @@ def page_url(tmp_path_factory):
     (data / "csv").mkdir()
     shutil.copy(ROOT / "data" / "pdf" / "technical_guide.pdf", data / "pdf" / "guide.pdf")
     (data / "csv" / "faq.csv").write_text("質問,回答\n", encoding="utf-8")
-    store = Store(data)
+    (data / "scan").mkdir()
+    page_image().save(data / "scan" / "scan.png")  # three lines of Japanese at y = 60, 140, 220 px of 360
+    store = WithScan(data)
     app = create_app(
         store,
         view_source=lambda source, who: source_view(store.source_chunks(source, who), source),
@@ -60,16 +78,14 @@ def page_url(tmp_path_factory):
     thread.join(timeout=10)
 
 
-def test_a_pdf_source_shows_its_page_with_the_quote_marked(page_url):
+def chromium():
+    """Debian's headless Chromium through Selenium, 1000 × 1300."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
         pytest.fail("Chromium is missing: `make setup` installs chromium and chromium-driver (apt)")
-    url, data = page_url
     options = Options()
     options.binary_location = str(CHROMIUM)
     for argument in (
@@ -80,7 +96,15 @@ def test_a_pdf_source_shows_its_page_with_the_quote_marked(page_url):
         "--window-size=1000,1300",
     ):
         options.add_argument(argument)
-    browser = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    return webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+
+
+def test_a_pdf_source_shows_its_page_with_the_quote_marked(page_url):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, data = page_url
+    browser = chromium()
     try:
         browser.get(url)
         # what showDone does with an answer's quote, then a click on the source (no model here)
@@ -123,5 +147,41 @@ def test_a_pdf_source_shows_its_page_with_the_quote_marked(page_url):
         assert not browser.find_element(By.ID, "viewer-page").is_displayed()  # a row has no page image
         errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
         assert not errors, errors  # no CSP refusal, no failed request
+    finally:
+        browser.quit()
+
+
+@needs_ocr
+def test_a_scanned_page_shows_its_image_with_the_quote_marked_on_its_line(page_url):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, _ = page_url
+    browser = chromium()
+    try:
+        browser.get(url)
+        browser.execute_script("lastQuote = arguments[0]; openSource(arguments[1]);", SCAN_QUOTE, "scan/scan.png")
+        WebDriverWait(browser, 120).until(  # Tesseract reads the page's words on this first request
+            lambda d: (
+                d.find_elements(By.CSS_SELECTOR, "#viewer-page .quote-box")
+                and d.execute_script(
+                    "const i = document.getElementById('viewer-image'); return i.complete && i.naturalWidth > 0;"
+                )
+            )
+        )
+        assert browser.find_element(By.ID, "viewer-image").get_attribute("alt") == "scan/scan.png の 1 ページ"
+        picture = browser.execute_script(
+            "return document.getElementById('viewer-image').getBoundingClientRect().toJSON()"
+        )
+        marks = [
+            browser.execute_script("return arguments[0].getBoundingClientRect().toJSON()", m)
+            for m in browser.find_elements(By.CSS_SELECTOR, "#viewer-page .quote-box")
+        ]
+        scale = picture["height"] / 360  # the scan is 360 px high
+        top = (min(m["top"] for m in marks) - picture["top"]) / scale
+        bottom = (max(m["bottom"] for m in marks) - picture["top"]) / scale
+        assert 120 <= top <= 160 and 150 <= bottom <= 200, (top, bottom)  # the second line, not the first or third
+        assert not browser.find_element(By.ID, "viewer-file").is_displayed()  # no PDF to open
+        browser.save_screenshot(str(SHOT.parent / "scan-image.png"))
     finally:
         browser.quit()
