@@ -125,6 +125,20 @@ def test_document_of_a_source(source, expected):
     assert document_of(source, DOCS) == expected
 
 
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("faq.csv:r2", "csv/faq.csv"),  # a source is named by its file's name, the document by its path
+        ("営業手当.md#支給額", "docs/営業/営業手当.md"),
+        ("休暇規程.md#年次有給休暇", "休暇規程.md#年次有給休暇"),  # two documents of that name: neither is credited
+        ("docs/営業/営業手当.md", "docs/営業/営業手当.md"),
+    ],
+)
+def test_document_of_a_source_named_by_its_files_name(source, expected):
+    docs = ["csv/faq.csv", "docs/営業/営業手当.md", "docs/規程/2024/休暇規程.md", "docs/規程/2025/休暇規程.md"]
+    assert document_of(source, docs) == expected
+
+
 def test_answer_usage_of_a_written_answer():
     clock = AnswerClock(started=100.0, passages_s=0.25, first_token_s=1.5)
     clock.elapsed = lambda: 3.2  # type: ignore[method-assign]  (the clock's own reading, fixed)

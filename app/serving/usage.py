@@ -125,16 +125,20 @@ class Usage:
 
 
 def document_of(source: str, doc_ids: Iterable[str]) -> str:
-    """The stored document a source belongs to: the longest document ID that is the source itself or is
-    followed in it by ``:`` (page, row, slide), ``#`` (section) or ``!`` (sheet); the source itself when
-    none is (a document since removed)."""
-    best = ""
+    """The stored document a source belongs to: the document whose ID, or whose file name (a source is
+    named by its file's name: ``faq.csv:r2`` of ``csv/faq.csv``), is the source itself or is followed in it
+    by ``:`` (page, row, slide), ``#`` (section) or ``!`` (sheet), the longest such name winning; the source
+    itself when none is (a document since removed) or when two documents of one name both are (not ours
+    to choose)."""
+    found: dict[int, set[str]] = {}
     for doc_id in doc_ids:
-        if len(doc_id) > len(best) and (
-            source == doc_id or (source.startswith(doc_id) and source[len(doc_id)] in ":#!")
-        ):
-            best = doc_id
-    return best or source
+        for name in dict.fromkeys((doc_id, doc_id.rsplit("/", 1)[-1])):
+            if source == name or (source.startswith(name) and source[len(name)] in ":#!"):
+                found.setdefault(len(name), set()).add(doc_id)
+    if not found:
+        return source
+    best = found[max(found)]
+    return next(iter(best)) if len(best) == 1 else source
 
 
 def _median(values: Iterable[int | None]) -> int | None:

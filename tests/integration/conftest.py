@@ -3,6 +3,7 @@ the real SmolLM2 GGUF and a tiny cross-encoder built here. Nothing is mocked; no
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -10,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -404,3 +406,49 @@ def sse_events(body: str) -> list[tuple[str, dict]]:
         kind, data = block.split("\n", 1)
         out.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
     return out
+
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+SCREENSHOTS = ROOT / ".cache" / "web-screenshots"
+
+
+def chromium(window: str = "1000,1300"):
+    """Debian's headless Chromium through Selenium (``make setup`` installs it; missing: the test fails)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+        pytest.fail("Chromium is missing: `make setup` installs chromium and chromium-driver (apt)")
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={window}",
+    ):
+        options.add_argument(argument)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+
+
+@contextlib.contextmanager
+def served(app, port: int):
+    """``app`` served by uvicorn on 127.0.0.1:``port`` in a thread, until the block ends; its URL."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

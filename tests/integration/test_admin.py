@@ -16,7 +16,7 @@ from app.storage import users as user_rows
 from app.users.identity import new_token, token_hash
 from app.web.admin import ADMIN_ONLY
 from app.web.server import guarded_app
-from tests.integration.conftest import run_in_process, sse_events
+from tests.integration.conftest import SCREENSHOTS, chromium, free_port, run_in_process, served, sse_events
 
 pytestmark = pytest.mark.integration
 
@@ -35,8 +35,8 @@ def admin_token(engine):
 
 
 @pytest.fixture(scope="module")
-def web(acl):
-    """The guarded page over a service that audits (without question texts) and keeps its answers."""
+def service(acl):
+    """A service that audits (without question texts) and keeps its answers."""
     from app.graph import default_context
     from app.serving.answers import AnswerMemory
     from app.serving.service import RagService, no_search
@@ -50,7 +50,13 @@ def web(acl):
         surface="web",
     )
     service.context()
-    app = guarded_app(service, settings, "127.0.0.1", 8780, acl.data)
+    return service
+
+
+@pytest.fixture(scope="module")
+def web(service, acl):
+    """The guarded page over that service, as ``python -m app.web`` runs it on 127.0.0.1:8780."""
+    app = guarded_app(service, service.settings, "127.0.0.1", 8780, acl.data)
     return TestClient(app, base_url="http://127.0.0.1:8780", client=("127.0.0.1", 50000), follow_redirects=False)
 
 
@@ -116,3 +122,36 @@ def test_the_command_line_prints_the_same_table(web, admin_token):
     today = next(line for line in lines if line.startswith(date.today().isoformat()))
     assert today.split("\t")[1] == str(asked)  # 👎 are the collection's: the command line reads "documents"
     assert "slowest answers:" in lines and "most flagged questions:" in lines
+
+
+def test_the_admin_page_in_chromium_shows_today_and_its_chart_and_bob_reads_403(service, acl, admin_token):
+    """After the first test's three questions and 👎 (this module runs in order): /admin in a real browser."""
+    from selenium.webdriver.common.by import By
+
+    port = free_port()
+    with served(guarded_app(service, service.settings, "127.0.0.1", port, acl.data), port) as url:
+        browser = chromium("1100,1400")
+        try:
+            browser.get(f"{url}?token={admin_token}")  # a session cookie, as the administrator's link gives it
+            browser.get(url + "admin")
+            cells = browser.execute_script(
+                "const row = [...document.querySelectorAll('tr')].find(r => r.cells[0] && "
+                "r.cells[0].textContent === arguments[0]); return row ? [...row.cells].map(c => c.textContent) : null",
+                date.today().isoformat(),
+            )
+            assert cells is not None and int(cells[1]) >= 3 and int(cells[3]) >= 1, cells  # questions, 👎
+            chart = browser.find_element(By.ID, "chart")
+            assert chart.is_displayed() and chart.size["width"] > 100 and chart.size["height"] > 50
+            assert browser.find_elements(By.CSS_SELECTOR, "#chart rect, #chart path, #chart line")  # drawn, not blank
+            browser.save_screenshot(str(SCREENSHOTS / "admin.png"))
+            errors = [
+                e for e in browser.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]
+            ]
+            assert not errors, errors  # the page's CSP (default-src 'none') refused nothing it needs
+            browser.delete_all_cookies()
+            browser.get(f"{url}?token={acl.tokens['bob']}")
+            browser.get(url + "admin")
+            assert ADMIN_ONLY in browser.find_element(By.TAG_NAME, "body").text
+            assert not browser.find_elements(By.ID, "chart")
+        finally:
+            browser.quit()
