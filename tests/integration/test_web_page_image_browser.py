@@ -7,23 +7,20 @@ kept in .cache/web-screenshots/ (docs/img/page-image.png, in docs/web.md, is a c
 from __future__ import annotations
 
 import shutil
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from app.formats.limits import file_hash
-from tests.integration.conftest import ROOT, free_port
+from tests.integration.conftest import ROOT, SCREENSHOTS, chromium, free_port, served
 from tests.test_formats_ocr import needs_ocr, page_image
 from tests.test_formats_page_image import expected_box
 from tests.test_web_page_image import ALICE, QUOTE, Store
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SCAN_QUOTE = "社員の勤務時間は午前9時から午後6時までとする。"  # the second of the scan's three lines
-SHOT = ROOT / ".cache" / "web-screenshots" / "page-image.png"  # docs/img/page-image.png is a copy
+SHOT = SCREENSHOTS / "page-image.png"  # docs/img/page-image.png is a copy
 
 
 class WithScan(Store):
@@ -42,8 +39,6 @@ class WithScan(Store):
 @pytest.fixture(scope="module")
 def page_url(tmp_path_factory):
     """The page's app over a store holding data/pdf/technical_guide.pdf, asked as alice, on a free port."""
-    import uvicorn
-
     from app.web.app import create_app
     from app.web.sources import document_file, source_view
 
@@ -67,36 +62,8 @@ def page_url(tmp_path_factory):
         await app(scope, receive, send)
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(as_alice, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/", data
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
-def chromium():
-    """Debian's headless Chromium through Selenium, 1000 × 1300."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-        pytest.fail("Chromium is missing: `make setup` installs chromium and chromium-driver (apt)")
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1000,1300",
-    ):
-        options.add_argument(argument)
-    return webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    with served(as_alice, port) as url:
+        yield url, data
 
 
 def test_a_pdf_source_shows_its_page_with_the_quote_marked(page_url):

@@ -6,18 +6,12 @@ passages, and the answer says what it was read within. Screenshots go to .cache/
 
 from __future__ import annotations
 
-import threading
-import time
-from pathlib import Path
-
 import pytest
 
-from tests.integration.conftest import ROOT, free_port
+from tests.integration.conftest import SCREENSHOTS, chromium, free_port, served
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-SHOTS = ROOT / ".cache" / "web-screenshots"
 SALES_QUESTION = "営業手当は外回り一日につきいくらですか？"  # asked in this module only
 ANSWER_TIMEOUT_S = 300
 SALES_SOURCE = "営業手当.md#"  # the sources of docs/営業/営業手当.md, the one document of docs/営業/
@@ -26,44 +20,17 @@ SALES_SOURCE = "営業手当.md#"  # the sources of docs/営業/営業手当.md,
 @pytest.fixture(scope="module")
 def page_url(acl_service, acl):
     """The guarded page over the acl service on a free loopback port."""
-    import uvicorn
-
     from app.web.server import guarded_app
 
     port = free_port()
-    app = guarded_app(acl_service, acl.settings, "127.0.0.1", port, acl.data)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(guarded_app(acl_service, acl.settings, "127.0.0.1", port, acl.data), port) as url:
+        yield url
 
 
 @pytest.fixture
 def browser():
     """A fresh headless Chromium (no session cookie of another user)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-        pytest.fail("Chromium is missing: `make setup` installs chromium and chromium-driver (apt)")
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1100,900",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver = chromium("1100,900")
     yield driver
     driver.quit()
 
@@ -110,7 +77,7 @@ def test_bob_is_offered_only_his_folders_and_a_chosen_folder_narrows_the_answer(
 
     Select(browser.find_element("id", "scope-folder")).select_by_value("docs/営業/")
     narrowed = ask(browser, "外回りの営業手当は一日何円ですか？")  # another question: no answer given again
-    browser.save_screenshot(str(SHOTS / "scope-bob.png"))
+    browser.save_screenshot(str(SCREENSHOTS / "scope-bob.png"))
     assert narrowed["passages"], narrowed
     assert all(s.startswith(SALES_SOURCE) for s in narrowed["sources"] + narrowed["passages"]), narrowed
     assert narrowed["scope"] == "絞り込み: docs/営業/", narrowed
