@@ -141,7 +141,13 @@ def test_the_lru_keeps_the_most_recent_within_its_bounds():
     lru.put("c", b"1")
     assert lru.get("b") is None and lru.get("a") and lru.get("c")
     lru.put("d", b"1234567890")
-    assert list(lru.items) == ["d"] and lru.size == 10
+    assert list(lru.items) == ["d"] and lru.items.currsize == 10
+    lru.put("e", b"12345678901")  # larger than the whole cache: not kept, nothing else dropped
+    assert lru.get("e") is None and lru.get("d")
+    counted = Lru(2)
+    for key in "xyz":
+        counted.put(key, [key])
+    assert list(counted.items) == ["y", "z"]
 
 
 def test_which_sources_are_pages():

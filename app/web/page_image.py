@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
+from cachetools import LRUCache
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -41,37 +41,25 @@ MAX_QUOTE_CHARS = 2000
 
 
 class Lru:
-    """A small thread-safe LRU: at most ``entries`` values and (for bytes) ``max_bytes`` in all."""
+    """A thread-safe LRU (cachetools' LRUCache under a lock): at most ``entries`` values, or with
+    ``max_bytes`` at most that many bytes of them in all (a value larger than that is not kept)."""
 
     def __init__(self, entries: int, max_bytes: int = 0) -> None:
-        self.entries, self.max_bytes, self.size = entries, max_bytes, 0
-        self.items: OrderedDict[Hashable, Any] = OrderedDict()
+        self.items = LRUCache(maxsize=max_bytes, getsizeof=len) if max_bytes else LRUCache(maxsize=entries)
         self.lock = threading.Lock()
 
     def get(self, key: Hashable) -> Any:
         """The value kept under ``key`` (now the most recent), or None."""
         with self.lock:
-            if key not in self.items:
-                return None
-            self.items.move_to_end(key)
-            return self.items[key]
+            return self.items.get(key)
 
     def put(self, key: Hashable, value: Any) -> None:
-        """Keep ``value`` under ``key``, dropping the least recent past the bounds."""
+        """Keep ``value`` under ``key``, dropping the least recent past the bound."""
         with self.lock:
-            if key in self.items:
-                self.size -= self._weight(self.items.pop(key))
-            self.items[key] = value
-            self.size += self._weight(value)
-            while len(self.items) > self.entries or (
-                self.max_bytes and self.size > self.max_bytes and len(self.items) > 1
-            ):
-                self.size -= self._weight(self.items.popitem(last=False)[1])
-
-    @staticmethod
-    def _weight(value: Any) -> int:
-        """A value's bytes (0 for anything but bytes)."""
-        return len(value) if isinstance(value, bytes) else 0
+            try:
+                self.items[key] = value
+            except ValueError:  # larger than the whole cache: served, not kept
+                pass
 
 
 def file_key(path: Path) -> tuple[str, int, int]:
@@ -106,7 +94,7 @@ class PageImages:
         width: int = DEFAULT_WIDTH,
     ) -> None:
         self.service, self.view_source, self.document_path, self.width = service, view_source, document_path, width
-        self.images = Lru(32, max_bytes=48 << 20)
+        self.images = Lru(32, max_bytes=48 << 20)  # 48 MB of PNGs
         self.boxes = Lru(256)
         self.hashes = Lru(256)
         settings = getattr(service, "settings", None)
