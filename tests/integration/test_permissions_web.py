@@ -155,6 +155,21 @@ def test_bob_never_downloads_the_accounting_file(web, acl, path):
     assert_no_secret(got.text, f"in {path}")
 
 
+def test_bob_gets_no_page_image_or_boxes_of_the_accounting_source(web, acl, secret_source):
+    """/api/page-image and /api/source with a quote (app.web.page_image) look the source up as who asks:
+    bob's answer for the accounting section is the unknown source's, word for word; alice, who may read
+    it, is told it is no page (a Markdown section has no image)."""
+    bob = bearer(acl.tokens["bob"])
+    refused = web.get("/api/page-image", params={"id": secret_source}, headers=bob)
+    unknown = web.get("/api/page-image", params={"id": "賞与規程.pdf:p1"}, headers=bob)
+    assert refused.status_code == unknown.status_code == 404 and refused.content == unknown.content
+    boxes = web.get("/api/source", params={"id": secret_source, "quote": "支給率"}, headers=bob)
+    assert boxes.status_code == 404
+    assert_no_secret(refused.text + boxes.text, "in bob's page image and boxes")
+    alice = web.get("/api/page-image", params={"id": secret_source}, headers=bearer(acl.tokens["alice"]))
+    assert alice.status_code == 400, alice.text
+
+
 # --- 4, 5. questions --------------------------------------------------------------------------
 
 
