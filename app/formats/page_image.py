@@ -21,7 +21,8 @@ import io
 import os
 import subprocess
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from app.formats.ocr import MAX_PIXELS
@@ -169,13 +170,10 @@ def fractions(boxes: Sequence[tuple[float, float, float, float]], width: float, 
     return out
 
 
-def quote_boxes(path: Path | str, page_number: int, quote: str) -> list[Box]:
-    """The rectangles covering ``quote`` on page ``page_number`` of a PDF, from PDFium's text page (char
-    boxes of the matched characters, merged per line), as fractions of the rendered (crop) box. ``[]``
-    when the quote is not on the page (or the page has no text layer). ValueError as :func:`render_page`.
-    Pages with a /Rotate are measured unrotated."""
-    import pypdfium2.raw as pdfium_c
-
+@contextmanager
+def _text_page(path: Path | str, page_number: int) -> Iterator[tuple]:
+    """``(page, textpage)`` of page ``page_number`` of a PDF, closed (with the document) afterwards;
+    ValueError as :func:`render_page`."""
     path = Path(path)
     document = _open_pdf(path)
     try:
@@ -183,22 +181,33 @@ def quote_boxes(path: Path | str, page_number: int, quote: str) -> list[Box]:
         page = document[page_number - 1]
         textpage = page.get_textpage()
         try:
-            count = textpage.count_chars()
-            chars = [chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)]
-            covered = _found(chars, quote)
-            left0, bottom0, right0, top0 = page.get_cropbox()
-            boxes = []
-            for i in covered:
-                if chars[i].isspace():
-                    continue
-                left, bottom, right, top = textpage.get_charbox(i)
-                boxes.append((left - left0, top0 - top, right - left0, top0 - bottom))
-            return fractions(merged(boxes), right0 - left0, top0 - bottom0)
+            yield page, textpage
         finally:
             textpage.close()
             page.close()
     finally:
         document.close()
+
+
+def quote_boxes(path: Path | str, page_number: int, quote: str) -> list[Box]:
+    """The rectangles covering ``quote`` on page ``page_number`` of a PDF, from PDFium's text page (char
+    boxes of the matched characters, merged per line), as fractions of the rendered (crop) box. ``[]``
+    when the quote is not on the page (or the page has no text layer). ValueError as :func:`render_page`.
+    Pages with a /Rotate are measured unrotated."""
+    import pypdfium2.raw as pdfium_c
+
+    with _text_page(path, page_number) as (page, textpage):
+        count = textpage.count_chars()
+        chars = [chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)]
+        covered = _found(chars, quote)
+        left0, bottom0, right0, top0 = page.get_cropbox()
+        boxes = []
+        for i in covered:
+            if chars[i].isspace():
+                continue
+            left, bottom, right, top = textpage.get_charbox(i)
+            boxes.append((left - left0, top0 - top, right - left0, top0 - bottom))
+        return fractions(merged(boxes), right0 - left0, top0 - bottom0)
 
 
 def tesseract_words(image, langs: str = "jpn+eng", command: str = "tesseract", timeout_s: float = 120.0) -> list[dict]:
@@ -282,19 +291,8 @@ def scan_quote_boxes(
 
 def has_text_layer(path: Path | str, page_number: int) -> bool:
     """Whether page ``page_number`` of a PDF has text PDFium can read (False: a scanned page, OCR'd)."""
-    path = Path(path)
-    document = _open_pdf(path)
-    try:
-        _check(page_number, len(document), path.name)
-        page = document[page_number - 1]
-        textpage = page.get_textpage()
-        try:
-            return any(not c.isspace() for c in textpage.get_text_range())
-        finally:
-            textpage.close()
-            page.close()
-    finally:
-        document.close()
+    with _text_page(path, page_number) as (_, textpage):
+        return any(not c.isspace() for c in textpage.get_text_range())
 
 
 def page_quote_boxes(

@@ -10,17 +10,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT, free_port, run_cli
+from tests.integration.conftest import CHROMEDRIVER, CHROMIUM, ROOT, SCREENSHOTS, chromium, free_port, run_cli
 
 pytestmark = pytest.mark.integration
 
 QWEN = ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-SHOTS = ROOT / ".cache" / "web-screenshots"
+SHOTS = SCREENSHOTS
 ANSWER_TIMEOUT_S = 240
 
 
@@ -63,22 +61,7 @@ def web_url(ingested):
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1100,900",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver = chromium("1100,900")
     yield driver
     driver.quit()
 
