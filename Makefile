@@ -32,13 +32,13 @@ export RAG_WORKERS := $(value WORKERS)
 export RAG_WEB_HOST := $(value WEB_HOST)
 export RAG_WEB_PORT := $(value WEB_PORT)
 # make exports command-line variables to recipes, expanding them ($(shell …) would run): not these.
-unexport Q DOC MODE IN FORMAT SINCE DEMO_Q DRY_RUN MCP_HTTP WORKERS WEB_HOST WEB_PORT
+unexport Q DOC MODE IN FORMAT SINCE DEMO_Q DRY_RUN QUEUE ONCE MCP_HTTP WORKERS WEB_HOST WEB_PORT
 MODE_ARG := $${RAG_MODE:+--mode "$$RAG_MODE"}
 # a question's scope (make ask): one folder, formats as a list (pdf,docx), a day (YYYY-MM-DD)
 SCOPE_ARG := $${RAG_IN:+--in "$$RAG_IN"} $${RAG_FORMAT:+--format "$$RAG_FORMAT"} $${RAG_SINCE:+--since "$$RAG_SINCE"}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-dev models demo ingest ask graph docs remove watch serve web evaluate tune real-corpus bench test access-attacks lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
+.PHONY: help setup setup-dev models demo ingest worker ask graph docs remove watch serve web evaluate tune real-corpus bench test access-attacks lint db-stop db-status build up up-scale up-web web-token down shell compose-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -76,8 +76,11 @@ demo: $(DEPS) ## set everything up, ingest data/ and answer a sample question
 	$(PY) -m app.ingest
 	$(PY) -m app.ask -- "$$RAG_DEMO_Q"
 
-ingest: $(DEPS) ## sync data/ into PostgreSQL + pgvector [DRY_RUN=1] [WORKERS=N: processes that read/chunk/embed]
-	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,) $${RAG_WORKERS:+--workers "$$RAG_WORKERS"}
+ingest: $(DEPS) ## sync data/ into PostgreSQL + pgvector [DRY_RUN=1] [WORKERS=N: processes that read/chunk/embed] [QUEUE=1: jobs for `make worker` on any machine]
+	$(PY) -m app.ingest $(if $(value DRY_RUN),--dry-run,) $(if $(value QUEUE),--queue,) $${RAG_WORKERS:+--workers "$$RAG_WORKERS"}
+
+worker: $(DEPS) ## take files from the ingest queue and stage them (docs/scaling.md) [ONCE=1: stop when it is empty]
+	$(PY) -m app.worker $(if $(value ONCE),--once,)
 
 ask: $(DEPS) ## answer a question: make ask Q="質問文" [MODE=hybrid|vector|keyword|local|global|auto] [IN=docs/規程] [FORMAT=pdf,docx] [SINCE=2025-04-01]
 	@if [ -z "$$RAG_Q" ]; then echo 'usage: make ask Q="質問文"' >&2; exit 2; fi

@@ -33,6 +33,16 @@ def format_graph(counts: dict) -> str:
     )
 
 
+def format_queue_failures(rows: Sequence[dict]) -> str:
+    """The queued files that failed for good (app.storage.queue.failed_queued): a header, then one line
+    each with its tries and reason; ``""`` when there are none."""
+    if not rows:
+        return ""
+    lines = [f"Failed in the queue: {len(rows)} files (`make ingest QUEUE=1` tries them again)"]
+    lines += [f"  {escape(row['doc_id'])} ({row['attempts']} tries): {escape(row['error'] or '')}" for row in rows]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":  # `python -m app.docs` runs the command line (app.cli), by name
     import runpy
 

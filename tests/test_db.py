@@ -155,13 +155,24 @@ def test_connect_args_set_the_statement_timeout_unless_the_url_does():
     from app.config import Settings
 
     s = Settings.from_env({"DB_STATEMENT_TIMEOUT_MS": "2500"})
+    me = storage_engine.application_name()
     assert storage_engine.connect_args(s, "postgresql+psycopg://u@h/d") == {
         "connect_timeout": storage.CONNECT_TIMEOUT_S,
+        "application_name": me,
         "options": "-c statement_timeout=2500",
     }
     assert storage_engine.connect_args(s, "postgresql+psycopg://u@h/d?options=-c%20statement_timeout%3D9") == {
-        "connect_timeout": storage.CONNECT_TIMEOUT_S
+        "connect_timeout": storage.CONNECT_TIMEOUT_S,
+        "application_name": me,
     }
+
+
+def test_a_process_names_itself_to_the_server(monkeypatch):
+    import os
+    import socket
+
+    monkeypatch.setattr("sys.argv", ["/srv/rag/app/ingest.py", "--queue"])
+    assert storage_engine.application_name() == f"rag ingest on {socket.gethostname()} pid {os.getpid()}"[:63]
 
 
 @pytest.mark.parametrize(

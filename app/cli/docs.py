@@ -12,6 +12,7 @@ from app.config import get_settings
 from app.formats.limits import escape
 from app.graphrag.search import GraphSearch  # the graph's tables: read only when documents exist
 from app.permissions.principals import FULL_ACCESS
+from app.storage import queue as queue_store
 from app.storage import versions as version_store
 from app.store import RagStore
 
@@ -42,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if families:
                     print(families)
                 print(docs.format_graph(GraphSearch(store.settings, store.engine, principals=FULL_ACCESS).counts()))
+            failed = docs.format_queue_failures(queue_store.failed_queued(store.engine, store.collection))
+            if failed:  # files a queued ingest could not store (python -m app.worker)
+                print(failed)
         else:
             removed = store.remove_document(args.doc, wait=not args.no_wait)
             print(f"Removed {escape(args.doc)} ({removed} chunks)")

@@ -44,6 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="processes that read, chunk and embed in parallel (default: INGEST_WORKERS or 1)",
     )
+    parser.add_argument(
+        "--queue",
+        action="store_true",
+        help="queue each file for `python -m app.worker` on any machine and wait for them (docs/scaling.md)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
 
@@ -62,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 allow_empty=args.allow_empty,
                 wait=not args.no_wait,
                 workers=args.workers,
+                queue=args.queue,
             )
         if args.dry_run:
             print("\n".join(plan.lines() or ["nothing to do"]))

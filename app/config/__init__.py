@@ -36,10 +36,10 @@ from app.config.groups import (
     AnswerSettings,
     DatabaseSettings,
     GraphSettings,
-    IngestSettings,
     RetrievalSettings,
     ServerSettings,
 )
+from app.config.ingest_groups import IngestSettings
 from app.config.memory_groups import MemorySettings
 from app.config.model_groups import (
     EMBED_MODEL_DEFAULT,

@@ -60,6 +60,10 @@ INT_VARS: dict[str, tuple[int, int]] = {
     "OCR_DPI": (300, 72),  # resolution PDF pages without a text layer are rendered at for OCR
     "PARSE_TIMEOUT_S": (300, 1),  # wall-clock budget for reading one file (a PDF stops at the page past it)
     "INGEST_BATCH_CHUNKS": (256, 1),  # chunks embedded and staged per batch (memory stays flat)
+    # The ingest queue (make ingest QUEUE=1, python -m app.worker; docs/scaling.md)
+    "QUEUE_LEASE_S": (30, 5),  # a worker silent this long (no heartbeat) loses its job to another worker
+    "QUEUE_MAX_ATTEMPTS": (3, 1),  # times a queued file is tried before it is marked failed
+    "WORKER_CONCURRENCY": (1, 1),  # files one `python -m app.worker` reads at once
     "ANSWER_CACHE_TTL_S": (86400, 1),  # how long an earlier answer is given again to the same question
     "LLM_CONCURRENCY": (1, 1),  # answers generated at once (LLM_BASE_URL only: a server that batches)
     # Questions about tables (app.tables; issue 50)

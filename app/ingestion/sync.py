@@ -40,6 +40,7 @@ from app.config import Settings
 from app.errors import DataSourceError
 from app.graphrag import index
 from app.ingestion.datadir import SourceFile
+from app.ingestion.queue_sync import stage_queued
 from app.ingestion.scan import scan
 from app.ingestion.staging import (
     FATAL_ERRORS,
@@ -200,6 +201,7 @@ def sync(
     stored: Sequence[dict] | None = None,
     workers: int = 1,
     graph: bool = True,
+    queue: bool = False,
 ) -> tuple[SyncPlan, SyncReport]:
     """Bring the store in line with ``files`` (default: everything under ``data_dir``).
 
@@ -208,7 +210,9 @@ def sync(
     all while documents are stored is refused (DataSourceError) unless
     ``allow_empty``: a wrong or unmounted folder must not wipe the index. With ``workers`` > 1,
     files are read, chunked, embedded and staged by that many processes in parallel (each loads the
-    model the settings name); this process switches each document over as it is staged. With
+    model the settings name); this process switches each document over as it is staged. With ``queue``,
+    each file is a job of the collection's queue instead, staged by ``python -m app.worker`` on any
+    machine (app.ingestion.queue_sync), and this process waits and switches them over. With
     ``progress``, a bar counts the chunks done and names the file being read. With ``graph`` (and
     GRAPH_EXTRACTOR not ``off``), the graph is rebuilt at the end when anything changed
     (app.graphrag.index). Every document's family, effective date and current version are decided
@@ -239,8 +243,10 @@ def sync(
     work = [(f, "added") for f in plan.added] + [(f, "updated") for f in plan.updated]
     run = uuid.uuid4().hex  # this sync's name on the batches it stages or finds staged
     long_chunks = TruncationTally()
+    stage = StageRun(settings, embeddings, engine, key, run)
     with Progress(len(work), progress) as bar:
-        for (source, kind), staged in stage_all(work, StageRun(settings, embeddings, engine, key, run), workers, bar):
+        staging = stage_queued(work, stage, bar, data_dir) if queue and work else stage_all(work, stage, workers, bar)
+        for (source, kind), staged in staging:
             if isinstance(staged, str):  # reading, chunking, embedding or staging failed: the one-line reason
                 _fail(report, staged)
                 continue

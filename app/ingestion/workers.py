@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -194,6 +194,13 @@ class Progress:
         """Page ``done`` of the ``total`` pages OCR'd in the file being read is read."""
         if self.bar is not None:
             self.bar.set_postfix_str(f"OCR page {done}/{total}" if done < total else "", refresh=True)
+
+    def jobs(self, done: int, failed: int, running: Mapping[str, int]) -> None:
+        """A queued ingest's jobs: files done and failed, and how many each machine runs now."""
+        if self.bar is not None:
+            machines = ", ".join(f"{host} ×{n}" for host, n in sorted(running.items()))
+            where = f" on {machines}" if machines else ""
+            self.bar.set_postfix_str(f"jobs: {done} done, {failed} failed, {sum(running.values())} running{where}")
 
     def add(self, doc_id: str, chunks: int) -> None:
         """``chunks`` more chunks of ``doc_id`` are done."""

@@ -87,13 +87,15 @@ class StoreWriter(StoreHandle):
         wait: bool = True,
         workers: int | None = None,
         graph: bool = True,
+        queue: bool = False,
     ):
         """Make the store match ``data_dir`` (default DATA_DIR); returns (plan, report).
 
         Only documents that came from the data dir are updated or removed; those
         added with :meth:`add_document` of a ``Document`` are left alone. ``workers``
         (default INGEST_WORKERS) processes read, chunk and embed files in parallel. With ``graph``, the
-        graph is rebuilt at the end when anything changed (GRAPH_EXTRACTOR not ``off``).
+        graph is rebuilt at the end when anything changed (GRAPH_EXTRACTOR not ``off``). With ``queue``,
+        the files are jobs for ``python -m app.worker`` on any machine, and this writer waits for them.
         """
         data_dir = Path(data_dir or self.settings.ingest.data_dir)
         if dry_run:  # a plan only: no lock, no schema, no writes
@@ -116,6 +118,7 @@ class StoreWriter(StoreHandle):
                 allow_empty=allow_empty,
                 workers=workers or self.settings.ingest.workers,
                 graph=graph,
+                queue=queue,
             )
 
     def update_graph(self, wait: bool = True):

@@ -158,10 +158,21 @@ def get_engine(settings: Settings | None = None) -> Engine:
 def connect_args(s: Settings, url: str) -> dict:
     """psycopg connect arguments: the connect timeout and, unless the URL sets its own ``options``,
     DB_STATEMENT_TIMEOUT_MS as the session's statement_timeout (long rebuilds lift it, see SQL_NO_TIMEOUT)."""
-    args: dict = {"connect_timeout": CONNECT_TIMEOUT_S}
+    args: dict = {"connect_timeout": CONNECT_TIMEOUT_S, "application_name": application_name()}
     if "options=" not in url:
         args["options"] = f"-c statement_timeout={s.db.statement_timeout_ms}"
     return args
+
+
+def application_name() -> str:
+    """How this process names itself to the server (``rag ingest on host pid 123``): what a second
+    writer is told about the one holding the writer lock (app.storage.lock)."""
+    import os
+    import socket
+    import sys
+
+    program = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python"))[0]
+    return f"rag {program} on {socket.gethostname()} pid {os.getpid()}"[:63]
 
 
 def connect(s: Settings) -> Engine:

@@ -33,6 +33,7 @@ from app.storage import (
     feedback,
     graphrag_tables,
     keywords,
+    queue,
     readers,
     staging,
     table_rows,
@@ -158,6 +159,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         16,
         "questions narrowed to folders, formats and dates: the keyword candidates are tested against the scope",
         (keywords.SQL_DROP_OLD_CANDIDATES, *keywords.DEFINER_FUNCTIONS),
+    ),
+    # procrastinate's own tables are created by the first queued ingest (app.storage.queue.ensure_queue_schema)
+    Migration(
+        17, "the ingest queue: each queued file's outcome (state, worker, tries, reason)", queue.MIGRATION_STATEMENTS
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -38,6 +38,9 @@ FEEDBACK_TABLE = "rag_feedback"
 # questions about tables (app.storage.table_rows): each stored table and its rows, with their document's readers
 TABLE_INDEX_TABLE = "rag_table"
 TABLE_ROW_TABLE = "rag_table_row"
+# the ingest queue (app.storage.queue): each queued file's outcome; procrastinate's own jobs table
+QUEUED_FILE_TABLE = "rag_queued_file"
+QUEUE_JOB_TABLE = "procrastinate_jobs"
 
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 ENTITY_HNSW_INDEX = "rag_graph_entity_embedding_hnsw"
@@ -71,6 +74,8 @@ NAMES: dict[str, str] = {
     "feedback": FEEDBACK_TABLE,
     "table_index": TABLE_INDEX_TABLE,
     "table_rows": TABLE_ROW_TABLE,
+    "queued_files": QUEUED_FILE_TABLE,
+    "queue_jobs": QUEUE_JOB_TABLE,
     "table_document_index": "rag_table_document",
     "table_readers_index": "rag_table_readers",
     "table_readers_function": "rag_table_readers",

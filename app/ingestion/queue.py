@@ -1,0 +1,73 @@
+"""The ingest queue, shared by the writer that queues files (:mod:`app.ingestion.queue_sync`) and the
+workers that read them (:mod:`app.ingestion.queue_worker`): a procrastinate app on the store's own
+PostgreSQL, its one task, and what a job says about its file.
+
+procrastinate (not a queue of our own) gives the leases, retries, locks and worker heartbeats; the
+store keeps each queued file's outcome beside it (:mod:`app.storage.queue`). One queue per collection,
+so workers of one store never take another's files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings
+from app.storage.queue import queue_conninfo
+
+TASK_NAME = "rag.ingest.stage_file"
+RETRY_WAIT_S = 2  # a failed try waits this long before another worker (or this one) takes it again
+
+
+@dataclass(frozen=True)
+class QueuedFile:
+    """What one job says about its file: the document ID, the path relative to the data folder (as the
+    writer's file system spells it, ``path_hex`` its exact bytes), the file name stored with its chunks,
+    the SHA-256 of its bytes, the settings digest and the generation its staged batches carry."""
+
+    doc_id: str
+    path: str
+    path_hex: str
+    name: str
+    content_hash: str
+    key: str
+    generation: str
+
+    def to_args(self) -> dict:
+        """The job's JSON arguments."""
+        return asdict(self)
+
+    @classmethod
+    def from_args(cls, args: dict) -> QueuedFile:
+        """A job's arguments back (KeyError for a job of another shape)."""
+        return cls(**{name: str(args[name]) for name in cls.__dataclass_fields__})
+
+    def local_path(self, data_dir: Path) -> Path:
+        """The file under this machine's data folder (the same relative bytes)."""
+        return Path(os.fsdecode(os.path.join(os.fsencode(data_dir), bytes.fromhex(self.path_hex))))
+
+
+def relative_bytes(path: Path, data_dir: Path) -> bytes:
+    """``path`` relative to ``data_dir``, as bytes (a name need not be UTF-8)."""
+    return os.path.relpath(os.fsencode(path), os.fsencode(data_dir))
+
+
+def queue_name(settings: Settings) -> str:
+    """The collection's queue: a short digest of its name (a queue's name goes into a NOTIFY channel,
+    63 bytes at most, and the collection's name is the user's)."""
+    digest = hashlib.sha256(settings.retrieval.collection_name.encode()).hexdigest()[:12]
+    return f"rag_ingest_{digest}"
+
+
+def queue_app(engine: Any, asynchronous: bool = False):
+    """A procrastinate app on ``engine``'s database: the async connector for a worker, the sync one
+    for the writer that defers jobs."""
+    import procrastinate
+
+    conninfo = queue_conninfo(engine)
+    if asynchronous:
+        return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo))
+    return procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))

@@ -1,0 +1,233 @@
+"""A worker of the ingest queue (``python -m app.worker``, on any machine with the data folder mounted and
+``DATABASE_URL`` set): it takes a job, checks that its own copy of the file has the queued bytes and
+that its settings make the same chunks, then reads, OCRs, chunks, embeds and stages the file in
+PostgreSQL (:func:`app.ingestion.staging.stage_file`, as a one-machine sync does). Switching the
+document over stays with the writer that queued it.
+
+A try that fails is recorded with its one-line reason and given back to the queue (procrastinate
+retries it, here or on another worker); after ``QUEUE_MAX_ATTEMPTS`` tries (a worker's death counts:
+another worker takes its job back once its heartbeat is ``QUEUE_LEASE_S`` old) the job fails for good.
+A database that goes away makes the worker wait and connect again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app import storage
+from app.config import Settings
+from app.embeddings import get_embeddings
+from app.errors import DatabaseUnavailableError, DataSourceError
+from app.formats.limits import file_hash
+from app.ingestion.datadir import SourceFile, link_refusal
+from app.ingestion.queue import RETRY_WAIT_S, TASK_NAME, QueuedFile, queue_app, queue_name
+from app.ingestion.staging import FATAL_ERRORS, StageRun, describe_failure, stage_file
+from app.ingestion.sync import settings_hash
+from app.storage import queue as queue_store
+
+log = logging.getLogger(__name__)
+
+RECONNECT_MAX_S = 30  # the longest wait between two tries to reach a database that went away
+
+
+class TryAgain(Exception):
+    """A try of a queued file failed (its reason is recorded): the job goes back to the queue."""
+
+
+class GiveUp(Exception):
+    """A queued file failed its last try: the job fails for good."""
+
+
+@dataclass
+class WorkerContext:
+    """What the worker's jobs share: the settings, this machine's data folder, the worker's name
+    (``host:pid``) and the embedding model, loaded on the first job."""
+
+    settings: Settings
+    data_dir: Path
+    name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+
+    @property
+    def engine(self) -> Any:
+        """The store's engine (one per process, checked with one query)."""
+        return storage.get_engine(self.settings)
+
+    def embeddings(self) -> Any:
+        """The embedding model (loaded once per process)."""
+        return get_embeddings(self.settings)
+
+
+def local_source(job: QueuedFile, ctx: WorkerContext) -> SourceFile:
+    """The job's file on this machine, after the checks that it is the file queued: the same settings
+    digest, the file present under the data folder, not a link the policy refuses, and the same bytes.
+    DataSourceError (one line) otherwise."""
+    if settings_hash(ctx.settings) != job.key:
+        raise DataSourceError(
+            f"{job.doc_id}: this worker's settings (embedding model, chunk size, OCR) differ from the ingest's; refused"
+        )
+    path = job.local_path(ctx.data_dir)
+    refused = link_refusal(path, ctx.data_dir, ctx.settings.ingest.follow_external_links)
+    if refused:
+        raise DataSourceError(refused)
+    if not path.is_file():
+        raise DataSourceError(f"{job.doc_id}: not found under this worker's data folder {ctx.data_dir}; refused")
+    try:
+        digest = file_hash(path)
+    except OSError as exc:
+        raise DataSourceError(f"{job.doc_id}: cannot read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
+    if digest != job.content_hash:
+        raise DataSourceError(
+            f"{job.doc_id}: this worker's copy differs from the file queued (SHA-256 {digest[:12]}…, "
+            f"queued {job.content_hash[:12]}…); refused"
+        )
+    return SourceFile(job.doc_id, path, job.name, job.content_hash)
+
+
+def run_job(job_id: int, args: dict, ctx: WorkerContext) -> str:
+    """Stage one queued file; what happened, in a word (``staged``, ``skipped``). TryAgain or GiveUp
+    when it failed (the one-line reason recorded when the database allows); a lost database, a missing
+    model or anything unforeseen is a failed try too (TryAgain), never the job's end by itself."""
+    job = QueuedFile.from_args(args)
+    try:
+        return _stage_job(job_id, job, ctx)
+    except (TryAgain, GiveUp):
+        raise
+    except Exception as exc:
+        raise TryAgain(f"{job.doc_id}: {exc.__class__.__name__}: {(str(exc).splitlines() or [''])[0]}") from exc
+
+
+def _stage_job(job_id: int, job: QueuedFile, ctx: WorkerContext) -> str:
+    """:func:`run_job`'s work, once the job's arguments are read."""
+    settings, engine = ctx.settings, ctx.engine
+    collection = settings.retrieval.collection_name
+    tries = queue_store.begin_queued(engine, collection, job.doc_id, job.generation, job_id, ctx.name)
+    if tries is None:  # switched over already, or queued again with other bytes
+        log.info("%s: no longer queued with these bytes; nothing to do", job.doc_id)
+        return "skipped"
+    limit = settings.ingest.queue_max_attempts
+    if tries > limit:  # every try before this one ended with its worker's death
+        _failed(ctx, job, job_id, f"{job.doc_id}: the worker reading it died {tries - 1} times; given up", final=True)
+    try:
+        source = local_source(job, ctx)
+        staged = stage_file(source, StageRun(settings, ctx.embeddings(), engine, job.key, f"job-{job_id}"))
+    except FATAL_ERRORS:
+        raise
+    except Exception as exc:
+        _failed(ctx, job, job_id, describe_failure(job.doc_id, exc), final=tries >= limit)
+    queue_store.finish_queued(engine, collection, job.doc_id, job.generation, job_id, asdict(staged))
+    log.info("%s: staged %d chunks (%d embedded)", job.doc_id, staged.chunks, staged.embedded)
+    return "staged"
+
+
+def _failed(ctx: WorkerContext, job: QueuedFile, job_id: int, reason: str, final: bool) -> None:
+    """Record a failed try's reason and raise GiveUp (``final``) or TryAgain."""
+    queue_store.fail_queued(
+        ctx.engine, ctx.settings.retrieval.collection_name, job.doc_id, job.generation, job_id, reason
+    )
+    log.warning("%s%s", reason, "" if final else " (to be tried again)")
+    raise (GiveUp if final else TryAgain)(reason)
+
+
+def register(app: Any, ctx: WorkerContext) -> None:
+    """The queue's one task on ``app``, retried on TryAgain (procrastinate's retry strategy)."""
+    from procrastinate import RetryStrategy
+
+    retry = RetryStrategy(
+        max_attempts=ctx.settings.ingest.queue_max_attempts + 1, wait=RETRY_WAIT_S, retry_exceptions={TryAgain}
+    )
+
+    @app.task(name=TASK_NAME, queue=queue_name(ctx.settings), retry=retry, pass_context=True)
+    def stage_queued_file(context, file: dict) -> str:
+        return run_job(context.job.id, file, ctx)
+
+
+async def requeue_stalled(app: Any, settings: Settings) -> int:
+    """Give back to the queue the jobs of workers whose heartbeat is ``QUEUE_LEASE_S`` old (killed,
+    frozen, cut off); how many."""
+    lease = settings.ingest.queue_lease_s
+    stalled = await app.job_manager.get_stalled_jobs(queue=queue_name(settings), seconds_since_heartbeat=lease)
+    for job in stalled:
+        log.warning("job %s (%s) lost its worker; queued again", job.id, job.task_kwargs.get("file", {}).get("doc_id"))
+        await app.job_manager.retry_job(job)
+    return len(stalled)
+
+
+async def _requeue_forever(app: Any, settings: Settings) -> None:
+    """:func:`requeue_stalled` every half lease, while the worker runs."""
+    while True:
+        await asyncio.sleep(max(1.0, settings.ingest.queue_lease_s / 2))
+        await requeue_stalled(app, settings)
+
+
+async def serve_once(ctx: WorkerContext, concurrency: int, once: bool) -> None:
+    """Run the worker until it is stopped (or, with ``once``, until the queue has nothing to do)."""
+    settings = ctx.settings
+    app = queue_app(ctx.engine, asynchronous=True)
+    register(app, ctx)
+    lease = settings.ingest.queue_lease_s
+    async with app.open_async():
+        await requeue_stalled(app, settings)
+        watcher = asyncio.create_task(_requeue_forever(app, settings))
+        try:
+            await app.run_worker_async(
+                queues=[queue_name(settings)],
+                name=ctx.name,
+                concurrency=concurrency,
+                wait=not once,
+                delete_jobs="successful",
+                update_heartbeat_interval=max(1.0, lease / 4),
+                stalled_worker_timeout=lease,
+            )
+        finally:
+            watcher.cancel()
+
+
+def wait_for_queue(ctx: WorkerContext, once: bool, poll_s: float = 2.0) -> bool:
+    """Wait until the database has the ingest queue (the first ``make ingest QUEUE=1`` makes it; one
+    line says so); False at once with ``once``, when there is none."""
+    told = False
+    while not queue_store.queue_ready(ctx.engine):
+        if once:
+            log.warning("no ingest queue in this database yet: nothing to do")
+            return False
+        if not told:
+            log.warning("no ingest queue in this database yet; waiting for `make ingest QUEUE=1`")
+            told = True
+        time.sleep(poll_s)
+    return True
+
+
+def serve(ctx: WorkerContext, concurrency: int = 1, once: bool = False) -> None:
+    """:func:`serve_once`, connecting again (waiting up to RECONNECT_MAX_S between tries, one line each
+    time) whenever the database goes away."""
+    delay = 1.0
+    while True:
+        try:
+            if not wait_for_queue(ctx, once):
+                return
+            asyncio.run(serve_once(ctx, concurrency, once))
+            return
+        except Exception as exc:
+            if not database_gone(exc):
+                raise
+            line = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
+            log.warning("the database is unreachable (%s); trying again in %.0f s", line, delay)
+            time.sleep(delay)
+            delay = min(RECONNECT_MAX_S, delay * 2)
+
+
+def database_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database went away (procrastinate's connector, psycopg, SQLAlchemy)."""
+    from procrastinate.exceptions import ConnectorException
+    from psycopg import OperationalError
+
+    if isinstance(exc, (ConnectorException, OperationalError, DatabaseUnavailableError)):
+        return True
+    return storage.database_error(exc) is not None
