@@ -18,6 +18,7 @@ from app.formats.page_image import (
     render_page,
     scan_quote_boxes,
     squeezed,
+    turned,
     word_boxes,
 )
 from tests.test_formats_ocr import needs_ocr, page_image
@@ -160,3 +161,47 @@ def test_a_scan_quote_is_found_by_tesseracts_words(tmp_path):
     top = min(b["y"] for b in boxes) * 360
     bottom = max(b["y"] + b["h"] for b in boxes) * 360
     assert 120 <= top <= 160 and 150 <= bottom <= 200  # the second line, not the first or third
+
+
+@pytest.mark.parametrize(
+    "rotation, want",
+    [
+        (0, (0.1, 0.2, 0.4, 0.3)),
+        (90, (0.7, 0.1, 0.8, 0.4)),
+        (180, (0.6, 0.7, 0.9, 0.8)),
+        (270, (0.2, 0.6, 0.3, 0.9)),
+        (-90, (0.2, 0.6, 0.3, 0.9)),
+    ],
+)
+def test_turned_moves_a_rectangle_with_the_page(rotation, want):
+    got = turned(0.1, 0.2, 0.4, 0.3, rotation)
+    assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_turned_refuses_an_odd_angle():
+    with pytest.raises(ValueError, match=r"^a page turns by 0, 90, 180 or 270 degrees, not 45$"):
+        turned(0, 0, 1, 1, 45)
+
+
+def test_a_quote_on_a_page_with_rotate_90_is_marked_where_the_rendered_page_shows_it(tmp_path):
+    from reportlab.pdfgen import canvas
+
+    drawn = canvas.Canvas(str(tmp_path / "turned.pdf"), pagesize=(600, 800))
+    drawn.setPageRotation(90)  # reportlab stores the page 800 wide and 600 high, /Rotate 90: shown 600 × 800
+    drawn.setFont("Helvetica", 20)
+    drawn.drawString(100, 500, "Rotated line here.")
+    drawn.showPage()
+    drawn.save()
+    [box] = quote_boxes(tmp_path / "turned.pdf", 1, "Rotated line here.")
+    # PDFium's char boxes, unturned: left 101.76, bottom 499.72, right 256.12, top 514.36 of 800 × 600;
+    # turned 90° clockwise, the text runs down the right-hand side of the 600 × 800 page
+    assert box == pytest.approx(
+        {"x": 1 - (600 - 499.72) / 600, "y": 101.76 / 800, "w": (514.36 - 499.72) / 600, "h": (256.12 - 101.76) / 800},
+        abs=2e-5,
+    )
+    with Image.open(io.BytesIO(render_page(tmp_path / "turned.pdf", 1, width_px=600))) as image:
+        assert image.size == (600, 800)
+        dark = image.convert("L").point(lambda v: 255 if v < 128 else 0).getbbox()  # the inked pixels
+    left, top, right, bottom = box["x"] * 600, box["y"] * 800, (box["x"] + box["w"]) * 600, (box["y"] + box["h"]) * 800
+    assert left - 1 <= dark[0] and dark[2] <= right + 1 and top - 1 <= dark[1] and dark[3] <= bottom + 1
+    assert dark[2] - dark[0] >= 0.8 * (right - left) and dark[3] - dark[1] >= 0.9 * (bottom - top)

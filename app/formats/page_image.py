@@ -156,16 +156,36 @@ def merged(boxes: Sequence[tuple[float, float, float, float]]) -> list[tuple[flo
     return [tuple(run) for run in runs]  # type: ignore[misc]
 
 
-def fractions(boxes: Sequence[tuple[float, float, float, float]], width: float, height: float) -> list[Box]:
+def turned(left: float, top: float, right: float, bottom: float, rotation: int) -> tuple[float, float, float, float]:
+    """A rectangle in fractions of a page, top-left origin, as it lies once the page is turned ``rotation``
+    degrees clockwise (a PDF's /Rotate: 0, 90, 180 or 270; PDFium renders the page turned, while its
+    text page measures it unturned). ValueError for any other angle."""
+    turns = {
+        0: (left, top, right, bottom),
+        90: (1 - bottom, left, 1 - top, right),  # the unturned left edge is now the top
+        180: (1 - right, 1 - bottom, 1 - left, 1 - top),
+        270: (top, 1 - right, bottom, 1 - left),  # the unturned left edge is now the bottom
+    }
+    if rotation % 360 not in turns:
+        raise ValueError(f"a page turns by 0, 90, 180 or 270 degrees, not {rotation}")
+    return turns[rotation % 360]
+
+
+def fractions(
+    boxes: Sequence[tuple[float, float, float, float]], width: float, height: float, rotation: int = 0
+) -> list[Box]:
     """Rectangles ``(left, top, right, bottom)`` in a ``width`` × ``height`` page, top-left origin, as
-    ``{"x", "y", "w", "h"}`` fractions of the page clipped to 0..1 (rounded to 5 places)."""
+    ``{"x", "y", "w", "h"}`` fractions of the page clipped to 0..1 (rounded to 5 places), on the page
+    shown turned ``rotation`` degrees clockwise (:func:`turned`)."""
 
     def clip(v: float) -> float:
         return min(max(v, 0.0), 1.0)
 
     out = []
     for left, top, right, bottom in boxes:
-        x0, y0, x1, y1 = clip(left / width), clip(top / height), clip(right / width), clip(bottom / height)
+        x0, y0, x1, y1 = turned(
+            clip(left / width), clip(top / height), clip(right / width), clip(bottom / height), rotation
+        )
         out.append({"x": round(x0, 5), "y": round(y0, 5), "w": round(x1 - x0, 5), "h": round(y1 - y0, 5)})
     return out
 
@@ -193,7 +213,7 @@ def quote_boxes(path: Path | str, page_number: int, quote: str) -> list[Box]:
     """The rectangles covering ``quote`` on page ``page_number`` of a PDF, from PDFium's text page (char
     boxes of the matched characters, merged per line), as fractions of the rendered (crop) box. ``[]``
     when the quote is not on the page (or the page has no text layer). ValueError as :func:`render_page`.
-    Pages with a /Rotate are measured unrotated."""
+    A page with a /Rotate is measured unturned, merged per line there, then turned as PDFium renders it."""
     import pypdfium2.raw as pdfium_c
 
     with _text_page(path, page_number) as (page, textpage):
@@ -207,7 +227,7 @@ def quote_boxes(path: Path | str, page_number: int, quote: str) -> list[Box]:
                 continue
             left, bottom, right, top = textpage.get_charbox(i)
             boxes.append((left - left0, top0 - top, right - left0, top0 - bottom))
-        return fractions(merged(boxes), right0 - left0, top0 - bottom0)
+        return fractions(merged(boxes), right0 - left0, top0 - bottom0, page.get_rotation())
 
 
 def tesseract_words(image, langs: str = "jpn+eng", command: str = "tesseract", timeout_s: float = 120.0) -> list[dict]:
