@@ -13,7 +13,6 @@ from PIL import Image
 from app.formats.page_image import (
     has_text_layer,
     merged,
-    page_quote_boxes,
     quote_boxes,
     render_page,
     scan_quote_boxes,
@@ -21,6 +20,8 @@ from app.formats.page_image import (
     turned,
     word_boxes,
 )
+from app.formats.page_words import PageWords
+from app.formats.quote_marks import page_marks
 from tests.test_formats_ocr import needs_ocr, page_image
 
 GUIDE = Path(__file__).resolve().parents[1] / "data" / "pdf" / "technical_guide.pdf"
@@ -140,24 +141,28 @@ def test_merged_joins_a_line_and_breaks_at_the_next():
 
 
 def test_word_boxes_join_the_words_of_one_line():
-    words = [
-        {"text": "勤務", "left": 10, "top": 20, "width": 40, "height": 10, "line": (1, 1, 1)},
-        {"text": "時間は", "left": 60, "top": 18, "width": 40, "height": 12, "line": (1, 1, 1)},
-        {"text": "9時", "left": 10, "top": 50, "width": 20, "height": 10, "line": (1, 1, 2)},
-        {"text": "まで", "left": 40, "top": 50, "width": 20, "height": 10, "line": (1, 1, 2)},
-    ]
-    assert word_boxes(words, "務時間は 9時", 200, 100) == [  # a word partly quoted is marked whole
+    words = PageWords(
+        200,
+        100,
+        (
+            ("勤務", 10, 20, 40, 10, 0),
+            ("時間は", 60, 18, 40, 12, 0),
+            ("9時", 10, 50, 20, 10, 1),
+            ("まで", 40, 50, 20, 10, 1),
+        ),
+    )
+    assert word_boxes(words, "務時間は 9時") == [  # a word partly quoted is marked whole
         {"x": 0.05, "y": 0.18, "w": 0.45, "h": 0.12},
         {"x": 0.05, "y": 0.5, "w": 0.1, "h": 0.1},
     ]
-    assert word_boxes(words, "ない", 200, 100) == []
+    assert word_boxes(words, "ない") == []
 
 
 @needs_ocr
 def test_a_scan_quote_is_found_by_tesseracts_words(tmp_path):
     page_image().save(tmp_path / "scan.png")  # lines drawn at y = 60, 140, 220 px of 360, 40 px high
     boxes = scan_quote_boxes(tmp_path / "scan.png", 1, "社員の勤務時間は午前9時から午後6時までとする。")
-    assert boxes and page_quote_boxes(tmp_path / "scan.png", 1, "社員の勤務時間は") != []
+    assert boxes and page_marks(tmp_path / "scan.png", 1, "社員の勤務時間は")[1] != []
     top = min(b["y"] for b in boxes) * 360
     bottom = max(b["y"] + b["h"] for b in boxes) * 360
     assert 120 <= top <= 160 and 150 <= bottom <= 200  # the second line, not the first or third
