@@ -156,6 +156,9 @@ def test_which_sources_are_pages():
     assert page_number({"doc_id": "pdf/g.pdf", "kind": "page", "number": 3, "source": "pdf/g.pdf:p3"}) == 3
     assert page_number({"doc_id": "scan.tif", "kind": "page", "number": 2, "source": "scan.tif:p2"}) == 2
     assert page_number({"doc_id": "scan.png", "kind": "section", "number": None, "source": "scan.png"}) == 1
+    # as the sync stores a single image: the document pdf/scan.png, its one source the file's name
+    assert page_number({"doc_id": "pdf/scan.png", "kind": "section", "number": None, "source": "scan.png"}) == 1
+    assert page_number({"doc_id": "pdf/scan.png", "kind": "section", "number": None, "source": "other.png"}) is None
     assert page_number({"doc_id": "faq.csv", "kind": "row", "number": 2, "source": "faq.csv:r2"}) is None
     assert page_number({"doc_id": "a.md", "kind": "section", "number": None, "source": "a.md"}) is None
 

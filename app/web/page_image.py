@@ -74,13 +74,14 @@ def file_key(path: Path) -> tuple[str, int, int]:
 
 def page_number(view: dict) -> int | None:
     """The page a source view (app.web.sources.source_view) shows as an image: a PDF's or a TIFF's
-    ``:pN`` page, 1 for a single image (its source is the file); None for any other source."""
+    ``:pN`` page, 1 for a single image (its source is the file's name, ``scan.png`` for the document
+    ``pdf/scan.png``, or its ID); None for any other source."""
     doc_id = str(view.get("doc_id", ""))
     if not is_paged(doc_id):
         return None
     if view.get("kind") == "page" and view.get("number"):
         return int(view["number"])
-    if view.get("source") == doc_id and doc_id.lower().endswith(SCAN_SUFFIXES):
+    if view.get("source") in (doc_id, doc_id.rsplit("/", 1)[-1]) and doc_id.lower().endswith(SCAN_SUFFIXES):
         return 1
     return None
 
