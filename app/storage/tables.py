@@ -38,6 +38,8 @@ FEEDBACK_TABLE = "rag_feedback"
 # questions about tables (app.storage.table_rows): each stored table and its rows, with their document's readers
 TABLE_INDEX_TABLE = "rag_table"
 TABLE_ROW_TABLE = "rag_table_row"
+# the words Tesseract read on each OCR'd page, with their boxes (app.storage.page_words)
+PAGE_WORDS_TABLE = "rag_page_words"
 
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 ENTITY_HNSW_INDEX = "rag_graph_entity_embedding_hnsw"
@@ -71,6 +73,7 @@ NAMES: dict[str, str] = {
     "feedback": FEEDBACK_TABLE,
     "table_index": TABLE_INDEX_TABLE,
     "table_rows": TABLE_ROW_TABLE,
+    "page_words": PAGE_WORDS_TABLE,
     "table_document_index": "rag_table_document",
     "table_readers_index": "rag_table_readers",
     "table_readers_function": "rag_table_readers",

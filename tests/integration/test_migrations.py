@@ -224,7 +224,7 @@ def test_a_store_at_15_gets_the_keyword_candidates_of_a_scope_and_loses_the_old_
             text("SELECT CAST(CAST(oid AS regprocedure) AS text) FROM pg_proc WHERE proname = 'rag_keyword_candidates'")
         ).scalars()
         assert list(signatures) == ["rag_keyword_candidates(uuid,text,integer,text[],text[],text[],date)"]
-    assert schema.schema_version(own_engine) == 16
+    assert schema.schema_version(own_engine) == schema.SCHEMA_VERSION
     found = keywords.keyword_search(own_engine, COLLECTION, ["就業"], 5, readers.ALL_ROWS)
     assert sorted(row[0] for row in found) == ["c0", "c1", "c2"]
     elsewhere = Scope(folders=("no/such/folder",))
