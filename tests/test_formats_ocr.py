@@ -13,6 +13,7 @@ from app.config import Settings
 from app.errors import DataSourceError
 from app.formats import pdf_ocr
 from app.formats.ocr import INSTALL_HINT, Ocr, clean_ocr_text, image_document
+from app.formats.page_words import PageWords
 from app.formats.pdf import pdf_document
 from app.ingestion.datadir import SourceFile
 from app.ingestion.reading import iter_chunks
@@ -138,12 +139,12 @@ class SlowOcr(Ocr):
     def missing(self):
         return None
 
-    def read_image(self, image, name, where, seconds, budget_s=None):
+    def read_page(self, image, name, where, seconds, budget_s=None):
         import time
 
         self.given.append((seconds, budget_s))
         time.sleep(0.7)
-        return "本文"
+        return "本文", PageWords(image.width, image.height, ())
 
 
 def test_a_scan_has_one_time_budget_for_the_whole_file_not_one_a_page(tmp_path):
@@ -160,3 +161,37 @@ def test_a_scan_has_one_time_budget_for_the_whole_file_not_one_a_page(tmp_path):
     assert message.startswith("scan.tif: reading took longer than PARSE_TIMEOUT_S=1 s (stopped at page ")
     assert 2 <= len(ocr.given) <= 3 < 5  # stopped before the last pages, not after all five
     assert all(budget == 1.0 for _, budget in ocr.given) and ocr.given[0][0] <= 1.0
+
+
+@needs_ocr
+def test_the_words_tesseract_read_are_kept_with_their_boxes(tmp_path):
+    """One run of Tesseract gives the text and the words (issue 52): the words hold the text, each line's
+    words lie on the line drawn (y = 60, 140, 220 px, 40 px high), in the image's own pixels."""
+    page_image().save(tmp_path / "規則.png")
+    words: dict[int, PageWords] = {}
+    [(text, _)] = image_document(tmp_path / "規則.png", Ocr(), words=words)
+    [(again, _)] = image_document(tmp_path / "規則.png", Ocr())
+    assert text == again  # the text read as before, whether or not the words are kept
+    [page] = words.values()
+    assert list(words) == [1] and (page.width, page.height) == (1300, 360)
+    assert "".join(w[0] for w in page.words).replace(" ", "") == text.replace("\n", "").replace(" ", "")
+    for word in page.words:
+        drawn = 60 + 80 * word[5]  # the line's top as drawn
+        assert drawn - 15 <= word[2] <= drawn + 15 and word[2] + word[4] <= drawn + 60, word
+
+
+@needs_ocr
+def test_a_scanned_pdf_keeps_the_words_of_its_ocrd_pages_only(tmp_path):
+    from reportlab.pdfgen import canvas
+
+    from app.formats import read_document
+
+    page_image().save(tmp_path / "scan.pdf", resolution=300.0)
+    document = read_document(tmp_path / "scan.pdf", Settings())
+    [page] = document.page_words.values()
+    assert list(document.page_words) == [1]  # rendered at OCR_DPI=300: the image's own size, give or take a pixel
+    assert abs(page.width - 1300) <= 1 and abs(page.height - 360) <= 1
+    drawn = canvas.Canvas(str(tmp_path / "text.pdf"))
+    drawn.drawString(72, 700, "A text layer needs no OCR.")
+    drawn.save()
+    assert read_document(tmp_path / "text.pdf", Settings()).page_words == {}

@@ -13,13 +13,15 @@ from PIL import Image
 from app.formats.page_image import (
     has_text_layer,
     merged,
-    page_quote_boxes,
     quote_boxes,
     render_page,
     scan_quote_boxes,
     squeezed,
+    turned,
     word_boxes,
 )
+from app.formats.page_words import PageWords
+from app.formats.quote_marks import page_marks
 from tests.test_formats_ocr import needs_ocr, page_image
 
 GUIDE = Path(__file__).resolve().parents[1] / "data" / "pdf" / "technical_guide.pdf"
@@ -139,24 +141,72 @@ def test_merged_joins_a_line_and_breaks_at_the_next():
 
 
 def test_word_boxes_join_the_words_of_one_line():
-    words = [
-        {"text": "勤務", "left": 10, "top": 20, "width": 40, "height": 10, "line": (1, 1, 1)},
-        {"text": "時間は", "left": 60, "top": 18, "width": 40, "height": 12, "line": (1, 1, 1)},
-        {"text": "9時", "left": 10, "top": 50, "width": 20, "height": 10, "line": (1, 1, 2)},
-        {"text": "まで", "left": 40, "top": 50, "width": 20, "height": 10, "line": (1, 1, 2)},
-    ]
-    assert word_boxes(words, "務時間は 9時", 200, 100) == [  # a word partly quoted is marked whole
+    words = PageWords(
+        200,
+        100,
+        (
+            ("勤務", 10, 20, 40, 10, 0),
+            ("時間は", 60, 18, 40, 12, 0),
+            ("9時", 10, 50, 20, 10, 1),
+            ("まで", 40, 50, 20, 10, 1),
+        ),
+    )
+    assert word_boxes(words, "務時間は 9時") == [  # a word partly quoted is marked whole
         {"x": 0.05, "y": 0.18, "w": 0.45, "h": 0.12},
         {"x": 0.05, "y": 0.5, "w": 0.1, "h": 0.1},
     ]
-    assert word_boxes(words, "ない", 200, 100) == []
+    assert word_boxes(words, "ない") == []
 
 
 @needs_ocr
 def test_a_scan_quote_is_found_by_tesseracts_words(tmp_path):
     page_image().save(tmp_path / "scan.png")  # lines drawn at y = 60, 140, 220 px of 360, 40 px high
     boxes = scan_quote_boxes(tmp_path / "scan.png", 1, "社員の勤務時間は午前9時から午後6時までとする。")
-    assert boxes and page_quote_boxes(tmp_path / "scan.png", 1, "社員の勤務時間は") != []
+    assert boxes and page_marks(tmp_path / "scan.png", 1, "社員の勤務時間は")[1] != []
     top = min(b["y"] for b in boxes) * 360
     bottom = max(b["y"] + b["h"] for b in boxes) * 360
     assert 120 <= top <= 160 and 150 <= bottom <= 200  # the second line, not the first or third
+
+
+@pytest.mark.parametrize(
+    "rotation, want",
+    [
+        (0, (0.1, 0.2, 0.4, 0.3)),
+        (90, (0.7, 0.1, 0.8, 0.4)),
+        (180, (0.6, 0.7, 0.9, 0.8)),
+        (270, (0.2, 0.6, 0.3, 0.9)),
+        (-90, (0.2, 0.6, 0.3, 0.9)),
+    ],
+)
+def test_turned_moves_a_rectangle_with_the_page(rotation, want):
+    got = turned(0.1, 0.2, 0.4, 0.3, rotation)
+    assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_turned_refuses_an_odd_angle():
+    with pytest.raises(ValueError, match=r"^a page turns by 0, 90, 180 or 270 degrees, not 45$"):
+        turned(0, 0, 1, 1, 45)
+
+
+def test_a_quote_on_a_page_with_rotate_90_is_marked_where_the_rendered_page_shows_it(tmp_path):
+    from reportlab.pdfgen import canvas
+
+    drawn = canvas.Canvas(str(tmp_path / "turned.pdf"), pagesize=(600, 800))
+    drawn.setPageRotation(90)  # reportlab stores the page 800 wide and 600 high, /Rotate 90: shown 600 × 800
+    drawn.setFont("Helvetica", 20)
+    drawn.drawString(100, 500, "Rotated line here.")
+    drawn.showPage()
+    drawn.save()
+    [box] = quote_boxes(tmp_path / "turned.pdf", 1, "Rotated line here.")
+    # PDFium's char boxes, unturned: left 101.76, bottom 499.72, right 256.12, top 514.36 of 800 × 600;
+    # turned 90° clockwise, the text runs down the right-hand side of the 600 × 800 page
+    assert box == pytest.approx(
+        {"x": 1 - (600 - 499.72) / 600, "y": 101.76 / 800, "w": (514.36 - 499.72) / 600, "h": (256.12 - 101.76) / 800},
+        abs=2e-5,
+    )
+    with Image.open(io.BytesIO(render_page(tmp_path / "turned.pdf", 1, width_px=600))) as image:
+        assert image.size == (600, 800)
+        dark = image.convert("L").point(lambda v: 255 if v < 128 else 0).getbbox()  # the inked pixels
+    left, top, right, bottom = box["x"] * 600, box["y"] * 800, (box["x"] + box["w"]) * 600, (box["y"] + box["h"]) * 800
+    assert left - 1 <= dark[0] and dark[2] <= right + 1 and top - 1 <= dark[1] and dark[3] <= bottom + 1
+    assert dark[2] - dark[0] >= 0.8 * (right - left) and dark[3] - dark[1] >= 0.9 * (bottom - top)

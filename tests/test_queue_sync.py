@@ -71,3 +71,16 @@ def test_each_collection_has_its_own_short_queue():
     first = queue_name(Settings())
     other = queue_name(Settings().changed(retrieval={"collection_name": "営業部の文書" * 20}))
     assert first.startswith("rag_ingest_") and len(first) == len(other) == 23 and first != other
+
+
+def test_a_scans_words_go_through_the_database_and_come_back_the_same():
+    from app.formats.page_words import PageWords, pages_from_json, pages_to_json
+
+    pages = {
+        2: PageWords(1300, 360, (("休暇", 60, 40, 80, 40, 0), ("申請", 150, 40, 80, 40, 0))),
+        1: PageWords(10, 20, ()),
+    }
+    raw = pages_to_json(pages)
+    assert raw == '{"1":[10,20,[]],"2":[1300,360,[["休暇",60,40,80,40,0],["申請",150,40,80,40,0]]]}'
+    assert pages_from_json(raw) == pages == pages_from_json(__import__("json").loads(raw))
+    assert pages_from_json(None) == {}

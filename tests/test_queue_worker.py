@@ -126,7 +126,7 @@ def test_a_staged_file_is_recorded_with_its_counts(tmp_path, rows):
     found = rows(staged=staged)
     assert run_job(7, job.to_args(), WorkerContext(settings, tmp_path / "writer", name="m:1")) == "staged"
     assert runs == [("csv/faq.csv", job.key, "job-7", "model")]
-    assert found.finished == {"chunks": 4, "embedded": 3, "truncated": 0, "token_limit": 512}
+    assert found.finished == {"chunks": 4, "embedded": 3, "truncated": 0, "token_limit": 512, "page_words": None}
 
 
 def test_a_lost_database_is_a_try_again_never_the_jobs_end(tmp_path, rows):

@@ -113,12 +113,12 @@ def test_storage_builds_no_sql_with_f_strings():
 def test_migrations_are_numbered_in_order_and_the_last_is_the_schema_version():
     versions = [m.version for m in schema.MIGRATIONS]
     assert versions == sorted(set(versions)) and versions[0] >= 1
-    assert schema.SCHEMA_VERSION == versions[-1] == 17  # what stores made by earlier releases recorded
+    assert schema.SCHEMA_VERSION == versions[-1] == 18  # what stores made by earlier releases recorded
 
 
 def test_pending_migrations_by_stored_version():
-    assert [m.version for m in schema.pending(0)] == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
-    assert [m.version for m in schema.pending(3)] == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+    assert [m.version for m in schema.pending(0)] == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
+    assert [m.version for m in schema.pending(3)] == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
     assert schema.pending(schema.SCHEMA_VERSION) == []
 
 
@@ -144,8 +144,8 @@ def test_every_migration_statement_is_written_to_be_re_run(migration):
 
 def test_apply_migrations_runs_upgrade_statements_only_for_an_existing_store(mocker):
     fresh, upgraded = mocker.MagicMock(), mocker.MagicMock()
-    assert schema.apply_migrations(fresh, 0) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
-    assert schema.apply_migrations(upgraded, 3) == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+    assert schema.apply_migrations(fresh, 0) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
+    assert schema.apply_migrations(upgraded, 3) == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
 
     def ran(conn) -> list[str]:
         return [str(c.args[0]) for c in conn.execute.call_args_list]

@@ -8,6 +8,7 @@ import io
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PIL import Image
@@ -15,6 +16,7 @@ from starlette.testclient import TestClient
 
 from app.formats.limits import file_hash
 from app.formats.page_image import quote_boxes
+from app.formats.page_words import PageWords
 from app.users.identity import Identity
 from app.web.app import create_app
 from app.web.page_image import Lru, page_number
@@ -154,5 +156,131 @@ def test_which_sources_are_pages():
     assert page_number({"doc_id": "pdf/g.pdf", "kind": "page", "number": 3, "source": "pdf/g.pdf:p3"}) == 3
     assert page_number({"doc_id": "scan.tif", "kind": "page", "number": 2, "source": "scan.tif:p2"}) == 2
     assert page_number({"doc_id": "scan.png", "kind": "section", "number": None, "source": "scan.png"}) == 1
+    # as the sync stores a single image: the document pdf/scan.png, its one source the file's name
+    assert page_number({"doc_id": "pdf/scan.png", "kind": "section", "number": None, "source": "scan.png"}) == 1
+    assert page_number({"doc_id": "pdf/scan.png", "kind": "section", "number": None, "source": "other.png"}) is None
     assert page_number({"doc_id": "faq.csv", "kind": "row", "number": 2, "source": "faq.csv:r2"}) is None
     assert page_number({"doc_id": "a.md", "kind": "section", "number": None, "source": "a.md"}) is None
+
+
+class TwoPages(Store):
+    """The two-reader store and ``pdf/rules.pdf`` (alice's only): two pages a sentence runs across."""
+
+    def __init__(self, data: Path) -> None:
+        super().__init__(data)
+        self.docs["pdf/rules.pdf"] = {"doc_id": "pdf/rules.pdf", "content_hash": file_hash(data / "pdf" / "rules.pdf")}
+
+    def list_documents(self, who):
+        return [d for d in self.docs.values() if not d["doc_id"].startswith("pdf/") or who.name == "alice"]
+
+    def source_chunks(self, source, who):
+        doc_id = source.split(":")[0]
+        if doc_id != "pdf/rules.pdf":
+            return super().source_chunks(source, who)
+        if doc_id not in {d["doc_id"] for d in self.list_documents(who)}:
+            return []
+        return [{"text": "…", "doc_id": doc_id, "context": "", "title": ""}]
+
+
+def test_a_quote_across_a_page_break_gives_both_pages_with_their_boxes(data):
+    from app.formats.quote_marks import page_marks
+    from tests.test_formats_quote_marks import SENTENCE, two_pages
+
+    two_pages(data / "pdf" / "rules.pdf")
+    store = TwoPages(data)
+    alice = client(store, ALICE)
+    view = alice.get("/api/source", params={"id": "pdf/rules.pdf:p2", "quote": SENTENCE}).json()
+    marks = page_marks(data / "pdf" / "rules.pdf", 2, SENTENCE)
+    assert view["boxes"] == marks[2] and len(marks[1]) == len(marks[2]) == 1
+    assert view["pages"] == [
+        {
+            "number": 1,
+            "source": "pdf/rules.pdf:p1",
+            "image": "/api/page-image?id=pdf%2Frules.pdf%3Ap1",
+            "boxes": marks[1],
+        },
+        {
+            "number": 2,
+            "source": "pdf/rules.pdf:p2",
+            "image": "/api/page-image?id=pdf%2Frules.pdf%3Ap2",
+            "boxes": marks[2],
+        },
+    ]
+    assert alice.get(view["pages"][0]["image"]).headers["content-type"] == "image/png"
+    one = alice.get("/api/source", params={"id": "pdf/rules.pdf:p2", "quote": "Late requests wait a week."}).json()
+    assert "pages" not in one and len(one["boxes"]) == 1
+    bob = client(store, BOB)
+    unknown = bob.get("/api/source", params={"id": "pdf/nothing.pdf:p2", "quote": SENTENCE})
+    refused = bob.get("/api/source", params={"id": "pdf/rules.pdf:p2", "quote": SENTENCE})
+    assert refused.status_code == unknown.status_code == 404 and refused.content == unknown.content
+    assert bob.get(view["pages"][0]["image"]).content == bob.get("/api/page-image", params={"id": "pdf/x:p1"}).content
+
+
+class Scans(Store):
+    """The two-reader store and ``scan/scan.png`` (alice's only), whose words the sync kept (its
+    ``store.page_words``, as the real store reads them: by the asker's principals)."""
+
+    def __init__(self, data: Path, page_words) -> None:
+        super().__init__(data)
+        self.store = SimpleNamespace(page_words=page_words)
+        self.docs["scan/scan.png"] = {"doc_id": "scan/scan.png", "content_hash": file_hash(data / "scan" / "scan.png")}
+
+    def list_documents(self, who):
+        return [d for d in self.docs.values() if d["doc_id"] == "csv/faq.csv" or who.name == "alice"]
+
+    def source_chunks(self, source, who):
+        if source != "scan/scan.png":
+            return super().source_chunks(source, who)
+        readable = who.name == "alice"
+        return [{"text": "勤務時間は午前9時から", "doc_id": source, "context": "", "title": ""}] if readable else []
+
+
+KEPT = PageWords(400, 200, (("勤務時間は", 40, 20, 200, 20, 0), ("午前9時から", 40, 160, 160, 20, 1)))
+
+
+def test_a_scans_boxes_come_from_the_words_kept_as_who_asks_never_from_tesseract(data, monkeypatch):
+    (data / "scan").mkdir()
+    Image.new("L", (400, 200), 255).save(data / "scan" / "scan.png")
+    asked: list[tuple[str, int, tuple]] = []
+
+    def page_words(doc_id, page, principals):
+        asked.append((doc_id, page, principals))
+        return KEPT if principals == ALICE.principals else None
+
+    store = Scans(data, page_words)
+
+    def no_tesseract(*args, **kwargs):
+        raise AssertionError("Tesseract ran although the words were kept")
+
+    monkeypatch.setattr("app.formats.quote_marks.tesseract_words", no_tesseract)
+
+    def asking(who):
+        app = create_app(
+            store,
+            view_source=lambda source, asker: source_view(store.source_chunks(source, asker), source),
+            document_path=lambda doc_id, asker: document_file(store.list_documents(asker), store.data, doc_id),
+        )
+
+        async def as_who(scope, receive, send):
+            if scope["type"] == "http":
+                scope.setdefault("state", {})["identity"] = who
+            await app(scope, receive, send)
+
+        return TestClient(as_who)
+
+    view = asking(ALICE).get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"}).json()
+    assert view["boxes"] == [{"x": 0.1, "y": 0.8, "w": 0.4, "h": 0.1}] and asked == [
+        ("scan/scan.png", 1, ALICE.principals)
+    ]
+    bob = asking(BOB)
+    refused = bob.get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"})
+    unknown = bob.get("/api/source", params={"id": "scan/nothing.png", "quote": "午前9時から"})
+    assert refused.status_code == unknown.status_code == 404 and refused.content == unknown.content
+    assert asked == [("scan/scan.png", 1, ALICE.principals)]  # bob's request never reached the words
+
+    Image.new("L", (400, 200), 250).save(data / "scan" / "scan.png")  # changed since the sync kept the words
+    read_now = PageWords(400, 200, (("午前9時から", 0, 0, 400, 100, 0),))
+    monkeypatch.setattr("app.formats.quote_marks.tesseract_words", lambda image, langs, command: read_now)
+    view = asking(ALICE).get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"}).json()
+    assert view["stale"] is True and view["boxes"] == [{"x": 0.0, "y": 0.0, "w": 1.0, "h": 0.5}]
+    assert len(asked) == 1  # the kept words are of the version the sync read: not used for this one

@@ -13,6 +13,7 @@ of that format is read):
 * :mod:`.slides` — ``.pptx`` (python-pptx): one unit per slide, ``file.pptx:s<N>``;
 * :mod:`.html` — ``.html``/``.htm`` (trafilatura): main content cut at headings, ``file.html#slug``;
 * :mod:`.ocr` — images and PDF pages without a text layer (Tesseract), ``file.png``, ``file.pdf:p<N>``;
+  :mod:`.page_words` the words it read with their boxes, kept with the document;
 * :mod:`.zipguard` — the checks every Office zip passes first (encrypted, corrupt, zip bomb);
 * :mod:`.limits` — what one file may make a reader do, and the helpers every reader shares;
 * :mod:`.sections`, :mod:`.tables` — headings and tables shared by the office readers.
@@ -31,6 +32,7 @@ from pathlib import Path
 from app.formats import csv_rows, excel, html, ocr, pdf, slides, text, word
 from app.formats.bounded import IN_PROCESS_BYTES, read_bounded
 from app.formats.limits import Limits
+from app.formats.page_words import PageWords
 
 WORD_SUFFIXES = (".docx",)
 SHEET_SUFFIXES = (".xlsx", ".xlsm", ".xls")
@@ -46,11 +48,13 @@ class FormatDocument:
     """What a reader made of one file: its units ``(text, source, context line)``, the heading or
     slide title of each source that has one (the chunks' ``title``), and how a unit is split into
     chunks: ``"rows"`` and ``"sections"`` by Japanese sentences (as CSV rows and Markdown sections),
-    ``"pages"`` by structure (as PDF pages)."""
+    ``"pages"`` by structure (as PDF pages); for each page OCR'd, its words with their boxes (page
+    number -> PageWords: stored with the document for the page's web view)."""
 
     units: list[tuple[str, str, str]]
     titles: dict[str, str] = field(default_factory=dict)
     split: str = "sections"
+    page_words: dict[int, PageWords] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,27 +83,33 @@ def _sections(path: Path, title: str, sections: list[tuple[str, str, str]]) -> F
     )
 
 
-def pdf_ocr(settings, on_page=None):
+def pdf_ocr(settings, on_page=None, words: dict[int, PageWords] | None = None):
     """The ``ocr`` hook of :func:`app.formats.pdf.pdf_document`: OCR of a PDF's pages without a text layer
-    with the settings' Tesseract languages and resolution; ``on_page(done, total)`` after each page."""
+    with the settings' Tesseract languages and resolution; ``on_page(done, total)`` after each page;
+    ``words``, when given, receives each OCR'd page's words."""
     reader, limits = ocr.Ocr.from_settings(settings), Limits.from_settings(settings)
 
     def read(path: Path, numbers: list[int], page_count: int) -> dict[int, str]:
-        return reader.pdf_pages(path, numbers, page_count, limits, on_page)
+        return reader.pdf_pages(path, numbers, page_count, limits, on_page, words)
 
     return read
 
 
 def read_pdf(path: Path, settings, on_page=None) -> FormatDocument:
-    """A PDF: page parts cut at headings, the context line its title and the heading path."""
-    title, pages = pdf.pdf_document(path, Limits.from_settings(settings), ocr=pdf_ocr(settings, on_page))
-    return FormatDocument([(body, source, _joined(title, heading)) for body, source, heading in pages], split="pages")
+    """A PDF: page parts cut at headings, the context line its title and the heading path; the words of
+    its OCR'd pages kept."""
+    words: dict[int, PageWords] = {}
+    title, pages = pdf.pdf_document(path, Limits.from_settings(settings), ocr=pdf_ocr(settings, on_page, words))
+    return FormatDocument(
+        [(body, source, _joined(title, heading)) for body, source, heading in pages], split="pages", page_words=words
+    )
 
 
 def read_image(path: Path, settings, on_page=None) -> FormatDocument:
-    """A scanned image, OCR'd page by page (split as PDF pages are)."""
-    pages = ocr.image_document(path, ocr.Ocr.from_settings(settings), Limits.from_settings(settings), on_page)
-    return FormatDocument([(body, source, path.stem) for body, source in pages], split="pages")
+    """A scanned image, OCR'd page by page (split as PDF pages are), the words of each page kept."""
+    words: dict[int, PageWords] = {}
+    pages = ocr.image_document(path, ocr.Ocr.from_settings(settings), Limits.from_settings(settings), on_page, words)
+    return FormatDocument([(body, source, path.stem) for body, source in pages], split="pages", page_words=words)
 
 
 def read_csv(path: Path, settings, on_page=None) -> FormatDocument:

@@ -8,7 +8,10 @@ OCR_DPI. Each page must be read within PARSE_TIMEOUT_S. Without Tesseract or its
 file that needs OCR fails with one line saying what to install.
 
 OCR is slow (seconds per page), but a sync reads a file again only when its bytes change: the OCR'd
-text is stored with the document's chunks, so an unchanged scan is never OCR'd twice. Progress is
+text is stored with the document's chunks, so an unchanged scan is never OCR'd twice. The same run of
+Tesseract writes the page's words with their boxes (its ``tsv`` output beside ``txt``:
+:class:`app.formats.page_words.PageWords`), which the sync stores with the document for the page's web
+view (a quote marked on the scan without OCR at request time). Progress is
 reported per page through ``on_page(done, total)`` (the ingest's bar shows ``OCR page 3/12``) and logged
 at INFO; nothing here prints.
 """
@@ -21,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +33,7 @@ from pathlib import Path
 from app.config import OCR_LANGS_DEFAULT
 from app.errors import DataSourceError
 from app.formats.limits import Deadline, Limits, display_name, strip_nul
+from app.formats.page_words import PageWords, words_from_tsv
 from app.formats.pdf import clean_pdf_text
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
@@ -81,17 +86,31 @@ class Ocr:
         missing = self.missing()
         return f"{name}: needs OCR, but {missing}; skipped (install it: {INSTALL_HINT})" if missing else None
 
-    def read_image(self, image, name: str, where: str, seconds: float, budget_s: float | None = None) -> str:
-        """The text Tesseract reads in a PIL image (converted to grayscale PNG, fed on stdin).
-        DataSourceError if it fails or takes longer than ``seconds`` (what is left of the file's
-        PARSE_TIMEOUT_S, ``budget_s``, which the message names)."""
+    def read_page(
+        self, image, name: str, where: str, seconds: float, budget_s: float | None = None
+    ) -> tuple[str, PageWords]:
+        """The text Tesseract reads in a PIL image (converted to grayscale PNG, fed on stdin), and its
+        words with their boxes in the image's pixels, from one run (``txt`` and ``tsv`` written to a
+        temporary folder). DataSourceError if it fails or takes longer than ``seconds`` (what is left of
+        the file's PARSE_TIMEOUT_S, ``budget_s``, which the message names)."""
         buffer = io.BytesIO()
         image.convert("L").save(buffer, format="PNG")
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+        with tempfile.TemporaryDirectory(prefix="rag-ocr-") as folder:
+            out = Path(folder) / "page"
+            self._run(buffer.getvalue(), out, name, where, seconds, budget_s, env)
+            text = out.with_suffix(".txt").read_bytes().decode("utf-8", "replace")
+            tsv = out.with_suffix(".tsv").read_bytes().decode("utf-8", "replace")
+        return clean_ocr_text(text), words_from_tsv(tsv, image.width, image.height)
+
+    def _run(
+        self, png: bytes, out: Path, name: str, where: str, seconds: float, budget_s: float | None, env: dict
+    ) -> None:
+        """Tesseract over ``png``, writing ``out``.txt and ``out``.tsv; DataSourceError as :meth:`read_page`."""
         try:
             done = subprocess.run(
-                [self.command, "stdin", "stdout", "-l", self.langs, "--psm", "3"],
-                input=buffer.getvalue(),
+                [self.command, "stdin", str(out), "-l", self.langs, "--psm", "3", "txt", "tsv"],
+                input=png,
                 capture_output=True,
                 timeout=seconds,
                 env=env,
@@ -103,10 +122,9 @@ class Ocr:
             ) from None
         except OSError as exc:
             raise DataSourceError(f"{name}: OCR failed ({exc.__class__.__name__}: {exc}); skipped") from None
-        if done.returncode != 0:
+        if done.returncode != 0 or not (out.with_suffix(".txt").is_file() and out.with_suffix(".tsv").is_file()):
             lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
             raise DataSourceError(f"{name}: OCR of {where} failed ({lines[-1] if lines else done.returncode}); skipped")
-        return clean_ocr_text(done.stdout.decode("utf-8", "replace"))
 
     def pdf_pages(
         self,
@@ -115,10 +133,11 @@ class Ocr:
         page_count: int,
         limits: Limits = DEFAULT_LIMITS,
         on_page: PageProgress | None = None,
+        words: dict[int, PageWords] | None = None,
     ) -> dict[int, str]:
         """The OCR text of the PDF pages ``numbers`` (1-based; those with no text layer) as
         ``{number: text}`` (pages where Tesseract reads nothing left out); ``on_page(done, len(numbers))``
-        after each page.
+        after each page; ``words``, when given, receives each such page's words (``{number: PageWords}``).
 
         When OCR cannot run: DataSourceError (one line, what to install) if no page of the PDF has text,
         else a warning is logged and ``{}`` returned (the text pages are still stored).
@@ -149,7 +168,7 @@ class Ocr:
                 deadline.check(f"page {number}")
                 started = time.monotonic()
                 image = render_page(document[number - 1], self.dpi)
-                text = self.read_image(
+                text, page_words = self.read_page(
                     image, name, f"page {number}", deadline.remaining(), budget_s=limits.parse_timeout_s
                 )
                 log.info(
@@ -159,6 +178,8 @@ class Ocr:
                     on_page(done, len(numbers))
                 if text:
                     texts[number] = text
+                    if words is not None:
+                        words[number] = page_words
         finally:
             document.close()
         return texts
@@ -172,11 +193,17 @@ def render_page(page, dpi: int):
 
 
 def image_document(
-    path: Path, ocr: Ocr, limits: Limits = DEFAULT_LIMITS, on_page: PageProgress | None = None
+    path: Path,
+    ocr: Ocr,
+    limits: Limits = DEFAULT_LIMITS,
+    on_page: PageProgress | None = None,
+    words: dict[int, PageWords] | None = None,
 ) -> list[tuple[str, str]]:
     """An image file OCR'd: ``[(text, source), ...]``, source ``file.png`` for a single image and
-    ``file.tif:p<N>`` for each page of a multi-page TIFF; ``on_page(done, frames)`` after each page. DataSourceError if OCR cannot run (one line
-    saying what to install), the image is unreadable or too large (MAX_PIXELS), or no text is read."""
+    ``file.tif:p<N>`` for each page of a multi-page TIFF; ``on_page(done, frames)`` after each page;
+    ``words``, when given, receives each page's words (``{number: PageWords}``, a single image page 1).
+    DataSourceError if OCR cannot run (one line saying what to install), the image is unreadable or
+    too large (MAX_PIXELS), or no text is read."""
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
     name = display_name(path)
@@ -196,7 +223,7 @@ def image_document(
                     )
                 deadline.check(f"page {number}")
                 started = time.monotonic()
-                text = ocr.read_image(
+                text, page_words = ocr.read_page(
                     frame, name, f"page {number}", deadline.remaining(), budget_s=limits.parse_timeout_s
                 )
                 log.info("%s: OCR page %d/%d in %.1f s", name, number, frames, time.monotonic() - started)
@@ -204,6 +231,8 @@ def image_document(
                     on_page(number, frames)
                 if text:
                     units.append((text, name if frames == 1 else f"{name}:p{number}"))
+                    if words is not None:
+                        words[number] = page_words
     except DataSourceError:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError, SyntaxError) as exc:

@@ -6,8 +6,10 @@ page or a scan as the image it is, with the quote marked.
   page), a page of a multi-page TIFF (Pillow's ``seek``), or a single image as it is; scaled to
   ``width_px`` (an image is only ever scaled down);
 * :func:`quote_boxes` — the rectangles covering a quote on a PDF page, from PDFium's text page;
-* :func:`scan_quote_boxes` — the same on a page image, from Tesseract's word boxes (TSV output),
-  read on demand for that one page.
+* :func:`scan_quote_boxes` — the same on a page image, from Tesseract's word boxes read on demand for
+  that one page (:func:`word_boxes` from the words the sync kept: :mod:`app.formats.page_words`);
+* :class:`PageUnits` — a page's text as units with their boxes, what :mod:`app.formats.quote_marks`
+  searches across a page break.
 
 Rectangles are fractions of the page, top-left origin: ``{"x", "y", "w", "h"}`` in 0..1. A quote is
 found ignoring whitespace and width differences (NFKC, whitespace dropped on both sides: the stored
@@ -18,14 +20,14 @@ Bad input (a page past the end, an unreadable file, an unknown kind) raises Valu
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.formats.ocr import MAX_PIXELS
+from app.formats.page_words import PageWords
 
 PDF_SUFFIXES = (".pdf",)
 SCAN_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")  # app.formats.IMAGE_SUFFIXES
@@ -39,7 +41,7 @@ def is_paged(path: Path | str) -> bool:
     return str(path).lower().endswith(PDF_SUFFIXES + SCAN_SUFFIXES)
 
 
-def _check(page_number: int, count: int, name: str) -> None:
+def check_page(page_number: int, count: int, name: str) -> None:
     """ValueError naming the page count when ``page_number`` is not a page of the file."""
     if not 1 <= page_number <= count:
         raise ValueError(f"{name}: no page {page_number} (the file has {count} page{'s' if count != 1 else ''})")
@@ -52,7 +54,7 @@ def _width(width_px: int) -> int:
     return int(width_px)
 
 
-def _open_pdf(path: Path):
+def open_pdf(path: Path):
     """A PDFium document (pages load when asked for); ValueError when PDFium cannot open it."""
     import pypdfium2 as pdfium
 
@@ -77,13 +79,25 @@ def scan_page(path: Path, page_number: int):
     name = Path(path).name
     try:
         with Image.open(path) as image:
-            _check(page_number, getattr(image, "n_frames", 1), name)
+            check_page(page_number, getattr(image, "n_frames", 1), name)
             image.seek(page_number - 1)
             if image.width * image.height > MAX_PIXELS:
                 raise ValueError(f"{name}: {image.width}×{image.height} pixels, more than {MAX_PIXELS:,}")
             return image.convert("L" if image.mode in ("1", "L", "I;16") else "RGB")
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError) as exc:
         raise ValueError(f"{name}: unreadable image ({exc.__class__.__name__}: {exc})") from None
+
+
+def frame_count(path: Path | str) -> int:
+    """The pages of an image file (a multi-page TIFF's frames; 1 for any other image), read without
+    decoding them. ValueError when unreadable."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            return int(getattr(image, "n_frames", 1))
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(f"{Path(path).name}: unreadable image ({exc.__class__.__name__}: {exc})") from None
 
 
 def render_page(path: Path | str, page_number: int, width_px: int = DEFAULT_WIDTH) -> bytes:
@@ -93,9 +107,9 @@ def render_page(path: Path | str, page_number: int, width_px: int = DEFAULT_WIDT
     path = Path(path)
     width = _width(width_px)
     if path.suffix.lower() in PDF_SUFFIXES:
-        document = _open_pdf(path)
+        document = open_pdf(path)
         try:
-            _check(page_number, len(document), path.name)
+            check_page(page_number, len(document), path.name)
             page = document[page_number - 1]  # only this page is loaded
             try:
                 scale = width / max(page.get_width(), 1.0)
@@ -126,7 +140,7 @@ def squeezed(text: str) -> tuple[str, list[int]]:
     return "".join(out), where
 
 
-def _found(units: Sequence[str], quote: str) -> list[int]:
+def found(units: Sequence[str], quote: str) -> list[int]:
     """The indices of ``units`` (one string each: a character, or a word) the quote covers, by its first
     occurrence in their text with whitespace ignored; ``[]`` when it is not there (or empty)."""
     wanted, _ = squeezed(quote)
@@ -156,18 +170,95 @@ def merged(boxes: Sequence[tuple[float, float, float, float]]) -> list[tuple[flo
     return [tuple(run) for run in runs]  # type: ignore[misc]
 
 
-def fractions(boxes: Sequence[tuple[float, float, float, float]], width: float, height: float) -> list[Box]:
+def turned(left: float, top: float, right: float, bottom: float, rotation: int) -> tuple[float, float, float, float]:
+    """A rectangle in fractions of a page, top-left origin, as it lies once the page is turned ``rotation``
+    degrees clockwise (a PDF's /Rotate: 0, 90, 180 or 270; PDFium renders the page turned, while its
+    text page measures it unturned). ValueError for any other angle."""
+    turns = {
+        0: (left, top, right, bottom),
+        90: (1 - bottom, left, 1 - top, right),  # the unturned left edge is now the top
+        180: (1 - right, 1 - bottom, 1 - left, 1 - top),
+        270: (top, 1 - right, bottom, 1 - left),  # the unturned left edge is now the bottom
+    }
+    if rotation % 360 not in turns:
+        raise ValueError(f"a page turns by 0, 90, 180 or 270 degrees, not {rotation}")
+    return turns[rotation % 360]
+
+
+def fractions(
+    boxes: Sequence[tuple[float, float, float, float]], width: float, height: float, rotation: int = 0
+) -> list[Box]:
     """Rectangles ``(left, top, right, bottom)`` in a ``width`` × ``height`` page, top-left origin, as
-    ``{"x", "y", "w", "h"}`` fractions of the page clipped to 0..1 (rounded to 5 places)."""
+    ``{"x", "y", "w", "h"}`` fractions of the page clipped to 0..1 (rounded to 5 places), on the page
+    shown turned ``rotation`` degrees clockwise (:func:`turned`)."""
 
     def clip(v: float) -> float:
         return min(max(v, 0.0), 1.0)
 
     out = []
     for left, top, right, bottom in boxes:
-        x0, y0, x1, y1 = clip(left / width), clip(top / height), clip(right / width), clip(bottom / height)
+        x0, y0, x1, y1 = turned(
+            clip(left / width), clip(top / height), clip(right / width), clip(bottom / height), rotation
+        )
         out.append({"x": round(x0, 5), "y": round(y0, 5), "w": round(x1 - x0, 5), "h": round(y1 - y0, 5)})
     return out
+
+
+@dataclass(frozen=True)
+class PageUnits:
+    """A page's text as units (the characters of a PDF's text layer, or a scan's words), and ``mark``:
+    the rectangles (fractions of the page as rendered) covering the units at some indices, merged per line."""
+
+    units: tuple[str, ...]
+    mark: Callable[[Sequence[int]], list[Box]]
+
+    def boxes(self, quote: str) -> list[Box]:
+        """The rectangles covering ``quote`` on this page; ``[]`` when it is not there."""
+        return self.mark(found(self.units, quote))
+
+
+def pdf_units(page, textpage) -> PageUnits | None:
+    """A PDFium page's text layer as characters; None when it has no text (a scan). ``mark`` reads the
+    char boxes (measured unturned, merged per line there, then turned as PDFium renders the page) while
+    ``textpage`` is open."""
+    import pypdfium2.raw as pdfium_c
+
+    count = textpage.count_chars()
+    chars = tuple(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count))
+    if all(c.isspace() for c in chars):
+        return None
+    left0, bottom0, right0, top0 = page.get_cropbox()
+    rotation = page.get_rotation()
+
+    def mark(covered: Sequence[int]) -> list[Box]:
+        boxes = []
+        for i in covered:
+            if chars[i].isspace():
+                continue
+            left, bottom, right, top = textpage.get_charbox(i)
+            boxes.append((left - left0, top0 - top, right - left0, top0 - bottom))
+        return fractions(merged(boxes), right0 - left0, top0 - bottom0, rotation)
+
+    return PageUnits(chars, mark)
+
+
+def word_units(page: PageWords) -> PageUnits:
+    """Tesseract's words of a page as units; ``mark`` joins the marked words of one line into one
+    rectangle (a word partly quoted is marked whole), as fractions of the image Tesseract read."""
+
+    def mark(covered: Sequence[int]) -> list[Box]:
+        runs: list[tuple[int, list[float]]] = []
+        for i in covered:
+            _, left, top, width, height, line = page.words[i]
+            box = [left, top, left + width, top + height]
+            if runs and runs[-1][0] == line:
+                run = runs[-1][1]
+                run[:] = [min(run[0], box[0]), min(run[1], box[1]), max(run[2], box[2]), max(run[3], box[3])]
+            else:
+                runs.append((line, box))
+        return fractions([tuple(run) for _, run in runs], page.width, page.height)  # type: ignore[misc]
+
+    return PageUnits(tuple(word[0] for word in page.words), mark)
 
 
 @contextmanager
@@ -175,9 +266,9 @@ def _text_page(path: Path | str, page_number: int) -> Iterator[tuple]:
     """``(page, textpage)`` of page ``page_number`` of a PDF, closed (with the document) afterwards;
     ValueError as :func:`render_page`."""
     path = Path(path)
-    document = _open_pdf(path)
+    document = open_pdf(path)
     try:
-        _check(page_number, len(document), path.name)
+        check_page(page_number, len(document), path.name)
         page = document[page_number - 1]
         textpage = page.get_textpage()
         try:
@@ -193,117 +284,60 @@ def quote_boxes(path: Path | str, page_number: int, quote: str) -> list[Box]:
     """The rectangles covering ``quote`` on page ``page_number`` of a PDF, from PDFium's text page (char
     boxes of the matched characters, merged per line), as fractions of the rendered (crop) box. ``[]``
     when the quote is not on the page (or the page has no text layer). ValueError as :func:`render_page`.
-    Pages with a /Rotate are measured unrotated."""
-    import pypdfium2.raw as pdfium_c
-
+    A page with a /Rotate is measured unturned, merged per line there, then turned as PDFium renders it."""
     with _text_page(path, page_number) as (page, textpage):
-        count = textpage.count_chars()
-        chars = [chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)]
-        covered = _found(chars, quote)
-        left0, bottom0, right0, top0 = page.get_cropbox()
-        boxes = []
-        for i in covered:
-            if chars[i].isspace():
-                continue
-            left, bottom, right, top = textpage.get_charbox(i)
-            boxes.append((left - left0, top0 - top, right - left0, top0 - bottom))
-        return fractions(merged(boxes), right0 - left0, top0 - bottom0)
+        units = pdf_units(page, textpage)
+        return units.boxes(quote) if units else []
 
 
-def tesseract_words(image, langs: str = "jpn+eng", command: str = "tesseract", timeout_s: float = 120.0) -> list[dict]:
-    """The words Tesseract reads in a PIL image, in reading order: ``{"text", "left", "top", "width",
-    "height", "line"}`` in the image's pixels (``line``: block, paragraph and line numbers). ValueError
-    when Tesseract is missing, fails or takes longer than ``timeout_s``."""
-    buffer = io.BytesIO()
-    image.convert("L").save(buffer, format="PNG")
+def tesseract_words(image, langs: str = "jpn+eng", command: str = "tesseract", timeout_s: float = 120.0) -> PageWords:
+    """The words Tesseract reads in a PIL image now, as the sync's OCR reads them (:mod:`app.formats.ocr`,
+    one run). ValueError when Tesseract is missing, fails or takes longer than ``timeout_s``."""
+    from app.errors import DataSourceError
+    from app.formats.ocr import Ocr
+
     try:
-        done = subprocess.run(
-            [command, "stdin", "stdout", "-l", langs, "--psm", "3", "tsv"],
-            input=buffer.getvalue(),
-            capture_output=True,
-            timeout=timeout_s,
-            env={**os.environ, "OMP_THREAD_LIMIT": "1"},
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ValueError(f"tesseract did not read the page ({exc.__class__.__name__})") from None
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ValueError(f"tesseract failed ({lines[-1] if lines else done.returncode})")
-    words = []
-    for row in done.stdout.decode("utf-8", "replace").splitlines()[1:]:
-        cells = row.split("\t")
-        if len(cells) < 12 or cells[0] != "5" or not cells[11].strip():
-            continue
-        words.append(
-            {
-                "text": cells[11].strip(),
-                "left": int(cells[6]),
-                "top": int(cells[7]),
-                "width": int(cells[8]),
-                "height": int(cells[9]),
-                "line": (int(cells[2]), int(cells[3]), int(cells[4])),
-            }
-        )
-    return words
+        return Ocr(langs, command=command).read_page(image, "page", "the page", timeout_s)[1]
+    except DataSourceError as exc:
+        raise ValueError(f"tesseract did not read the page ({exc})") from None
 
 
-def word_boxes(words: Sequence[dict], quote: str, width: float, height: float) -> list[Box]:
-    """The rectangles covering ``quote`` among Tesseract ``words`` (as :func:`tesseract_words` gives them)
-    of a ``width`` × ``height`` image, merged per line, as fractions; ``[]`` when not found."""
-    covered = _found([w["text"] for w in words], quote)
-    runs: list[tuple[tuple, list[float]]] = []
-    for i in covered:
-        w = words[i]
-        box = [w["left"], w["top"], w["left"] + w["width"], w["top"] + w["height"]]
-        if runs and runs[-1][0] == w["line"]:
-            run = runs[-1][1]
-            run[:] = [min(run[0], box[0]), min(run[1], box[1]), max(run[2], box[2]), max(run[3], box[3])]
-        else:
-            runs.append((w["line"], box))
-    return fractions([tuple(run) for _, run in runs], width, height)  # type: ignore[misc]
+def word_boxes(words: PageWords, quote: str) -> list[Box]:
+    """The rectangles covering ``quote`` among a page's Tesseract words, merged per line, as fractions
+    of the image Tesseract read; ``[]`` when not found."""
+    return word_units(words).boxes(quote)
+
+
+def scan_image(path: Path | str, page_number: int, dpi: int = 300):
+    """Page ``page_number`` of a scan as the sync's OCR read it: an image file's page, or a PDF page
+    rendered as :mod:`app.formats.ocr` renders it. ValueError as :func:`render_page`."""
+    path = Path(path)
+    if path.suffix.lower() not in PDF_SUFFIXES:
+        return scan_page(path, page_number)
+    from app.formats.ocr import render_page as ocr_render
+
+    document = open_pdf(path)
+    try:
+        check_page(page_number, len(document), path.name)
+        page = document[page_number - 1]
+        try:
+            return ocr_render(page, dpi)
+        finally:
+            page.close()
+    finally:
+        document.close()
 
 
 def scan_quote_boxes(
     path: Path | str, page_number: int, quote: str, langs: str = "jpn+eng", command: str = "tesseract"
 ) -> list[Box]:
     """The rectangles covering ``quote`` on page ``page_number`` of a scan (an image file, or a PDF page
-    with no text layer, rendered as :mod:`app.formats.ocr` renders it), from Tesseract's word boxes read
-    now for that one page. ``[]`` when not found; ValueError as :func:`render_page` or :func:`tesseract_words`."""
-    path = Path(path)
-    if path.suffix.lower() in PDF_SUFFIXES:
-        from app.formats.ocr import render_page as ocr_render
-
-        document = _open_pdf(path)
-        try:
-            _check(page_number, len(document), path.name)
-            page = document[page_number - 1]
-            try:
-                image = ocr_render(page, 300)
-            finally:
-                page.close()
-        finally:
-            document.close()
-    else:
-        image = scan_page(path, page_number)
-    words = tesseract_words(image, langs, command)
-    return word_boxes(words, quote, image.width, image.height)
+    with no text layer), from Tesseract's word boxes read now for that one page (seconds). ``[]`` when
+    not found; ValueError as :func:`render_page` or :func:`tesseract_words`."""
+    return word_boxes(tesseract_words(scan_image(path, page_number), langs, command), quote)
 
 
 def has_text_layer(path: Path | str, page_number: int) -> bool:
     """Whether page ``page_number`` of a PDF has text PDFium can read (False: a scanned page, OCR'd)."""
-    with _text_page(path, page_number) as (_, textpage):
-        return any(not c.isspace() for c in textpage.get_text_range())
-
-
-def page_quote_boxes(
-    path: Path | str, page_number: int, quote: str, langs: str = "jpn+eng", command: str = "tesseract"
-) -> list[Box]:
-    """The rectangles covering ``quote`` on a page: from the PDF's text layer where it has one
-    (:func:`quote_boxes`), else from Tesseract's word boxes (:func:`scan_quote_boxes`: seconds). ValueError
-    as those (Tesseract missing included)."""
-    path = Path(path)
-    if path.suffix.lower() in PDF_SUFFIXES and has_text_layer(path, page_number):
-        return quote_boxes(path, page_number, quote)
-    if not is_paged(path):
-        raise ValueError(f"{path.name}: not a PDF or a scanned image")
-    return scan_quote_boxes(path, page_number, quote, langs, command)
+    with _text_page(path, page_number) as (page, textpage):
+        return pdf_units(page, textpage) is not None

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from app.formats.page_words import pages_from_json
 from app.ingestion.datadir import SourceFile
 from app.ingestion.queue import TASK_NAME, QueuedFile, queue_app, queue_name, relative_bytes
 from app.ingestion.staging import StagedFile, StageRun, generation
@@ -115,7 +116,11 @@ def _claimed(engine, collection: str, run: str, doc_id: str, gen: str, row: dict
     if found != row["chunks"]:
         return f"{doc_id}: {found} chunks staged, {row['chunks']} expected; run the sync again"
     return StagedFile(
-        chunks=row["chunks"], embedded=row["embedded"], truncated=row["truncated"], token_limit=row["token_limit"]
+        chunks=row["chunks"],
+        embedded=row["embedded"],
+        truncated=row["truncated"],
+        token_limit=row["token_limit"],
+        page_words=pages_from_json(row["page_words"]),
     )
 
 

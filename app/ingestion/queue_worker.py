@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from app.config import Settings
 from app.embeddings import get_embeddings
 from app.errors import DatabaseUnavailableError, DataSourceError
 from app.formats.limits import file_hash
+from app.formats.page_words import pages_to_json
 from app.ingestion.datadir import SourceFile, link_refusal
 from app.ingestion.queue import RETRY_WAIT_S, TASK_NAME, QueuedFile, queue_app, queue_name
 from app.ingestion.staging import FATAL_ERRORS, StageRun, describe_failure, stage_file
@@ -121,7 +122,9 @@ def _stage_job(job_id: int, job: QueuedFile, ctx: WorkerContext) -> str:
         raise
     except Exception as exc:
         _failed(ctx, job, job_id, describe_failure(job.doc_id, exc), final=tries >= limit)
-    queue_store.finish_queued(engine, collection, job.doc_id, job.generation, job_id, asdict(staged))
+    counts = {name: getattr(staged, name) for name in ("chunks", "embedded", "truncated", "token_limit")}
+    words = pages_to_json(staged.page_words) if staged.page_words else None
+    queue_store.finish_queued(engine, collection, job.doc_id, job.generation, job_id, {**counts, "page_words": words})
     log.info("%s: staged %d chunks (%d embedded)", job.doc_id, staged.chunks, staged.embedded)
     return "staged"
 

@@ -14,6 +14,7 @@ from app import formats
 from app.chunking import csv_splitter, split_by_structure
 from app.config import Settings
 from app.errors import DataSourceError
+from app.formats import FormatDocument
 from app.formats.limits import display_name
 from app.ingestion.datadir import SourceFile
 from app.text.chunks import build_chunks
@@ -37,15 +38,27 @@ def iter_chunks(
     (:mod:`app.formats`: Word, Excel, PowerPoint, HTML, scanned images) likewise.
     The context is weighted above the body in the keyword index and embedded with it.
     """
-    units, titles, split = read_units(source.path, settings, on_page)
+    yield from document_chunks(read_file(source.path, settings, on_page), source, settings)
+
+
+def read_file(path: Path, settings: Settings, on_page: Callable[[int, int], None] | None = None) -> FormatDocument:
+    """One file as its format's reader reads it (limits and OCR from ``settings``), its length checked
+    (MAX_FILE_CHARS): the units, and the words of its OCR'd pages. DataSourceError if unreadable."""
+    document = formats.read_document(path, settings, on_page)
+    check_file_chars(path, document.units, settings.ingest.max_file_chars)
+    return document
+
+
+def document_chunks(document: FormatDocument, source: SourceFile, settings: Settings) -> Iterator[Document]:
+    """The chunks of a file read by :func:`read_file`, one by one, as :func:`iter_chunks` yields them."""
     yield from build_chunks(
-        units,
-        split,
+        document.units,
+        splitter(document.split, settings),
         collection=settings.retrieval.collection_name,
         doc_id=source.doc_id,
         file=source.name,
         embed_model=settings.models.embed_model,
-        titles=titles,
+        titles=document.titles,
     )
 
 
@@ -66,8 +79,7 @@ def read_units(
     and ``split`` how the units are cut into chunks. The sync's reader (limits and OCR from
     ``settings``), also behind the spec's ``ingest.load_pdfs``/``load_csvs``; DataSourceError if
     unreadable."""
-    document = formats.read_document(path, settings, on_page)
-    check_file_chars(path, document.units, settings.ingest.max_file_chars)
+    document = read_file(path, settings, on_page)
     return document.units, document.titles, splitter(document.split, settings)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document
@@ -16,10 +16,11 @@ from langchain_core.documents import Document
 from app import storage
 from app.config import Settings
 from app.errors import DatabaseUnavailableError, DataSourceError, ModelNotFoundError
+from app.formats.page_words import PageWords
 from app.graphrag.extract import chunk_extractor
 from app.graphrag.index import extractor_name
 from app.ingestion.datadir import SourceFile
-from app.ingestion.reading import iter_chunks
+from app.ingestion.reading import document_chunks, read_file
 from app.text.chunks import embedding_text
 
 log = logging.getLogger(__name__)
@@ -31,12 +32,14 @@ FATAL_ERRORS = (DatabaseUnavailableError, ModelNotFoundError, MemoryError)
 
 @dataclass
 class StagedFile:
-    """What staging one file did (small: a worker process sends it back)."""
+    """What staging one file did (a worker process sends it back: counts, and the words of the pages
+    it OCR'd, about as large as their text, for the switch to store with the document)."""
 
     chunks: int = 0  # chunks of the file, all staged now
     embedded: int = 0  # of which embedded now (the rest: reused vectors, or staged by an interrupted sync)
     truncated: int = 0  # of which longer than the embedding model's token limit
     token_limit: int = 0  # that limit (0: unknown)
+    page_words: dict[int, PageWords] = field(default_factory=dict)  # page -> Tesseract's words (scans only)
 
 
 def generation(source: SourceFile, key: str, settings: Settings) -> str:
@@ -82,8 +85,9 @@ def stage_file(
     flat however large the file, and nothing is searchable before :func:`write_document`. Chunks an
     interrupted sync of the same bytes and settings staged are claimed for ``run``, not embedded
     again; a vector stored or staged for the same text is reused. ``on_batch(n)`` after each batch
-    is staged, ``on_page(done, total)`` after each page OCR'd (:func:`iter_chunks`). Needs no writer
-    lock (a worker process runs it too).
+    is staged, ``on_page(done, total)`` after each page OCR'd (:func:`read_file`). Needs no writer
+    lock (a worker process runs it too). The words of the pages OCR'd come back in the StagedFile, for
+    the switch (:func:`app.ingestion.sync.write_document`) to store in its transaction.
 
     The encoder never waits for the database: one writer thread extracts a batch's links, tokenizes
     it for the keyword index and stages it while the next batch is embedded (at most one batch in
@@ -93,7 +97,8 @@ def stage_file(
     settings, embeddings, engine, run = stage.settings, stage.embeddings, stage.engine, stage.run
     gen = generation(source, stage.key, settings)
     lookup = lambda hashes: storage.vectors_by_hash(engine, hashes, settings.models.embed_model)  # noqa: E731
-    done = StagedFile()
+    document = read_file(source.path, settings, on_page)
+    done = StagedFile(page_words=document.page_words)
     in_flight: Future | None = None
 
     def finish(job: Future | None) -> None:
@@ -105,7 +110,7 @@ def stage_file(
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-writer") as writer:
         try:
-            for batch in batched(enumerate(iter_chunks(source, settings, on_page)), settings.ingest.batch_chunks):
+            for batch in batched(enumerate(document_chunks(document, source, settings)), settings.ingest.batch_chunks):
                 claimed = storage.claim_staged(
                     engine, settings.retrieval.collection_name, source.doc_id, gen, run, [d.id for _, d in batch]
                 )

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,7 +251,9 @@ def sync(
                 _fail(report, staged)
                 continue
             try:
-                write_document(engine, settings, key, source, run, staged.chunks, readers[source.doc_id])
+                write_document(
+                    engine, settings, key, source, run, staged.chunks, readers[source.doc_id], staged.page_words
+                )
             except FATAL_ERRORS:
                 raise
             except Exception as exc:  # this file's failure only: its stored version stays, the sync goes on
@@ -309,12 +311,20 @@ def update_graph(engine: Any, settings: Settings, embeddings: Any):
 
 
 def write_document(
-    engine: Any, settings: Settings, key: str, source: SourceFile, run: str, chunks: int, readers: Sequence[str]
+    engine: Any,
+    settings: Settings,
+    key: str,
+    source: SourceFile,
+    run: str,
+    chunks: int,
+    readers: Sequence[str],
+    words: Mapping | None = None,
 ) -> None:
     """Switch ``source``'s document over to the ``chunks`` chunks ``run`` staged (and their entity
     links), readable by ``readers``, in one transaction (the caller holds the writer lock). A CSV's or
     workbook's tables (app.tables.extract) replace its stored tables in that transaction; a file whose
-    tables cannot be read is stored without (its text is searchable, a warning says why)."""
+    tables cannot be read is stored without (its text is searchable, a warning says why). The words of
+    its OCR'd pages (``words``: page -> PageWords, from staging) replace its stored ones there too."""
     storage.switch_document(
         engine,
         settings.retrieval.collection_name,
@@ -330,6 +340,7 @@ def write_document(
         chunks,
         graph_extractor(settings),
         tables=_tables_of(source, settings),
+        words=words,
     )
 
 

@@ -21,9 +21,11 @@ from langchain_core.retrievers import BaseRetriever
 from app import storage
 from app.config import Settings, validate_mode
 from app.errors import StoreNotReadyError, one_line
+from app.formats.page_words import PageWords
 from app.graphrag.search import GraphSearch, graph_documents
 from app.retrieval.search import SearchRetriever, current_first, hybrid_search, keyword_search, vector_search
 from app.storage.handle import StoreHandle
+from app.storage.page_words import page_words
 from app.storage.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,11 @@ class StoreReader(StoreHandle):
         """The stored chunks of one source (``faq.csv:r2``) that ``principals`` may read, in order (with
         ``vectors``, each with its stored embedding)."""
         return storage.source_chunks(self.engine, self.collection, source, self._who(principals), vectors=vectors)
+
+    def page_words(self, doc_id: str, page: int, principals: Sequence[str] | None = None) -> PageWords | None:
+        """The words the sync's OCR kept for page ``page`` of ``doc_id`` (app.storage.page_words), when
+        ``principals`` may read the document; None otherwise, or when none are kept."""
+        return page_words(self.engine, self.collection, doc_id, page, self._who(principals))
 
     # --- search -----------------------------------------------------------------
 

@@ -17,6 +17,7 @@ public functions, so callers write ``from app import storage`` and ``storage.lis
 * :mod:`app.storage.graphrag_tables` — the graph's tables and the links written with the chunks;
 * :mod:`app.storage.graphrag_rows` — the graph's reads and its build's writes (entities, relationships,
   communities, reports);
+* :mod:`app.storage.page_words` — the words of OCR'd pages with their boxes, kept with their document;
 * :mod:`app.storage.readers` — who may read each row: the readers columns, row-level security, the query role;
 * :mod:`app.storage.scope` — a question's scope (folders, formats, a date), tested in SQL beside the readers;
 * :mod:`app.storage.users` — users, groups, personal tokens (hashes) and the audit log;

@@ -28,7 +28,7 @@ SQL_CREATE_QUEUED_FILE_TABLE = sql(
     " doc_id text NOT NULL, generation text NOT NULL, job_id bigint,"
     " state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'staged')),"
     " worker text, attempts integer NOT NULL DEFAULT 0, error text,"
-    " chunks integer, embedded integer, truncated integer, token_limit integer,"
+    " chunks integer, embedded integer, truncated integer, token_limit integer, page_words jsonb,"
     " queued_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(),"
     " PRIMARY KEY (collection_id, doc_id, generation))"
 )
@@ -42,7 +42,7 @@ _JOB_STATUS = (
 )  # NULL once procrastinate deleted a finished job
 SQL_QUEUED_STATES = sql(
     "SELECT q.doc_id, q.generation, q.job_id, q.state, q.worker, q.attempts, q.error, q.chunks, q.embedded, "
-    "q.truncated, q.token_limit, " + _JOB_STATUS + " AS job_status FROM {queued_files} q "
+    "q.truncated, q.token_limit, q.page_words, " + _JOB_STATUS + " AS job_status FROM {queued_files} q "
     "WHERE q.collection_id = :collection AND q.doc_id = ANY(CAST(:docs AS text[]))"
 )
 SQL_FORGET_OTHER_GENERATIONS = sql(
@@ -79,7 +79,7 @@ SQL_BEGIN_QUEUED = sql(
 )
 SQL_FINISH_QUEUED = sql(
     "UPDATE {queued_files} SET state = 'staged', error = NULL, chunks = :chunks, embedded = :embedded, "
-    "truncated = :truncated, token_limit = :token_limit, updated_at = now() "
+    "truncated = :truncated, token_limit = :token_limit, page_words = CAST(:page_words AS jsonb), updated_at = now() "
     "WHERE collection_id = :collection AND doc_id = :doc AND generation = :generation AND job_id = :job"
 )
 SQL_FAIL_QUEUED = sql(
@@ -209,7 +209,9 @@ def begin_queued(engine: Engine, collection_name: str, doc_id: str, generation: 
 
 
 def finish_queued(engine: Engine, collection_name: str, doc_id: str, generation: str, job: int, staged: dict) -> None:
-    """Mark a queued file as staged, with its counts (``chunks``, ``embedded``, ``truncated``, ``token_limit``)."""
+    """Mark a queued file as staged, with its counts (``chunks``, ``embedded``, ``truncated``, ``token_limit``)
+    and its OCR'd pages' words (``page_words``: JSON text, or None; they hold the document's text, so
+    only the writer and the workers read these rows)."""
     from sqlalchemy import text
 
     collection = require_collection(engine, collection_name)

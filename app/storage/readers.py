@@ -48,7 +48,8 @@ RLS_TABLES = ("chunks", "documents", "entities", "relationships", "reports")
 # What the query role may SELECT: tables under a readers' policy only (migration 11). Nothing of users,
 # tokens, the audit, kept answers or feedback; a mention's policy is its chunk's readers, the graph
 # state's is ALL_ROWS (its statistics count every row).
-QUERY_ROLE_TABLES = (*RLS_TABLES, "mentions", "graph_state", "table_index", "table_rows")  # tables: issue 50
+# tables: issue 50; page words (their document's readers, app.storage.page_words): issue 52
+QUERY_ROLE_TABLES = (*RLS_TABLES, "mentions", "graph_state", "table_index", "table_rows", "page_words")
 # What it could SELECT before migration 11 and may not any more: the keyword rows and statistics (their
 # tokens spell the text; read through app.storage.keywords' definer functions), pairs and communities
 # (read by the graph's build, as the owner), the collections and the schema version (read as the login).

@@ -14,7 +14,8 @@ Version history (the number is what ``rag_meta`` holds; stores made before 2 hol
 11 the query role reads only rows its principals may (mentions, keyword rows, statistics) · 12 the page's sign-in sessions ·
 13 tables stored as tables (app.storage.table_rows) · 14 answers' outcome and timings in the audit log (app.storage.usage) ·
 15 tables in Word, PowerPoint and HTML documents (their citing section) ·
-16 the keyword candidates' function takes a question's scope (app.storage.scope).
+16 the keyword candidates' function takes a question's scope (app.storage.scope) ·
+17 the words of OCR'd pages with their boxes (app.storage.page_words).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from app.storage import (
     feedback,
     graphrag_tables,
     keywords,
+    page_words,
     queue,
     readers,
     staging,
@@ -163,6 +165,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     # procrastinate's own tables are created by the first queued ingest (app.storage.queue.ensure_queue_schema)
     Migration(
         17, "the ingest queue: each queued file's outcome (state, worker, tries, reason)", queue.MIGRATION_STATEMENTS
+    ),
+    # scans stored before keep no words: their page view runs Tesseract on demand until the file changes
+    Migration(
+        18,
+        "the words Tesseract read on each OCR'd page, with their boxes, readable where their document is",
+        page_words.MIGRATION_STATEMENTS,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

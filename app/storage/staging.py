@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from app.storage import graphrag_tables, readers, table_rows
+from app.storage import graphrag_tables, page_words, readers, table_rows
 from app.storage.chunks import SQL_DELETE_DOC_STAGING, SQL_UPSERT_DOCUMENT, document_params, document_readers
 from app.storage.collection import collection_id, require_collection
 from app.storage.engine import lift_statement_timeout
@@ -203,6 +203,7 @@ def switch_document(
     chunks: int,
     extractor: str = "",
     tables: Sequence | None = None,
+    words: Mapping | None = None,
 ) -> None:
     """Replace a document by its rows staged in ``run``, in one transaction: its stored chunk rows that
     are not among them (same id and metadata) out, with their keyword rows and links; the staged rows
@@ -210,7 +211,9 @@ def switch_document(
     see the old version or the new one, never a mix. ``chunks`` is how many rows the run staged
     (anything else is an error: nothing changes). ``doc`` as for app.storage.chunks.replace_document.
     ``tables`` (app.tables.extract.SourceTable), when given, replace the document's stored tables in the
-    same transaction (app.storage.table_rows)."""
+    same transaction (app.storage.table_rows). ``words`` (page number -> app.formats.page_words.PageWords:
+    the words of its OCR'd pages) replace its stored page words in the same transaction (none given: it
+    keeps none; app.storage.page_words)."""
     from sqlalchemy import text
 
     collection = require_collection(engine, collection_name)
@@ -236,6 +239,7 @@ def switch_document(
             table_rows.replace_tables(
                 conn, collection, doc["doc_id"], doc["source_file"], tables, document_readers(doc)
             )
+        page_words.replace_page_words(conn, collection, doc["doc_id"], words or {})
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc["doc_id"]})
 
 

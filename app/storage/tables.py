@@ -41,6 +41,8 @@ TABLE_ROW_TABLE = "rag_table_row"
 # the ingest queue (app.storage.queue): each queued file's outcome; procrastinate's own jobs table
 QUEUED_FILE_TABLE = "rag_queued_file"
 QUEUE_JOB_TABLE = "procrastinate_jobs"
+# the words Tesseract read on each OCR'd page, with their boxes (app.storage.page_words)
+PAGE_WORDS_TABLE = "rag_page_words"
 
 HNSW_INDEX = "langchain_pg_embedding_embedding_hnsw"
 ENTITY_HNSW_INDEX = "rag_graph_entity_embedding_hnsw"
@@ -76,6 +78,7 @@ NAMES: dict[str, str] = {
     "table_rows": TABLE_ROW_TABLE,
     "queued_files": QUEUED_FILE_TABLE,
     "queue_jobs": QUEUE_JOB_TABLE,
+    "page_words": PAGE_WORDS_TABLE,
     "table_document_index": "rag_table_document",
     "table_readers_index": "rag_table_readers",
     "table_readers_function": "rag_table_readers",

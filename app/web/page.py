@@ -48,8 +48,8 @@ a.source { cursor: pointer; color: #0a58ca; text-decoration: underline; }
 #viewer th, #viewer td { border: 1px solid #ccd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
 #viewer-text { white-space: pre-wrap; line-height: 1.7; }
 mark { background: #fff1a8; }
-#viewer-page { position: relative; display: inline-block; max-width: 100%; margin: .3rem 0; }
-#viewer-page img { display: block; max-width: 100%; height: auto; border: 1px solid #ccd; }
+#viewer-page, .other-page { position: relative; display: inline-block; max-width: 100%; margin: .3rem 0; }
+#viewer-page img, .other-page img { display: block; max-width: 100%; height: auto; border: 1px solid #ccd; }
 .quote-box { position: absolute; background: rgba(255, 214, 0, .35); outline: 2px solid rgba(214, 140, 0, .85); pointer-events: none; }
 #viewer-stale { color: #a04000; }
 #table-box { margin: .6rem 0; font-size: .95rem; }

@@ -9,7 +9,10 @@
 * ``/api/source`` (app.web.app) adds, for such a source, ``"image"`` (that URL), ``"stale"`` (the
   file's SHA-256 differs from the stored document's ``content_hash``: the quote is the ingested
   version's) and, when asked with ``&quote=…``, ``"boxes"``: the quote's rectangles as fractions of
-  the page (a PDF's text layer; a scan's words read by Tesseract on demand, kept in the same kind of LRU).
+  the page (a PDF's text layer; a scan's words as the sync's OCR kept them, read as who asks, or, for a
+  scan stored before they were kept or changed since, read by Tesseract on demand; kept in the same kind
+  of LRU). A quote that runs from the end of one page onto the next also gets ``"pages"``: both pages,
+  in order, each ``{"number", "source", "image", "boxes"}`` (app.formats.quote_marks).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.formats.limits import file_hash
-from app.formats.page_image import DEFAULT_WIDTH, SCAN_SUFFIXES, is_paged, page_quote_boxes, render_page
+from app.formats.page_image import DEFAULT_WIDTH, SCAN_SUFFIXES, is_paged, render_page
+from app.formats.quote_marks import page_marks
 from app.text.storable import check_fields
 from app.users.identity import Identity
 
@@ -70,21 +74,34 @@ def file_key(path: Path) -> tuple[str, int, int]:
 
 def page_number(view: dict) -> int | None:
     """The page a source view (app.web.sources.source_view) shows as an image: a PDF's or a TIFF's
-    ``:pN`` page, 1 for a single image (its source is the file); None for any other source."""
+    ``:pN`` page, 1 for a single image (its source is the file's name, ``scan.png`` for the document
+    ``pdf/scan.png``, or its ID); None for any other source."""
     doc_id = str(view.get("doc_id", ""))
     if not is_paged(doc_id):
         return None
     if view.get("kind") == "page" and view.get("number"):
         return int(view["number"])
-    if view.get("source") == doc_id and doc_id.lower().endswith(SCAN_SUFFIXES):
+    if view.get("source") in (doc_id, doc_id.rsplit("/", 1)[-1]) and doc_id.lower().endswith(SCAN_SUFFIXES):
         return 1
     return None
+
+
+def image_url(source: str) -> str:
+    """The ``/api/page-image`` URL of a source."""
+    return "/api/page-image?id=" + url_quote(source, safe="")
+
+
+def page_source(source: str, number: int, other: int) -> str:
+    """The source of page ``other`` of the document whose page ``number`` is ``source`` (``guide.pdf:p3``
+    -> ``guide.pdf:p4``)."""
+    return source.removesuffix(f":p{number}") + f":p{other}"
 
 
 class PageImages:
     """The page images and quote boxes of one web app, over its ``view_source`` and ``document_path``
     (both as who asks, None when not theirs) and ``service`` (its ``list_documents`` for the stored
-    hashes, its ``settings`` for the OCR languages); the caches live as long as the app."""
+    hashes, its ``settings`` for the OCR languages, its store's ``page_words`` for the words the sync's
+    OCR kept, read as who asks); the caches live as long as the app."""
 
     def __init__(
         self,
@@ -109,17 +126,22 @@ class PageImages:
             self.images.put(key, found)
         return found
 
-    def quote_boxes(self, path: Path, number: int, quote: str) -> list[dict]:
-        """The quote's boxes on the page (cached per file version, page and quote); ``[]`` when they
-        cannot be found (no match, Tesseract missing: logged)."""
-        key = (*file_key(path), number, quote)
+    def quote_marks(self, path: Path, doc_id: str, number: int, quote: str, who: Identity, kept: bool) -> dict:
+        """The quote's boxes by page (app.formats.quote_marks.page_marks: the cited page, or the two a quote
+        runs across), cached per file version, page and quote; ``{number: []}`` when they cannot be found
+        (no match, Tesseract missing: logged). ``kept``: a scan's words may come from the store (the file is
+        the version the sync read), read as ``who`` (the caller looked the source up as ``who`` first)."""
+        key = (*file_key(path), number, quote, kept)
         found = self.boxes.get(key)
         if found is None:
+            stored = None
+            if kept and (words := getattr(getattr(self.service, "store", None), "page_words", None)):
+                stored = lambda page: words(doc_id, page, who.principals)  # noqa: E731
             try:
-                found = page_quote_boxes(path, number, quote, self.langs)
+                found = page_marks(path, number, quote, stored, self.langs)
             except ValueError as exc:
                 log.warning("no quote boxes on %s page %d: %s", path.name, number, exc)
-                found = []
+                found = {number: []}
             self.boxes.put(key, found)
         return found
 
@@ -144,12 +166,19 @@ class PageImages:
         path = self.document_path(view["doc_id"], who) if number is not None else None
         if path is None or number is None:
             return view
-        extra: dict[str, Any] = {"image": "/api/page-image?id=" + url_quote(view["source"], safe="")}
+        extra: dict[str, Any] = {"image": image_url(view["source"])}
         stale = self.stale(path, view["doc_id"], who)
         if stale is not None:
             extra["stale"] = stale
         if quote:
-            extra["boxes"] = self.quote_boxes(path, number, quote)
+            marks = self.quote_marks(path, view["doc_id"], number, quote, who, kept=stale is not True)
+            extra["boxes"] = marks.get(number, [])
+            if len(marks) > 1:  # the quote runs across a page break: both pages, in order
+                sources = {n: page_source(view["source"], number, n) for n in marks}
+                extra["pages"] = [
+                    {"number": n, "source": sources[n], "image": image_url(sources[n]), "boxes": marks[n]}
+                    for n in sorted(marks)
+                ]
         return {**view, **extra}
 
     def image_of(self, source: str, who: Identity) -> bytes | tuple[int, str]:

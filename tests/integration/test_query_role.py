@@ -56,6 +56,23 @@ def rows_as_text(conn, table: str) -> str:
     return "\n".join(rows)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def kept_words(acl, engine):
+    """Words kept for a page of the accounting document (as the sync keeps a scan's, app.storage.page_words),
+    holding its secret: the page-words table has a row its checks below can find."""
+    from app.formats.page_words import PageWords
+    from app.storage.page_words import replace_page_words
+
+    collection = storage.collection_id(engine, acl.settings.retrieval.collection_name)
+    doc = next(
+        d["doc_id"]
+        for d in storage.list_documents(engine, acl.settings.retrieval.collection_name, ("admin",))
+        if "賞与規程" in d["doc_id"]
+    )
+    with engine.begin() as conn:
+        replace_page_words(conn, collection, doc, {1: PageWords(100, 50, (("管理番号はKX-4471", 1, 2, 3, 4, 0),))})
+
+
 def test_every_table_the_query_role_may_select_shows_no_row_without_principals(acl, engine):
     tables = selectable(engine)
     assert set(tables) >= {NAMES[t] for t in readers.QUERY_ROLE_TABLES}

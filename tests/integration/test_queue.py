@@ -93,8 +93,9 @@ def stop(*workers: subprocess.Popen) -> None:
         worker.wait(timeout=30)
 
 
-def stored(engine) -> tuple[list, list]:
-    """Every chunk (ID, text, metadata, readers, vector) and document (ID, hash, readers, chunks), in order."""
+def stored(engine) -> tuple[list, list, list]:
+    """Every chunk (ID, text, metadata, readers, vector), document (ID, hash, readers, chunks) and OCR'd
+    page's words, in order."""
     with engine.connect() as conn:
         chunks = conn.execute(
             text(
@@ -104,7 +105,10 @@ def stored(engine) -> tuple[list, list]:
         documents = conn.execute(
             text("SELECT doc_id, content_hash, settings_hash, readers, chunks FROM rag_document ORDER BY doc_id")
         ).all()
-    return chunks, documents
+        words = conn.execute(  # the scans' words, kept for their page view
+            text("SELECT doc_id, page, width, height, words::text FROM rag_page_words ORDER BY doc_id, page")
+        ).all()
+    return chunks, documents, words
 
 
 @pytest.fixture
@@ -147,7 +151,9 @@ def test_a_two_worker_queued_ingest_stores_what_a_one_machine_sync_stores(two_db
     said = "".join(log.seek(0) or log.read() for log in logs)
     assert said.count(": staged ") == 5, said  # each file staged once, by one worker or the other
     ours, theirs = stored(queued_db), stored(local_db)
-    assert len(ours[0]) > 10 and ours == theirs  # the same IDs, texts, metadata, readers and vectors
+    assert (
+        len(ours[0]) > 10 and len(ours[2]) == 3 and ours == theirs
+    )  # the same IDs, texts, metadata, readers, vectors, words
     assert any("情報システム" in chunk[3] and "everyone" not in chunk[3] for chunk in ours[0])
     with queued_db.connect() as conn:  # nothing left queued, no job row left behind
         assert conn.execute(text("SELECT count(*) FROM rag_queued_file")).scalar() == 0

@@ -15,6 +15,7 @@ from app.formats.limits import file_hash
 from tests.integration.conftest import ROOT, SCREENSHOTS, chromium, free_port, served
 from tests.test_formats_ocr import needs_ocr, page_image
 from tests.test_formats_page_image import expected_box
+from tests.test_formats_quote_marks import SENTENCE, two_pages
 from tests.test_web_page_image import ALICE, QUOTE, Store
 
 pytestmark = pytest.mark.integration
@@ -29,6 +30,7 @@ class WithScan(Store):
     def __init__(self, data: Path) -> None:
         super().__init__(data)
         self.docs["scan/scan.png"] = {"doc_id": "scan/scan.png", "content_hash": file_hash(data / "scan" / "scan.png")}
+        self.docs["pdf/rules.pdf"] = {"doc_id": "pdf/rules.pdf", "content_hash": file_hash(data / "pdf" / "rules.pdf")}
 
     def source_chunks(self, source, who):
         if source == "scan/scan.png":
@@ -49,6 +51,7 @@ def page_url(tmp_path_factory):
     (data / "csv" / "faq.csv").write_text("質問,回答\n", encoding="utf-8")
     (data / "scan").mkdir()
     page_image().save(data / "scan" / "scan.png")  # three lines of Japanese at y = 60, 140, 220 px of 360
+    two_pages(data / "pdf" / "rules.pdf")  # a sentence runs from the foot of page 1 onto page 2
     store = WithScan(data)
     app = create_app(
         store,
@@ -150,5 +153,41 @@ def test_a_scanned_page_shows_its_image_with_the_quote_marked_on_its_line(page_u
         assert 120 <= top <= 160 and 150 <= bottom <= 200, (top, bottom)  # the second line, not the first or third
         assert not browser.find_element(By.ID, "viewer-file").is_displayed()  # no PDF to open
         browser.save_screenshot(str(SHOT.parent / "scan-image.png"))
+    finally:
+        browser.quit()
+
+
+def test_a_quote_across_a_page_break_shows_both_pages_each_marked(page_url):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, data = page_url
+    browser = chromium()
+    try:
+        browser.get(url)
+        browser.execute_script("lastQuote = arguments[0]; openSource(arguments[1]);", SENTENCE, "pdf/rules.pdf:p1")
+        loaded = "return [...document.querySelectorAll('#viewer img')].every(i => i.complete && i.naturalWidth > 0);"
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, ".other-page .quote-box") and d.execute_script(loaded)
+        )
+        frames = browser.find_elements(By.CSS_SELECTOR, "#viewer-page, .other-page")
+        assert [f.get_attribute("id") or "other" for f in frames] == ["viewer-page", "other"]  # page 1, then 2
+        assert frames[1].find_element(By.TAG_NAME, "img").get_attribute("alt") == "pdf/rules.pdf の 2 ページ"
+        for frame, number, first, last in (
+            (frames[0], 1, "The approval", "to the"),
+            (frames[1], 2, "manager", "Friday."),
+        ):
+            [mark] = frame.find_elements(By.CSS_SELECTOR, ".quote-box")
+            picture = browser.execute_script(
+                "return arguments[0].querySelector('img').getBoundingClientRect().toJSON()", frame
+            )
+            marked = browser.execute_script("return arguments[0].getBoundingClientRect().toJSON()", mark)
+            want = expected_box(data / "pdf" / "rules.pdf", number, first, last)
+            assert abs(marked["left"] - (picture["left"] + want["x"] * picture["width"])) <= 1.5
+            assert abs(marked["top"] - (picture["top"] + want["y"] * picture["height"])) <= 1.5
+            assert abs(marked["width"] - want["w"] * picture["width"]) <= 1.5
+        browser.execute_script("lastQuote = arguments[0]; openSource(arguments[1]);", QUOTE, "pdf/guide.pdf:p1")
+        WebDriverWait(browser, 30).until(lambda d: not d.find_elements(By.CSS_SELECTOR, ".other-page"))
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#viewer-page .quote-box")) == 1  # one page again
     finally:
         browser.quit()
