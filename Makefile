@@ -163,7 +163,7 @@ shell: ## open bash in the app container
 	$(COMPOSE) exec app bash
 
 compose-check: ## validate docker-compose.yml (all profiles)
-	docker-compose config -q && docker-compose --profile scale config -q && docker-compose --profile web config -q
+	docker-compose config -q && docker-compose --profile scale config -q && docker-compose --profile web config -q && docker-compose --profile workers config -q
 
 clean: ## remove caches (keeps .venv, models/ and .pgdata/)
 	rm -rf .pytest_cache $$(find . -name __pycache__ -not -path './.venv/*')

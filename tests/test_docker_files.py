@@ -81,3 +81,13 @@ def test_scale_profile_serves_the_gguf_with_llama_server_to_the_app():
         in makefile
     )  # the app sends as many answers at once as the server has slots
     assert services["app"]["environment"]["LLM_CONCURRENCY"] == "${LLM_CONCURRENCY:-1}"
+
+
+def test_workers_profile_runs_queue_workers_as_replicas_on_the_apps_database():
+    services = compose()["services"]
+    worker, app = services["worker"], services["app"]
+    assert worker["profiles"] == ["workers"] and worker["command"] == ["python", "-m", "app.worker"]
+    assert worker["deploy"]["replicas"] == "${WORKER_REPLICAS:-2}" and "container_name" not in worker
+    assert worker["user"] == app["user"] and worker["build"] == app["build"] and worker["secrets"] == ["db_password"]
+    assert {k: worker["environment"][k] for k in app["environment"]} == app["environment"]  # the same store
+    assert "ports" not in worker  # it listens on nothing

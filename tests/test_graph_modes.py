@@ -180,3 +180,15 @@ def test_coverage_check_counts_the_graph_tables_too():
     docs = [Document(page_content="VPNで接続します。")]
     assert pre_llm_abstention(ctx, "認証アプリの役割", docs, None) == "low_coverage"
     assert pre_llm_abstention(ctx, "認証アプリの役割", docs, None, preamble="e1|認証アプリ|役割を持つ|2") is None
+
+
+def test_a_scoped_local_search_keeps_the_entities_and_relationships_its_chunks_name():
+    from app.graphrag.search import named_within
+    from app.storage.graphrag_types import Entity, Relationship, TextUnit
+
+    entities = [Entity("e1", "休暇"), Entity("e2", "有給"), Entity("e3", "賞与")]
+    relationships = [Relationship("r1", "e1", "e2"), Relationship("r2", "e1", "e3"), Relationship("r3", "e2", "e9")]
+    units = [TextUnit("c1", "…", entity_ids=["e2", "e1"]), TextUnit("c2", "…", entity_ids=["e1"])]
+    kept, linked = named_within(entities, relationships, units)
+    assert [e.id for e in kept] == ["e1", "e2"] and [r.id for r in linked] == ["r1"]
+    assert named_within(entities, relationships, []) == ([], [])

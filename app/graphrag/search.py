@@ -153,8 +153,9 @@ class GraphSearch:
     # who asks: only graph rows all of whose sources they may read; required (keyword) so that a
     # forgotten argument fails instead of reading everything (FULL_ACCESS is full access, on purpose)
     principals: tuple[str, ...] = field(kw_only=True)
-    # the question's scope (app.storage.scope): local search's chunks and the sources named are within it;
-    # entities, relationships and community reports are not narrowed (a report spans many documents)
+    # the question's scope (app.storage.scope): local search's chunks and the sources named are within it
+    # (in SQL), and so are its entities and relationships (those the chunks in scope name); community
+    # reports span many documents: a scoped question reads none, and global search refuses a scope
     scope: Scope | None = field(default=None, kw_only=True)
 
     def reading(self):
@@ -256,6 +257,9 @@ class GraphSearch:
             metadata = {r["chunk_id"]: dict(r["cmetadata"] or {}) for r in rows}
             community_ids = {e.attributes["communities"][-1] for e in entities if e.attributes["communities"]}
             reports = graphrag_rows.reports_by_id(conn, collection, sorted(community_ids), self.principals)
+        if self.scope:
+            entities, relationships = named_within(entities, relationships, units)
+            reports = []
         t_read = clock()
         builder = LocalContextBuilder(
             self.tokens,
@@ -345,3 +349,13 @@ class GraphSearch:
                 "extractor": state.get("extractor"),
                 "stats": state.get("stats") or {},
             }
+
+
+def named_within(
+    entities: list[Entity], relationships: list[Relationship], units: list[TextUnit]
+) -> tuple[list[Entity], list[Relationship]]:
+    """A scoped local search's entities and relationships: those the text units in scope name (an
+    entity's description and a relationship's may come from chunks outside it), in their order."""
+    named = {entity_id for unit in units for entity_id in unit.entity_ids}
+    kept = [e for e in entities if e.id in named]
+    return kept, [r for r in relationships if r.source in named and r.target in named]

@@ -319,3 +319,38 @@ def test_workers_wait_while_the_database_is_away_and_resume(integration_env, tmp
     assert "1 added, 0 updated, 1 unchanged, 0 removed, 0 failed" in second.stdout, second.stdout
     said = log.seek(0) or log.read()
     assert said.count("the database is unreachable") >= 2 and "csv/more.csv: staged 1 chunks" in said, said
+
+
+def test_an_interrupted_ingest_leaves_the_queue_and_the_next_one_resumes(own_db, tmp_path):  # noqa: F811
+    env, engine = own_db
+    env = {**env, "QUEUE_LEASE_S": "5", "GRAPH_EXTRACTOR": "off"}
+    writer = tmp_path / "writer" / "data"
+    (writer / "csv").mkdir(parents=True)
+    shutil.copy(ROOT / "data" / "csv" / "faq.csv", writer / "csv" / "faq.csv")
+    shutil.copy(ROOT / "data" / "csv" / "products.csv", writer / "csv" / "products.csv")
+    first = subprocess.Popen(  # no worker yet: the files wait in the queue
+        [sys.executable, "-m", "app.ingest", "--queue", "--data-dir", str(writer)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert wait_for(engine, "SELECT count(*) FROM rag_queued_file WHERE job_id IS NOT NULL") == 2
+    with engine.connect() as conn:
+        jobs = sorted(conn.execute(text("SELECT job_id FROM rag_queued_file")).scalars())
+    first.send_signal(signal.SIGINT)  # Ctrl-C
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130 and "Interrupted" in err
+    log = open(tmp_path / "worker.log", "w+")
+    worker = start_worker(env, *machine(tmp_path, "a", writer), log)
+    try:
+        again = ingest(env, writer, "--queue", timeout=300)
+    finally:
+        stop(worker)
+    assert again.returncode == 0 and "2 added, 0 updated, 0 unchanged, 0 removed, 0 failed" in again.stdout
+    with engine.connect() as conn:  # the jobs the first run queued did the work: no job was queued since
+        assert conn.execute(text("SELECT last_value FROM procrastinate_jobs_id_seq")).scalar() == jobs[-1]
+        assert conn.execute(text("SELECT count(*) FROM langchain_pg_embedding")).scalar() > 2
+    said = log.seek(0) or log.read()
+    assert said.count(": staged ") == 2

@@ -219,3 +219,16 @@ def test_the_command_line_says_in_one_line_that_a_folder_holds_nothing_to_read(s
         assert "FOLDER" in lines["docs/人事"]
     finally:
         user_rows.delete_user(engine, scoped.names["bob"])
+
+
+def test_a_scoped_local_graph_search_reads_only_what_the_scope_holds(scoped, engine):
+    from app.graphrag.search import GraphSearch
+
+    def local(scope):
+        return GraphSearch(scoped.settings, engine, principals=FULL_ACCESS, scope=scope).local(QUESTION)
+
+    everything, inside = local(None), local(Scope(folders=("docs/規程",)))
+    assert doc_ids(everything.documents) > doc_ids(inside.documents) == {"docs/規程/休暇規程.md"}
+    named = {entity for unit in inside.context.text_units_used for entity in unit.entity_ids}
+    assert inside.context.entities_used and {e.id for e in inside.context.entities_used} <= named
+    assert inside.context.reports_used == [] and "RK-0901" not in inside.context.context_text
