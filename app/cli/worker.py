@@ -38,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if not args.quiet and not args.debug:
             logging.getLogger("app.ingestion.queue_worker").setLevel(logging.INFO)
+        if not args.debug:  # one line each of ours says what failed; theirs repeat it with tracebacks
+            for noisy in ("procrastinate", "psycopg.pool"):
+                logging.getLogger(noisy).setLevel(logging.CRITICAL)
         settings = get_settings()
         ctx = WorkerContext(settings, args.data_dir or settings.ingest.data_dir)
         logging.getLogger(__name__).warning(

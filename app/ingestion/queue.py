@@ -20,6 +20,7 @@ from app.storage.queue import queue_conninfo
 
 TASK_NAME = "rag.ingest.stage_file"
 RETRY_WAIT_S = 2  # a failed try waits this long before another worker (or this one) takes it again
+POOL_TIMEOUT_S = 10  # a worker waits this long for a connection before it says the database is unreachable
 
 
 @dataclass(frozen=True)
@@ -69,5 +70,5 @@ def queue_app(engine: Any, asynchronous: bool = False):
 
     conninfo = queue_conninfo(engine)
     if asynchronous:
-        return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo))
+        return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo, timeout=POOL_TIMEOUT_S))
     return procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))

@@ -220,7 +220,10 @@ def serve(ctx: WorkerContext, concurrency: int = 1, once: bool = False) -> None:
         except Exception as exc:
             if not database_gone(exc):
                 raise
-            line = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
+            cause = exc
+            while cause.__cause__ is not None:  # procrastinate's "Database error." wraps psycopg's reason
+                cause = cause.__cause__
+            line = (str(cause).strip().splitlines() or [cause.__class__.__name__])[0]
             log.warning("the database is unreachable (%s); trying again in %.0f s", line, delay)
             time.sleep(delay)
             delay = min(RECONNECT_MAX_S, delay * 2)
