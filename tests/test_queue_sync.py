@@ -84,3 +84,25 @@ def test_a_scans_words_go_through_the_database_and_come_back_the_same():
     assert raw == '{"1":[10,20,[]],"2":[1300,360,[["休暇",60,40,80,40,0],["申請",150,40,80,40,0]]]}'
     assert pages_from_json(raw) == pages == pages_from_json(__import__("json").loads(raw))
     assert pages_from_json(None) == {}
+
+
+def test_a_writer_waiting_with_no_worker_says_so_once_per_quiet_stretch():
+    from app.ingestion.queue_sync import IdleWatch
+
+    now = [0.0]
+    watch = IdleWatch(60, clock=lambda: now[0])
+    said = []
+    for t, finished, running in [
+        (30, 0, 0),
+        (61, 0, 0),
+        (90, 0, 0),
+        (100, 0, 1),
+        (170, 0, 1),
+        (200, 1, 0),
+        (259, 1, 0),
+        (261, 1, 0),
+    ]:
+        now[0] = t
+        said.append(watch.quiet(finished, running))
+    # silent while a worker runs a file (a scan may take minutes), and again for 60 s after a file is done
+    assert said == [False, True, False, False, False, False, False, True]

@@ -26,6 +26,7 @@ from app.storage import queue as queue_store
 log = logging.getLogger(__name__)
 
 POLL_S = 1.0  # how often the writer reads the queued files' outcomes
+IDLE_WARNING_S = 60.0  # no file taken or staged for this long: one line says to start a worker
 WAITING, STAGED, FAILED, LOST = "waiting", "staged", "failed", "lost"
 LIVE_JOBS = ("todo", "doing")
 
@@ -77,6 +78,7 @@ def stage_queued(
     rows = _rows(engine, collection, pending)
     _enqueue(engine, settings, [pending[d] for d in pending if outcome(rows.get(d)) in (LOST, FAILED)], stage, data_dir)
     done = failed = 0
+    idle = IdleWatch(IDLE_WARNING_S)
     while pending:
         rows = _rows(engine, collection, pending)
         lost = []
@@ -98,9 +100,37 @@ def stage_queued(
             queue_store.forget_queued(engine, collection, doc_id, gen)
         if lost:
             _enqueue(engine, settings, lost, stage, data_dir)
-        bar.jobs(done, failed, running_by_machine(list(rows.values())))
+        running = running_by_machine(list(rows.values()))
+        bar.jobs(done, failed, running)
+        if idle.quiet(done + failed, sum(running.values())):
+            log.warning(
+                "no worker has taken a file for %.0f s: start `python -m app.worker` on a machine with the data "
+                "folder (Ctrl-C leaves the %d files queued)",
+                idle.seconds,
+                len(pending),
+            )
         if pending:
             time.sleep(poll_s)
+
+
+class IdleWatch:
+    """Whether a queued ingest has seen no progress (nothing finished, nothing running) for ``seconds``:
+    True once per such stretch (a clock may be given, for tests)."""
+
+    def __init__(self, seconds: float, clock=time.monotonic):
+        self.seconds, self.clock = seconds, clock
+        self.since, self.last, self.told = clock(), (0, 0), False
+
+    def quiet(self, finished: int, running: int) -> bool:
+        """Record the counts now; True when this is the moment to say so."""
+        now = self.clock()
+        if (finished, running) != self.last or running:
+            self.since, self.last, self.told = now, (finished, running), False
+            return False
+        if self.told or now - self.since < self.seconds:
+            return False
+        self.told = True
+        return True
 
 
 def _rows(engine, collection: str, pending: dict) -> dict[str, dict]:

@@ -158,6 +158,25 @@ def test_a_two_worker_queued_ingest_stores_what_a_one_machine_sync_stores(two_db
     with queued_db.connect() as conn:  # nothing left queued, no job row left behind
         assert conn.execute(text("SELECT count(*) FROM rag_queued_file")).scalar() == 0
         assert conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'")).scalar() == 0
+    assert query_role_reads(queued_db, "langchain_pg_embedding")  # under its readers' policy
+    for table in ("rag_queued_file", "procrastinate_jobs", "procrastinate_workers", "rag_staging"):
+        assert not query_role_reads(queued_db, table)  # they name documents and hold their text
+
+
+def query_role_reads(engine, table: str) -> bool:
+    """Whether the role questions are read as (rag_query, with every row's principal) may SELECT ``table``."""
+    from sqlalchemy.exc import ProgrammingError
+
+    from app.storage import reading
+    from app.storage.readers import ALL_ROWS
+
+    try:
+        with reading(engine, ALL_ROWS) as conn:
+            conn.execute(text(f"SELECT count(*) FROM {table}"))  # a table name of ours, not input
+    except ProgrammingError as exc:
+        assert "permission denied" in str(exc)
+        return False
+    return True
 
 
 def write_long_table(folder, rows: int = 400) -> None:
