@@ -17,7 +17,7 @@ from app.text.chunks import row_source
 
 SQL_TRUNCATE = sql(
     "TRUNCATE {keywords}, {chunks}, {documents}, {table_rows}, {table_index}, {term_stats}, {collection_stats}, "
-    "{mentions}, {pairs}, {entities}, {relationships}, {communities}, {reports}, {graph_state}"
+    "{mentions}, {pairs}, {entities}, {relationships}, {communities}, {reports}, {graph_state}, {page_words}"
 )
 SQL_DROP_INDEXES = (sql("DROP INDEX IF EXISTS {hnsw_index}"), sql("DROP INDEX IF EXISTS {keyword_gin_index}"))
 SQL_COPY_EMBEDDINGS = sql(
