@@ -27,6 +27,7 @@ pytestmark = pytest.mark.integration
 needs_ocr = pytest.mark.skipif(
     Ocr().missing() is not None or FONT is None, reason="needs Tesseract and a Japanese font"
 )
+ROWS = 240  # the long table's: seconds of embedding, in batches of 8 (own_db's INGEST_BATCH_CHUNKS)
 ACCESS = '[folders]\n"" = ["everyone"]\n"docs/情報システム" = ["情報システム"]\n'
 
 
@@ -179,7 +180,7 @@ def query_role_reads(engine, table: str) -> bool:
     return True
 
 
-def write_long_table(folder, rows: int = 400) -> None:
+def write_long_table(folder, rows: int = ROWS) -> None:
     """A CSV whose rows are all new text: seconds of embedding, batch after batch."""
     token = uuid.uuid4().hex[:8]
     lines = real_lines()
@@ -238,14 +239,14 @@ def test_a_worker_killed_mid_file_loses_and_doubles_nothing(own_db, tmp_path):  
     assert sync.returncode == 0, err
     assert "1 added, 0 updated, 0 unchanged, 0 removed, 0 failed" in out
     embedded = int(out.split("embedded ")[1].split(" ")[0])
-    assert embedded <= 400 - staged  # the batches the killed worker staged were not embedded again
+    assert embedded <= ROWS - staged  # the batches the killed worker staged were not embedded again
     log_b.seek(0)
     said = log_b.read()
-    assert "lost its worker; queued again" in said and "csv/long.csv: staged 400 chunks" in said
+    assert "lost its worker; queued again" in said and f"csv/long.csv: staged {ROWS} chunks" in said
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*), count(DISTINCT document) FROM langchain_pg_embedding")).one() == (
-            400,
-            400,
+            ROWS,
+            ROWS,
         )
         assert conn.execute(text("SELECT count(*) FROM rag_staging")).scalar() == 0
 
