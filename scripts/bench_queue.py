@@ -189,7 +189,7 @@ def queue_costs(env: dict, name: str, jobs: int) -> dict:
 
     from app import storage
     from app.config import Settings
-    from app.ingestion import queue_worker
+    from app.ingestion import queue_runner, queue_worker
     from app.ingestion.datadir import SourceFile
     from app.ingestion.queue_sync import _enqueue
     from app.ingestion.staging import StageRun
@@ -230,7 +230,7 @@ def queue_costs(env: dict, name: str, jobs: int) -> dict:
     queue_worker.run_job = no_reading
     try:
         t0 = time.perf_counter()
-        asyncio.run(queue_worker.serve_once(ctx, concurrency=1, once=True))
+        asyncio.run(queue_runner.serve_once(ctx, concurrency=1, once=True))
         lease_ack = (time.perf_counter() - t0) / jobs
     finally:
         queue_worker.run_job = original

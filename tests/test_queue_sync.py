@@ -15,8 +15,8 @@ from app.ingestion.queue import QueuedFile, queue_name
 from app.ingestion.queue_sync import FAILED, LOST, STAGED, WAITING, outcome, queued_file, running_by_machine
 
 
-def row(state="queued", job_status="todo", worker=None) -> dict:
-    return {"state": state, "job_status": job_status, "worker": worker}
+def row(state="queued", job_status="todo", worker=None, alive=True) -> dict:
+    return {"state": state, "job_status": job_status, "worker": worker, "alive": alive}
 
 
 @pytest.mark.parametrize(
@@ -42,6 +42,7 @@ def test_the_machines_running_files_are_counted_by_host():
         row("running", "doing", "ocr-1:100"),
         row("running", "doing", "ocr-1:101"),
         row("running", "doing", "ocr-2.example.jp:7"),
+        row("running", "doing", "ocr-4:9", alive=False),  # killed: its job is not given back yet
         row("staged", None, "ocr-3:5"),
         row("queued", "todo", None),
     ]

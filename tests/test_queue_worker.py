@@ -4,6 +4,8 @@ The queue's own rows are stood in for here; tests/integration/test_queue.py runs
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.config import Settings
@@ -11,7 +13,16 @@ from app.errors import DataSourceError
 from app.formats.limits import file_hash
 from app.ingestion import queue_worker
 from app.ingestion.queue import QueuedFile
-from app.ingestion.queue_worker import GiveUp, TryAgain, WorkerContext, local_source, run_job
+from app.ingestion.queue_worker import (
+    GiveUp,
+    Misfit,
+    TryAgain,
+    WorkerContext,
+    check_fit,
+    generation_of,
+    local_source,
+    run_job,
+)
 from app.ingestion.sync import settings_hash
 
 
@@ -20,7 +31,8 @@ def job_for(data, settings: Settings, text: str = "質問,回答\n有給,20日\n
     path = data / "csv" / "faq.csv"
     path.write_text(text, encoding="utf-8")
     rel = b"csv/faq.csv"
-    return QueuedFile("csv/faq.csv", rel.decode(), rel.hex(), "faq.csv", file_hash(path), settings_hash(settings), "g1")
+    job = QueuedFile("csv/faq.csv", rel.decode(), rel.hex(), "faq.csv", file_hash(path), settings_hash(settings), "")
+    return replace(job, generation=generation_of(job, settings))  # as the writer computes it
 
 
 def test_the_file_queued_is_the_file_read(tmp_path):
@@ -43,9 +55,20 @@ def test_another_copy_a_missing_file_or_other_settings_are_refused_in_one_line(t
     assert str(refused.value).endswith("…); refused") and "\n" not in str(refused.value)
     with pytest.raises(DataSourceError, match=r"^csv/faq.csv: not found under this worker's data folder .*; refused$"):
         local_source(job, WorkerContext(settings, tmp_path / "empty", name="m:1"))
-    other = settings.changed(ingest={"chunk_size": 300})
-    with pytest.raises(DataSourceError, match=r"this worker's settings \(embedding model, chunk size, OCR\) differ"):
-        local_source(job, WorkerContext(other, tmp_path / "writer", name="m:1"))
+    check_fit(job, WorkerContext(settings, tmp_path / "writer", name="m:1"))  # it fits
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [{"ingest": {"chunk_size": 300}}, {"graph": {"extractor": "off"}}, {"models": {"embed_model": "other/e5"}}],
+)
+def test_a_worker_that_would_stage_other_chunks_does_not_fit(tmp_path, changed):
+    settings = Settings().changed(graph={"extractor": "fast"})
+    job = job_for(tmp_path / "writer", settings)
+    with pytest.raises(Misfit, match=r"^csv/faq.csv: this worker's settings \(embedding model, chunk size, OCR, graph"):
+        check_fit(job, WorkerContext(settings.changed(**changed), tmp_path / "writer", name="m:1"))
+    with pytest.raises(Misfit, match="data folder .* is not there"):
+        check_fit(job, WorkerContext(settings, tmp_path / "unmounted", name="m:1"))
 
 
 class Rows:
@@ -85,6 +108,7 @@ def rows(monkeypatch):
 def test_a_try_that_fails_is_recorded_and_given_back_and_the_last_one_fails_the_job(tmp_path, rows):
     settings = Settings().changed(ingest={"queue_max_attempts": 2})
     job = job_for(tmp_path / "writer", settings)
+    (tmp_path / "elsewhere").mkdir()  # mounted, but without the file
     ctx = WorkerContext(settings, tmp_path / "elsewhere", name="m:1")
     found = rows()
     with pytest.raises(TryAgain):
@@ -127,6 +151,18 @@ def test_a_staged_file_is_recorded_with_its_counts(tmp_path, rows):
     assert run_job(7, job.to_args(), WorkerContext(settings, tmp_path / "writer", name="m:1")) == "staged"
     assert runs == [("csv/faq.csv", job.key, "job-7", "model")]
     assert found.finished == {"chunks": 4, "embedded": 3, "truncated": 0, "token_limit": 512, "page_words": None}
+
+
+def test_a_misfit_worker_gives_the_job_back_uncounted_and_stops(tmp_path, rows):
+    settings = Settings()
+    job = job_for(tmp_path / "writer", settings)
+    found = rows()
+    stops = []
+    ctx = WorkerContext(settings.changed(ingest={"chunk_size": 300}), tmp_path / "writer", name="m:1")
+    ctx.stop = lambda: stops.append(True)
+    with pytest.raises(TryAgain, match="differ from the ingest's; refused, and this worker stops"):
+        run_job(7, job.to_args(), ctx)
+    assert stops == [True] and found.tries == 0 and found.failed == [] and "this worker stops" in ctx.misfit
 
 
 def test_a_lost_database_is_a_try_again_never_the_jobs_end(tmp_path, rows):

@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from app.ingestion.queue_worker import WorkerContext, serve
+        from app.ingestion.queue_runner import serve
+        from app.ingestion.queue_worker import WorkerContext
 
         if not args.quiet and not args.debug:
             logging.getLogger("app.ingestion.queue_worker").setLevel(logging.INFO)

@@ -61,8 +61,11 @@ def queued_file(source: SourceFile, data_dir: Path, key: str, gen: str) -> Queue
 
 
 def running_by_machine(rows: Sequence[dict]) -> Counter:
-    """How many files each machine runs now (a worker is named ``host:pid``)."""
-    return Counter((row["worker"] or "?").rsplit(":", 1)[0] for row in rows if row["state"] == "running")
+    """How many files each machine runs now (a worker is named ``host:pid``): rows whose worker is
+    alive (a killed worker's row says running until another worker gives its job back)."""
+    return Counter(
+        (row["worker"] or "?").rsplit(":", 1)[0] for row in rows if row["state"] == "running" and row.get("alive")
+    )
 
 
 def stage_queued(
@@ -75,12 +78,13 @@ def stage_queued(
     collection = settings.retrieval.collection_name
     queue_store.ensure_queue_schema(engine)
     pending = {item[0].doc_id: (item, generation(item[0], stage.key, settings)) for item in work}
-    rows = _rows(engine, collection, pending)
+    lease_s = settings.ingest.queue_lease_s
+    rows = _rows(engine, collection, pending, lease_s)
     _enqueue(engine, settings, [pending[d] for d in pending if outcome(rows.get(d)) in (LOST, FAILED)], stage, data_dir)
     done = failed = 0
     idle = IdleWatch(IDLE_WARNING_S)
     while pending:
-        rows = _rows(engine, collection, pending)
+        rows = _rows(engine, collection, pending, lease_s)
         lost = []
         for doc_id, (item, gen) in list(pending.items()):
             row = rows.get(doc_id)
@@ -133,9 +137,9 @@ class IdleWatch:
         return True
 
 
-def _rows(engine, collection: str, pending: dict) -> dict[str, dict]:
+def _rows(engine, collection: str, pending: dict, lease_s: float) -> dict[str, dict]:
     """The queued-file rows of the pending documents, of the generation the writer waits for."""
-    rows = queue_store.queued_states(engine, collection, list(pending))
+    rows = queue_store.queued_states(engine, collection, list(pending), lease_s)
     return {row["doc_id"]: row for row in rows if row["generation"] == pending[row["doc_id"]][1]}
 
 

@@ -7,16 +7,15 @@ document over stays with the writer that queued it.
 A try that fails is recorded with its one-line reason and given back to the queue (procrastinate
 retries it, here or on another worker); after ``QUEUE_MAX_ATTEMPTS`` tries (a worker's death counts:
 another worker takes its job back once its heartbeat is ``QUEUE_LEASE_S`` old) the job fails for good.
-A database that goes away makes the worker wait and connect again.
+A worker whose settings would stage other chunks gives the job back uncounted and stops. The worker's
+life (heartbeat, dead workers' jobs, reconnecting) is :mod:`app.ingestion.queue_runner`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,18 +23,16 @@ from typing import Any
 from app import storage
 from app.config import Settings
 from app.embeddings import get_embeddings
-from app.errors import DatabaseUnavailableError, DataSourceError
+from app.errors import DataSourceError
 from app.formats.limits import file_hash
 from app.formats.page_words import pages_to_json
 from app.ingestion.datadir import SourceFile, link_refusal
-from app.ingestion.queue import RETRY_WAIT_S, TASK_NAME, QueuedFile, queue_app, queue_name
-from app.ingestion.staging import FATAL_ERRORS, StageRun, describe_failure, stage_file
+from app.ingestion.queue import RETRY_WAIT_S, TASK_NAME, QueuedFile, queue_name
+from app.ingestion.staging import FATAL_ERRORS, StageRun, describe_failure, generation, stage_file
 from app.ingestion.sync import settings_hash
 from app.storage import queue as queue_store
 
 log = logging.getLogger(__name__)
-
-RECONNECT_MAX_S = 30  # the longest wait between two tries to reach a database that went away
 
 
 class TryAgain(Exception):
@@ -46,6 +43,11 @@ class GiveUp(Exception):
     """A queued file failed its last try: the job fails for good."""
 
 
+class Misfit(DataSourceError):
+    """This worker cannot read the queue's files at all (other chunk settings, no data folder): it
+    gives the job back uncounted and stops, rather than failing every file in turn."""
+
+
 @dataclass
 class WorkerContext:
     """What the worker's jobs share: the settings, this machine's data folder, the worker's name
@@ -54,6 +56,8 @@ class WorkerContext:
     settings: Settings
     data_dir: Path
     name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    misfit: str = ""  # why this worker stopped taking jobs (app.ingestion.queue_runner stops it)
+    stop: Any = None  # the running worker's stop(), set by app.ingestion.queue_runner (thread-safe)
 
     @property
     def engine(self) -> Any:
@@ -65,14 +69,26 @@ class WorkerContext:
         return get_embeddings(self.settings)
 
 
-def local_source(job: QueuedFile, ctx: WorkerContext) -> SourceFile:
-    """The job's file on this machine, after the checks that it is the file queued: the same settings
-    digest, the file present under the data folder, not a link the policy refuses, and the same bytes.
-    DataSourceError (one line) otherwise."""
-    if settings_hash(ctx.settings) != job.key:
-        raise DataSourceError(
-            f"{job.doc_id}: this worker's settings (embedding model, chunk size, OCR) differ from the ingest's; refused"
+def check_fit(job: QueuedFile, ctx: WorkerContext) -> None:
+    """Misfit (one line) when this worker would stage ``job``'s file differently from what the writer
+    waits for (the settings digest, or the generation: the graph extractor too), or has no data folder."""
+    if settings_hash(ctx.settings) != job.key or generation_of(job, ctx.settings) != job.generation:
+        raise Misfit(
+            f"{job.doc_id}: this worker's settings (embedding model, chunk size, OCR, graph extractor) differ from "
+            "the ingest's; refused, and this worker stops"
         )
+    if not ctx.data_dir.is_dir():
+        raise Misfit(f"this worker's data folder {ctx.data_dir} is not there (is the share mounted?); it stops")
+
+
+def generation_of(job: QueuedFile, settings: Settings) -> str:
+    """The generation this worker's staged rows of ``job``'s file would carry."""
+    return generation(SourceFile(job.doc_id, Path(job.path), job.name, job.content_hash), job.key, settings)
+
+
+def local_source(job: QueuedFile, ctx: WorkerContext) -> SourceFile:
+    """The job's file on this machine, after the checks that it is the file queued: present under the
+    data folder, not a link the policy refuses, and the same bytes. DataSourceError (one line) otherwise."""
     path = job.local_path(ctx.data_dir)
     refused = link_refusal(path, ctx.data_dir, ctx.settings.ingest.follow_external_links)
     if refused:
@@ -94,8 +110,18 @@ def local_source(job: QueuedFile, ctx: WorkerContext) -> SourceFile:
 def run_job(job_id: int, args: dict, ctx: WorkerContext) -> str:
     """Stage one queued file; what happened, in a word (``staged``, ``skipped``). TryAgain or GiveUp
     when it failed (the one-line reason recorded when the database allows); a lost database, a missing
-    model or anything unforeseen is a failed try too (TryAgain), never the job's end by itself."""
+    model or anything unforeseen is a failed try too (TryAgain: procrastinate ends the job after
+    QUEUE_MAX_ATTEMPTS + 1 of them). A worker that does not fit the queue (:func:`check_fit`) gives the
+    job back without counting a try and stops."""
     job = QueuedFile.from_args(args)
+    try:
+        check_fit(job, ctx)
+    except Misfit as exc:  # given back uncounted (by our count), and this worker stops
+        log.warning("%s", exc)
+        ctx.misfit = str(exc)
+        if ctx.stop is not None:
+            ctx.stop()
+        raise TryAgain(str(exc)) from None
     try:
         return _stage_job(job_id, job, ctx)
     except (TryAgain, GiveUp):
@@ -149,91 +175,3 @@ def register(app: Any, ctx: WorkerContext) -> None:
     @app.task(name=TASK_NAME, queue=queue_name(ctx.settings), retry=retry, pass_context=True)
     def stage_queued_file(context, file: dict) -> str:
         return run_job(context.job.id, file, ctx)
-
-
-async def requeue_stalled(app: Any, settings: Settings) -> int:
-    """Give back to the queue the jobs of workers whose heartbeat is ``QUEUE_LEASE_S`` old (killed,
-    frozen, cut off); how many."""
-    lease = settings.ingest.queue_lease_s
-    stalled = await app.job_manager.get_stalled_jobs(queue=queue_name(settings), seconds_since_heartbeat=lease)
-    for job in stalled:
-        log.warning("job %s (%s) lost its worker; queued again", job.id, job.task_kwargs.get("file", {}).get("doc_id"))
-        await app.job_manager.retry_job(job)
-    return len(stalled)
-
-
-async def _requeue_forever(app: Any, settings: Settings) -> None:
-    """:func:`requeue_stalled` every half lease, while the worker runs."""
-    while True:
-        await asyncio.sleep(max(1.0, settings.ingest.queue_lease_s / 2))
-        await requeue_stalled(app, settings)
-
-
-async def serve_once(ctx: WorkerContext, concurrency: int, once: bool) -> None:
-    """Run the worker until it is stopped (or, with ``once``, until the queue has nothing to do)."""
-    settings = ctx.settings
-    app = queue_app(ctx.engine, asynchronous=True)
-    register(app, ctx)
-    lease = settings.ingest.queue_lease_s
-    async with app.open_async():
-        await requeue_stalled(app, settings)
-        watcher = asyncio.create_task(_requeue_forever(app, settings))
-        try:
-            await app.run_worker_async(
-                queues=[queue_name(settings)],
-                name=ctx.name,
-                concurrency=concurrency,
-                wait=not once,
-                delete_jobs="successful",
-                update_heartbeat_interval=max(1.0, lease / 4),
-                stalled_worker_timeout=lease,
-            )
-        finally:
-            watcher.cancel()
-
-
-def wait_for_queue(ctx: WorkerContext, once: bool, poll_s: float = 2.0) -> bool:
-    """Wait until the database has the ingest queue (the first ``make ingest QUEUE=1`` makes it; one
-    line says so); False at once with ``once``, when there is none."""
-    told = False
-    while not queue_store.queue_ready(ctx.engine):
-        if once:
-            log.warning("no ingest queue in this database yet: nothing to do")
-            return False
-        if not told:
-            log.warning("no ingest queue in this database yet; waiting for `make ingest QUEUE=1`")
-            told = True
-        time.sleep(poll_s)
-    return True
-
-
-def serve(ctx: WorkerContext, concurrency: int = 1, once: bool = False) -> None:
-    """:func:`serve_once`, connecting again (waiting up to RECONNECT_MAX_S between tries, one line each
-    time) whenever the database goes away."""
-    delay = 1.0
-    while True:
-        try:
-            if not wait_for_queue(ctx, once):
-                return
-            asyncio.run(serve_once(ctx, concurrency, once))
-            return
-        except Exception as exc:
-            if not database_gone(exc):
-                raise
-            cause = exc
-            while cause.__cause__ is not None:  # procrastinate's "Database error." wraps psycopg's reason
-                cause = cause.__cause__
-            line = (str(cause).strip().splitlines() or [cause.__class__.__name__])[0]
-            log.warning("the database is unreachable (%s); trying again in %.0f s", line, delay)
-            time.sleep(delay)
-            delay = min(RECONNECT_MAX_S, delay * 2)
-
-
-def database_gone(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database went away (procrastinate's connector, psycopg, SQLAlchemy)."""
-    from procrastinate.exceptions import ConnectorException
-    from psycopg import OperationalError
-
-    if isinstance(exc, (ConnectorException, OperationalError, DatabaseUnavailableError)):
-        return True
-    return storage.database_error(exc) is not None

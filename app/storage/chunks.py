@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from app.storage import graphrag_tables, readers
 from app.storage.collection import collection_id, require_collection
 from app.storage.keywords import keyword_row, upsert_keywords
+from app.storage.queue import SQL_DELETE_DOC_QUEUED
 from app.storage.readers import principals_param, readers_predicate, reading
 from app.storage.tables import sql, vector_literal
 
@@ -190,6 +191,7 @@ def delete_document(engine: Engine, collection_name: str, doc_id: str, source_fi
         )
         conn.execute(text(SQL_DELETE_DOCUMENT), {"collection": collection, "doc": doc_id})
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc_id})
+        conn.execute(text(SQL_DELETE_DOC_QUEUED), {"collection": collection, "doc": doc_id})
         if deleted:  # the chunks' entity links went with them (ON DELETE CASCADE)
             graphrag_tables.mark_dirty(conn, collection)
     return deleted

@@ -12,7 +12,8 @@ procrastinate's tables (they name documents).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from app.storage.collection import collection_id, require_collection
@@ -36,14 +37,32 @@ MIGRATION_STATEMENTS = (SQL_CREATE_QUEUED_FILE_TABLE,)
 
 SQL_QUEUE_SCHEMA_EXISTS = "SELECT to_regclass(CAST(:table AS text)) IS NOT NULL"
 
+# one worker at a time gives back the jobs of dead workers (app.ingestion.queue_runner.requeue_stalled)
+SWEEP_LOCK_KEY = 0x52414702
+SQL_TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(:key)"
+SQL_SWEEP_UNLOCK = "SELECT pg_advisory_unlock(:key)"
+
 # --- the writer: what is queued, queueing, reading the outcomes ---------------------------------
 _JOB_STATUS = (
     "(SELECT j.status::text FROM " + QUEUE_JOB_TABLE + " j WHERE j.id = q.job_id)"
 )  # NULL once procrastinate deleted a finished job
+# whether the job's worker sent a heartbeat within the lease (a killed worker's row still says running)
+_WORKER_ALIVE = (
+    "(SELECT w.last_heartbeat > now() - make_interval(secs => CAST(:lease AS double precision)) FROM "
+    + QUEUE_JOB_TABLE
+    + " j JOIN procrastinate_workers w ON w.id = j.worker_id WHERE j.id = q.job_id)"
+)
 SQL_QUEUED_STATES = sql(
     "SELECT q.doc_id, q.generation, q.job_id, q.state, q.worker, q.attempts, q.error, q.chunks, q.embedded, "
-    "q.truncated, q.token_limit, q.page_words, " + _JOB_STATUS + " AS job_status FROM {queued_files} q "
+    "q.truncated, q.token_limit, q.page_words, "
+    + _JOB_STATUS
+    + " AS job_status, "
+    + _WORKER_ALIVE
+    + " AS alive FROM {queued_files} q "
     "WHERE q.collection_id = :collection AND q.doc_id = ANY(CAST(:docs AS text[]))"
+)
+SQL_JOBS_OF_DOCUMENT = sql(
+    "SELECT job_id FROM {queued_files} WHERE collection_id = :collection AND doc_id = :doc AND job_id IS NOT NULL"
 )
 SQL_FORGET_OTHER_GENERATIONS = sql(
     "DELETE FROM {queued_files} WHERE collection_id = :collection AND doc_id = :doc AND generation <> :generation"
@@ -63,6 +82,18 @@ SQL_CLAIM_GENERATION = sql(
 )
 SQL_FORGET_QUEUED = sql(
     "DELETE FROM {queued_files} WHERE collection_id = :collection AND doc_id = :doc AND generation = :generation"
+)
+# a document switched over or removed (in that transaction): its queued rows go, a late job finds nothing
+SQL_DELETE_DOC_QUEUED = sql("DELETE FROM {queued_files} WHERE collection_id = :collection AND doc_id = :doc")
+# after a whole sync: rows of files no longer to be read with those bytes (removed, changed, stored by a
+# plain sync), and the finished jobs that name them
+SQL_FORGET_STALE = sql(
+    "DELETE FROM {queued_files} q WHERE q.collection_id = :collection AND NOT EXISTS (SELECT 1 FROM "
+    "unnest(CAST(:docs AS text[]), CAST(:generations AS text[])) AS k(doc, generation) "
+    "WHERE k.doc = q.doc_id AND k.generation = q.generation) RETURNING q.job_id"
+)
+SQL_DELETE_FINISHED_JOBS = (
+    "DELETE FROM " + QUEUE_JOB_TABLE + " WHERE id = ANY(CAST(:ids AS bigint[])) AND status NOT IN ('todo', 'doing')"
 )
 SQL_FAILED_QUEUED = sql(
     "SELECT q.doc_id, q.attempts, q.error, q.updated_at FROM {queued_files} q WHERE q.collection_id = :collection "
@@ -113,6 +144,23 @@ def ensure_queue_schema(engine: Engine) -> bool:
     return True
 
 
+@contextmanager
+def sweeping(engine: Engine) -> Iterator[bool]:
+    """Hold the sweep lock for the block if no other worker does: True when it is this one's turn."""
+    from sqlalchemy import text
+
+    key = {"key": SWEEP_LOCK_KEY}
+    with engine.connect() as conn:
+        got = bool(conn.execute(text(SQL_TRY_SWEEP_LOCK), key).scalar())
+        conn.commit()
+        try:
+            yield got
+        finally:
+            if got:
+                conn.execute(text(SQL_SWEEP_UNLOCK), key)
+                conn.commit()
+
+
 def queue_ready(engine: Engine) -> bool:
     """Whether this database has the ingest queue: procrastinate's tables and the queued files' table
     (both made by the first ``make ingest QUEUE=1``)."""
@@ -125,30 +173,37 @@ def queue_ready(engine: Engine) -> bool:
         )
 
 
-def queued_states(engine: Engine, collection_name: str, doc_ids: Sequence[str]) -> list[dict]:
+def queued_states(engine: Engine, collection_name: str, doc_ids: Sequence[str], lease_s: float = 30) -> list[dict]:
     """The queued-file rows of ``doc_ids`` with their job's status (``job_status``: procrastinate's
-    ``todo``/``doing``/``failed``…, None when the job is gone)."""
+    ``todo``/``doing``/``failed``…, None when the job is gone) and whether its worker is ``alive`` (a
+    heartbeat within ``lease_s``)."""
     from sqlalchemy import text
 
     collection = collection_id(engine, collection_name)
     if collection is None or not doc_ids:
         return []
     with engine.connect() as conn:
-        rows = conn.execute(text(SQL_QUEUED_STATES), {"collection": collection, "docs": list(doc_ids)})
+        params = {"collection": collection, "docs": list(doc_ids), "lease": float(lease_s)}
+        rows = conn.execute(text(SQL_QUEUED_STATES), params)
         return [dict(row) for row in rows.mappings()]
 
 
 def record_queued(engine: Engine, collection_name: str, files: Sequence[tuple[str, str]]) -> None:
     """Record ``(doc_id, generation)`` as queued, before its job is deferred (a new try: attempts and
-    reason reset), and forget the document's rows of other generations (a job of one finds nothing to do)."""
+    reason reset), forget the document's rows of other generations (a job of one finds nothing to do),
+    and delete the finished jobs of its earlier tries. Needs procrastinate's tables (the writer made them)."""
     from sqlalchemy import text
 
     collection = require_collection(engine, collection_name)
     with engine.begin() as conn:
+        earlier: list[int] = []
         for doc_id, generation in files:
             key = {"collection": collection, "doc": doc_id, "generation": generation}
+            earlier += conn.execute(text(SQL_JOBS_OF_DOCUMENT), key).scalars()
             conn.execute(text(SQL_FORGET_OTHER_GENERATIONS), key)
             conn.execute(text(SQL_RECORD_QUEUED), key)
+        if earlier:  # the finished jobs of earlier tries (their arguments name the files) go
+            conn.execute(text(SQL_DELETE_FINISHED_JOBS), {"ids": earlier})
 
 
 def set_jobs(engine: Engine, collection_name: str, jobs: Sequence[tuple[str, str, int]]) -> None:
@@ -172,6 +227,23 @@ def claim_generation(engine: Engine, collection_name: str, doc_id: str, generati
     with engine.begin() as conn:
         params = {"collection": collection, "doc": doc_id, "generation": generation, "run": run}
         return conn.execute(text(SQL_CLAIM_GENERATION), params).rowcount or 0
+
+
+def forget_stale(engine: Engine, collection_name: str, current: dict[str, str]) -> int:
+    """After a whole sync: drop the queued rows not in ``current`` (document ID -> the generation this
+    sync reads), with their finished jobs (whose arguments name the files); how many rows."""
+    from sqlalchemy import text
+
+    collection = collection_id(engine, collection_name)
+    if collection is None:
+        return 0
+    docs = list(current)
+    params = {"collection": collection, "docs": docs, "generations": [current[d] for d in docs]}
+    with engine.begin() as conn:
+        jobs = [job for job in conn.execute(text(SQL_FORGET_STALE), params).scalars() if job is not None]
+        if jobs and conn.execute(text(SQL_QUEUE_SCHEMA_EXISTS), {"table": QUEUE_JOB_TABLE}).scalar():
+            conn.execute(text(SQL_DELETE_FINISHED_JOBS), {"ids": jobs})
+    return len(jobs)
 
 
 def forget_queued(engine: Engine, collection_name: str, doc_id: str, generation: str) -> None:

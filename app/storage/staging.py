@@ -19,6 +19,7 @@ from app.storage.chunks import SQL_DELETE_DOC_STAGING, SQL_UPSERT_DOCUMENT, docu
 from app.storage.collection import collection_id, require_collection
 from app.storage.engine import lift_statement_timeout
 from app.storage.keywords import keyword_row
+from app.storage.queue import SQL_DELETE_DOC_QUEUED
 from app.storage.tables import sql, vector_literal
 
 if TYPE_CHECKING:
@@ -241,6 +242,9 @@ def switch_document(
             )
         page_words.replace_page_words(conn, collection, doc["doc_id"], words or {})
         conn.execute(text(SQL_DELETE_DOC_STAGING), {"collection": collection, "doc": doc["doc_id"]})
+        conn.execute(
+            text(SQL_DELETE_DOC_QUEUED), {"collection": collection, "doc": doc["doc_id"]}
+        )  # a late job: nothing to do
 
 
 def clean_staging(engine: Engine, collection_name: str, current: Mapping[str, str], only_these: bool = False) -> int:

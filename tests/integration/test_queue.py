@@ -302,6 +302,15 @@ def test_a_different_copy_is_refused_a_bad_file_fails_for_good_the_rest_is_store
         "Failed in the queue: 1 files" in docs.stdout and "  pdf/broken.pdf (3 tries): pdf/broken.pdf: " in docs.stdout
     )
     assert once.returncode == 0 and "taking files from the ingest queue until it is empty" in once.stderr
+    (writer / "pdf" / "broken.pdf").unlink()  # gone: a plain sync forgets its queued row and failed job
+    plain = ingest(env, writer)
+    listed = subprocess.run(
+        [sys.executable, "-m", "app.docs", "list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert plain.returncode == 0 and "Failed in the queue" not in listed.stdout
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM rag_queued_file")).scalar() == 0
+        assert conn.execute(text("SELECT count(*) FROM procrastinate_jobs")).scalar() == 0
 
 
 def test_workers_wait_while_the_database_is_away_and_resume(integration_env, tmp_path):
@@ -359,6 +368,26 @@ def test_an_interrupted_ingest_leaves_the_queue_and_the_next_one_resumes(own_db,
     assert wait_for(engine, "SELECT count(*) FROM rag_queued_file WHERE job_id IS NOT NULL") == 2
     with engine.connect() as conn:
         jobs = sorted(conn.execute(text("SELECT job_id FROM rag_queued_file")).scalars())
+    home, data = machine(tmp_path, "misfit", writer)  # other chunk settings: it must not fail the files
+    misfit = subprocess.run(
+        [sys.executable, "-m", "app.worker", "--data-dir", str(data)],
+        cwd=ROOT,
+        env={**env, "HOME": str(home), "CHUNK_SIZE": "300"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert misfit.returncode == 1
+    assert (
+        misfit.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "this worker's settings (embedding model, chunk size, OCR, graph extractor) differ from the ingest's; "
+            "refused, and this worker stops"
+        )
+    )
+    with engine.connect() as conn:  # its job given back, no try counted
+        assert list(conn.execute(text("SELECT DISTINCT state, attempts FROM rag_queued_file"))) == [("queued", 0)]
     first.send_signal(signal.SIGINT)  # Ctrl-C
     _, err = first.communicate(timeout=60)
     assert first.returncode == 130 and "Interrupted" in err
