@@ -184,6 +184,7 @@ def test_the_progress_bar_counts_chunks_and_names_the_file(big_csv, staging, mon
     switched = []
     monkeypatch.setattr("app.storage.list_documents", lambda *a: [])
     monkeypatch.setattr("app.storage.clean_staging", lambda *a, **k: 0)
+    monkeypatch.setattr("app.storage.forget_stale", lambda *a, **k: 0)
     monkeypatch.setattr(
         "app.storage.switch_document",
         lambda engine, name, doc, run, chunks, extractor, tables=None, words=None: switched.append(

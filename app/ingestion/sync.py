@@ -57,7 +57,6 @@ from app.llm import get_llm
 from app.permissions.principals import EVERYONE, FULL_ACCESS
 from app.permissions.readers import permissions_on, readers_by_doc
 from app.permissions.rules import AccessFileError
-from app.storage import queue as queue_store
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +266,7 @@ def sync(
     current = {f.doc_id: generation(f, key, settings) for f, _ in work}
     storage.clean_staging(engine, settings.retrieval.collection_name, current, only_these=not remove_missing)
     if remove_missing:  # queued rows of files removed, changed or stored since, and their finished jobs
-        queue_store.forget_stale(engine, settings.retrieval.collection_name, current)
+        storage.forget_stale(engine, settings.retrieval.collection_name, current)
     for doc in plan.removed:
         storage.delete_document(engine, settings.retrieval.collection_name, doc["doc_id"], doc["source_file"])
         report.removed += 1

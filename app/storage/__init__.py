@@ -69,6 +69,7 @@ from app.storage.keywords import (
     upsert_keywords,
 )
 from app.storage.lock import writer_lock
+from app.storage.queue import forget_stale
 from app.storage.readers import reading
 from app.storage.schema import SCHEMA_VERSION, check_schema, create_schema, make_vectorstore, open_store, schema_version
 from app.storage.staging import claim_staged, clean_staging, stage_chunks, staged_progress, switch_document
@@ -112,6 +113,7 @@ __all__ = [
     "check_server",
     "claim_staged",
     "clean_staging",
+    "forget_stale",
     "collection_id",
     "count_chunks",
     "create_schema",
