@@ -85,29 +85,10 @@ def make_set(folder: Path, pages: int, lines: list[str]) -> dict:
 
 
 def start_server(base: Path) -> tuple[dict, callable]:
-    """A PostgreSQL + pgvector on 127.0.0.1 (the embedded binaries): its DB_* variables and a stop."""
-    from app.storage import pg_process
-    from tests.integration.conftest import free_port, start_postgres
+    """A PostgreSQL + pgvector on 127.0.0.1 (the tests' own TCP cluster): its DB_* variables and a stop."""
+    from tests.integration.conftest import tcp_cluster
 
-    pgdata = base / "pgdata"
-    pgdata.mkdir(mode=0o700)
-    pwfile = base / "pw"
-    pwfile.write_text("bench\n")
-    who = pg_process.runner()
-    for path in (pgdata, pwfile):
-        if who.user is not None:
-            os.chown(path, who.uid, who.gid)
-    initdb = [str(pg_process.bin_dir() / "initdb"), "-D", str(pgdata), "-U", "rag", f"--pwfile={pwfile}"]
-    done = pg_process.run([*initdb, "--auth-host=scram-sha-256", "--encoding=utf8"], who)
-    assert done.returncode == 0, done.stderr
-    port = free_port()
-    start_postgres(pgdata, port, pgdata / "log", who)
-    env = {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": "bench"}
-
-    def stop() -> None:
-        pg_process.run([str(pg_process.bin_dir() / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
-
-    return env, stop
+    return tcp_cluster(base, "bench")
 
 
 def create_database(env: dict, name: str) -> None:

@@ -254,25 +254,11 @@ def test_a_scans_boxes_come_from_the_words_kept_as_who_asks_never_from_tesseract
 
     monkeypatch.setattr("app.formats.quote_marks.tesseract_words", no_tesseract)
 
-    def asking(who):
-        app = create_app(
-            store,
-            view_source=lambda source, asker: source_view(store.source_chunks(source, asker), source),
-            document_path=lambda doc_id, asker: document_file(store.list_documents(asker), store.data, doc_id),
-        )
-
-        async def as_who(scope, receive, send):
-            if scope["type"] == "http":
-                scope.setdefault("state", {})["identity"] = who
-            await app(scope, receive, send)
-
-        return TestClient(as_who)
-
-    view = asking(ALICE).get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"}).json()
+    view = client(store, ALICE).get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"}).json()
     assert view["boxes"] == [{"x": 0.1, "y": 0.8, "w": 0.4, "h": 0.1}] and asked == [
         ("scan/scan.png", 1, ALICE.principals)
     ]
-    bob = asking(BOB)
+    bob = client(store, BOB)
     refused = bob.get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"})
     unknown = bob.get("/api/source", params={"id": "scan/nothing.png", "quote": "午前9時から"})
     assert refused.status_code == unknown.status_code == 404 and refused.content == unknown.content
@@ -281,6 +267,6 @@ def test_a_scans_boxes_come_from_the_words_kept_as_who_asks_never_from_tesseract
     Image.new("L", (400, 200), 250).save(data / "scan" / "scan.png")  # changed since the sync kept the words
     read_now = PageWords(400, 200, (("午前9時から", 0, 0, 400, 100, 0),))
     monkeypatch.setattr("app.formats.quote_marks.tesseract_words", lambda image, langs, command: read_now)
-    view = asking(ALICE).get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"}).json()
+    view = client(store, ALICE).get("/api/source", params={"id": "scan/scan.png", "quote": "午前9時から"}).json()
     assert view["stale"] is True and view["boxes"] == [{"x": 0.0, "y": 0.0, "w": 1.0, "h": 0.5}]
     assert len(asked) == 1  # the kept words are of the version the sync read: not used for this one

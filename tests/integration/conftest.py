@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,30 @@ def start_postgres(pgdata: Path, port: int, log: Path, who) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def tcp_cluster(base: Path, password: str) -> tuple[dict, Callable[[], None]]:
+    """A new PostgreSQL + pgvector cluster (the embedded binaries) in ``base``, listening on 127.0.0.1
+    with a password for the user ``rag``: its DB_HOST/DB_PORT/DB_USER/DB_PASSWORD and a stop."""
+    pgdata = base / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    pwfile = base / "pw"
+    pwfile.write_text(f"{password}\n")
+    who = pg_process.runner()
+    for path in (pgdata, pwfile):
+        if who.user is not None:
+            os.chown(path, who.uid, who.gid)
+    pg = pg_process.bin_dir()
+    initdb = [str(pg / "initdb"), "-D", str(pgdata), "--auth-local=scram-sha-256", "--auth-host=scram-sha-256"]
+    done = pg_process.run([*initdb, "-U", "rag", f"--pwfile={pwfile}", "--encoding=utf8"], who)
+    assert done.returncode == 0, done.stderr
+    port = free_port()
+    start_postgres(pgdata, port, pgdata / "log", who)
+
+    def stop() -> None:
+        pg_process.run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
+
+    return {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": password}, stop
+
+
 @pytest.fixture(scope="session")
 def tcp_server():
     """A second PostgreSQL + pgvector (the same binaries) on 127.0.0.1 with a password:
@@ -230,38 +255,13 @@ def tcp_server():
     import psycopg
 
     base = private_base("rag-tcp-")
-    pgdata = base / "pgdata"
-    pgdata.mkdir(mode=0o700)
-    pwfile = base / "pw"
-    pwfile.write_text("s3cret\n")
-    who = pg_process.runner()
-    for path in (pgdata, pwfile):
-        if who.user is not None:
-            os.chown(path, who.uid, who.gid)
-    pg = pg_process.bin_dir()
-    done = pg_process.run(
-        [
-            str(pg / "initdb"),
-            "-D",
-            str(pgdata),
-            "--auth-local=scram-sha-256",
-            "--auth-host=scram-sha-256",
-            "-U",
-            "rag",
-            f"--pwfile={pwfile}",
-            "--encoding=utf8",
-        ],
-        who,
-    )
-    assert done.returncode == 0, done.stderr
-    port = free_port()
-    start_postgres(pgdata, port, pgdata / "log", who)
+    env, stop = tcp_cluster(base, "s3cret")
     with psycopg.connect(
-        host="127.0.0.1", port=port, user="rag", password="s3cret", dbname="postgres", autocommit=True
+        host="127.0.0.1", port=int(env["DB_PORT"]), user="rag", password="s3cret", dbname="postgres", autocommit=True
     ) as conn:
         conn.execute("CREATE DATABASE rag")
-    yield {"DB_HOST": "127.0.0.1", "DB_PORT": str(port), "DB_USER": "rag", "DB_PASSWORD": "s3cret", "DB_NAME": "rag"}
-    pg_process.run([str(pg / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], who)
+    yield {**env, "DB_NAME": "rag"}
+    stop()
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -432,6 +432,19 @@ def chromium(window: str = "1000,1300"):
         options.add_argument(argument)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+
+
+def send_question(driver, question: str) -> None:
+    """Type ``question`` into the page's box and send it; returns once the page took it (its send button
+    is disabled until the answer ends)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = driver.find_element(By.ID, "question")
+    box.clear()
+    box.send_keys(question)
+    driver.find_element(By.ID, "send").click()
+    WebDriverWait(driver, 10).until(lambda d: not d.find_element(By.ID, "send").is_enabled())
 
 
 @contextlib.contextmanager

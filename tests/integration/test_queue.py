@@ -74,13 +74,25 @@ def start_worker(env: dict, home, data, log, *extra: str) -> subprocess.Popen:
 
 def ingest(env: dict, data, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """`python -m app.ingest` (queued with ``--queue``) on the writer's folder."""
-    return subprocess.run(
-        [sys.executable, "-m", "app.ingest", "--data-dir", str(data), *extra],
+    return run_module(env, "app.ingest", "--data-dir", str(data), *extra, timeout=timeout)
+
+
+def start_ingest(env: dict, data) -> subprocess.Popen:
+    """`python -m app.ingest --queue` in the background (it waits for the workers)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.ingest", "--queue", "--data-dir", str(data)],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
+    )
+
+
+def run_module(env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m <args>` to its end (app.docs, app.worker --once …)."""
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -211,14 +223,7 @@ def test_a_worker_killed_mid_file_loses_and_doubles_nothing(own_db, tmp_path):  
     write_long_table(writer)
     log_a, log_b = open(tmp_path / "a.log", "w+"), open(tmp_path / "b.log", "w+")
     first = start_worker(env, *machine(tmp_path, "a", writer), log_a)
-    sync = subprocess.Popen(
-        [sys.executable, "-m", "app.ingest", "--queue", "--data-dir", str(writer)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    sync = start_ingest(env, writer)
     second = None
     try:
         staged = wait_for(engine, "SELECT count(*) FROM rag_staging")
@@ -265,30 +270,14 @@ def test_a_different_copy_is_refused_a_bad_file_fails_for_good_the_rest_is_store
     first = start_worker(env, home_a, data_a, log_a)
     second = None
     try:
-        sync = subprocess.Popen(
-            [sys.executable, "-m", "app.ingest", "--queue", "--data-dir", str(writer)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        sync = start_ingest(env, writer)
         assert wait_for(engine, "SELECT count(*) FROM rag_queued_file WHERE error LIKE '%copy differs%'")
         stop(first)  # it refused: the job waits for another worker
         second = start_worker(env, *machine(tmp_path, "b", writer), log_b)
         out, err = sync.communicate(timeout=600)
         again = ingest(env, writer, "--queue", "--no-wait")  # the failed file is queued again, and fails again
-        docs = subprocess.run(
-            [sys.executable, "-m", "app.docs", "list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-        )
-        once = subprocess.run(  # for cron: it ends by itself once nothing is left to do
-            [sys.executable, "-m", "app.worker", "--once", "--data-dir", str(writer)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        docs = run_module(env, "app.docs", "list")
+        once = run_module(env, "app.worker", "--once", "--data-dir", str(writer))  # for cron: it ends by itself
     finally:
         stop(*(w for w in (first, second) if w is not None))
     assert sync.returncode == 0, err
@@ -304,9 +293,7 @@ def test_a_different_copy_is_refused_a_bad_file_fails_for_good_the_rest_is_store
     assert once.returncode == 0 and "taking files from the ingest queue until it is empty" in once.stderr
     (writer / "pdf" / "broken.pdf").unlink()  # gone: a plain sync forgets its queued row and failed job
     plain = ingest(env, writer)
-    listed = subprocess.run(
-        [sys.executable, "-m", "app.docs", "list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
+    listed = run_module(env, "app.docs", "list")
     assert plain.returncode == 0 and "Failed in the queue" not in listed.stdout
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM rag_queued_file")).scalar() == 0
@@ -369,14 +356,7 @@ def test_an_interrupted_ingest_leaves_the_queue_and_the_next_one_resumes(own_db,
     with engine.connect() as conn:
         jobs = sorted(conn.execute(text("SELECT job_id FROM rag_queued_file")).scalars())
     home, data = machine(tmp_path, "misfit", writer)  # other chunk settings: it must not fail the files
-    misfit = subprocess.run(
-        [sys.executable, "-m", "app.worker", "--data-dir", str(data)],
-        cwd=ROOT,
-        env={**env, "HOME": str(home), "CHUNK_SIZE": "300"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    misfit = run_module({**env, "HOME": str(home), "CHUNK_SIZE": "300"}, "app.worker", "--data-dir", str(data))
     assert misfit.returncode == 1
     assert (
         misfit.stderr.strip()

@@ -13,7 +13,16 @@ import urllib.request
 
 import pytest
 
-from tests.integration.conftest import CHROMEDRIVER, CHROMIUM, ROOT, SCREENSHOTS, chromium, free_port, run_cli
+from tests.integration.conftest import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    ROOT,
+    SCREENSHOTS,
+    chromium,
+    free_port,
+    run_cli,
+    send_question,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -71,11 +80,7 @@ def ask(driver, question: str) -> dict:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    box = driver.find_element(By.ID, "question")
-    box.clear()
-    box.send_keys(question)
-    driver.find_element(By.ID, "send").click()
-    WebDriverWait(driver, 10).until(lambda d: not d.find_element(By.ID, "send").is_enabled())
+    send_question(driver, question)
     streamed = WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
         lambda d: d.find_element(By.ID, "answer").text or None
     )  # the first tokens, before the answer is done

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import SCREENSHOTS, chromium, free_port, served
+from tests.integration.conftest import SCREENSHOTS, chromium, free_port, send_question, served
 
 pytestmark = pytest.mark.integration
 
@@ -49,11 +49,7 @@ def ask(driver, question: str) -> dict:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    box = driver.find_element(By.ID, "question")
-    box.clear()
-    box.send_keys(question)
-    driver.find_element(By.ID, "send").click()
-    WebDriverWait(driver, 10).until(lambda d: not d.find_element(By.ID, "send").is_enabled())
+    send_question(driver, question)
     WebDriverWait(driver, ANSWER_TIMEOUT_S).until(lambda d: d.find_element(By.ID, "send").is_enabled())
     return {
         "status": driver.find_element(By.ID, "status").text,
