@@ -3,6 +3,7 @@ returning predictable values; nothing here needs a database or a model file."""
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from unittest.mock import MagicMock
 
@@ -12,6 +13,23 @@ from langchain_core.documents import Document
 
 from app import reranker
 from app.config import variables
+
+
+def cores_per_test_process() -> int:
+    """This test process's share of the cores: all of them alone, cores / N under ``pytest -n N``."""
+    return max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def share_the_cores() -> None:
+    """Under ``pytest -n N`` each process's OpenMP pools (torch, the embedder, llama.cpp's children)
+    take its share of the cores: threads of two processes asking for every core spin against each
+    other (the bench measured 58 -> 20 searches/s). Set before any test imports torch."""
+    if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[name] = str(cores_per_test_process())
+
+
+share_the_cores()
 
 
 def clear_settings_env(monkeypatch) -> None:

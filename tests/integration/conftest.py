@@ -24,6 +24,7 @@ from app.permissions.principals import FULL_ACCESS
 from app.storage import embedded as embedded_pg
 from app.storage import pg_process
 from bench.tiny_models import build_tiny_cross_encoder
+from tests.conftest import cores_per_test_process
 
 ROOT = Path(__file__).resolve().parents[2]
 GGUF = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -51,6 +52,7 @@ def integration_env():
         "LLM_MODEL_PATH": str(GGUF),
         "RERANKER_MODEL": str(cross_encoder),
         "LLM_MAX_TOKENS": "48",
+        "LLM_N_THREADS": str(cores_per_test_process()),  # the embedder's and the LLM's threads: this process's share
         "GRAPH_MAP_MAX_TOKENS": "48",  # the stand-in writes no useful key points; a map call is timed, not read
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",

@@ -15,6 +15,7 @@ import pytest
 
 from app.config import Settings
 from app.errors import LLMUnavailableError
+from tests.conftest import cores_per_test_process
 from tests.integration.conftest import ROOT, free_port, run_cli
 
 pytestmark = pytest.mark.integration
@@ -42,7 +43,7 @@ def start_server(model: Path, *extra: str) -> tuple[subprocess.Popen, str]:
             "--n_ctx",
             "2048",
             "--n_threads",
-            str(os.cpu_count() or 1),
+            str(cores_per_test_process()),
             *extra,
         ],
         stdout=log,
