@@ -74,21 +74,24 @@ def bench_parallel_ingest(
     return out
 
 
-def _search_client(settings: Settings, mode: str, queries: list[str], barrier, results) -> None:
-    """One client process: warm up, wait for the others, run every query, report its timings."""
+def _search_client(settings: Settings, queries: list[str], barrier, results) -> None:
+    """One client process: warm up every mode, then for each mode wait for the others, run every
+    query and report its timings (one process serves all three modes: starting one costs seconds)."""
     from app.permissions.principals import FULL_ACCESS
     from app.store import RagStore
 
-    store = RagStore(settings, principals=FULL_ACCESS).warm_up_search(mode)  # the benchmark's: full access
-    store.search(queries[0], search_mode=mode, top_k=10)
-    barrier.wait()
-    start = time.monotonic()
-    times = []
-    for q in queries:
-        t0 = time.perf_counter()
-        store.search(q, search_mode=mode, top_k=10)
-        times.append(time.perf_counter() - t0)
-    results.put((start, time.monotonic(), times))
+    store = RagStore(settings, principals=FULL_ACCESS)  # the benchmark's: full access
+    for mode in MODES:
+        store.warm_up_search(mode).search(queries[0], search_mode=mode, top_k=10)
+    for mode in MODES:
+        barrier.wait()
+        start = time.monotonic()
+        times = []
+        for q in queries:
+            t0 = time.perf_counter()
+            store.search(q, search_mode=mode, top_k=10)
+            times.append(time.perf_counter() - t0)
+        results.put((mode, start, time.monotonic(), times))
 
 
 def bench_concurrent_search(settings: Settings, clients: Sequence[int] = (1, 2, 4), queries: int = 30) -> list[dict]:
@@ -97,26 +100,29 @@ def bench_concurrent_search(settings: Settings, clients: Sequence[int] = (1, 2, 
 
     ctx = multiprocessing.get_context("spawn")
     qs = sample_queries(queries)
-    out = []
-    for mode in MODES:
-        for n in clients:
-            # each client's embedder gets cores/n threads: with all cores each, OpenMP threads of
-            # two processes spin against each other (measured: 2 clients fell from 58 to 20 vector searches/s)
-            client = settings.changed(llm={"n_threads": max(1, (os.cpu_count() or 1) // n)})
-            barrier, results = ctx.Barrier(n), ctx.Queue()
-            procs = [
-                ctx.Process(target=_search_client, args=(client, mode, qs[i:] + qs[:i], barrier, results))
-                for i in range(n)
-            ]
-            for p in procs:
-                p.start()
-            got = [results.get(timeout=600) for _ in procs]
-            for p in procs:
-                p.join()
-            wall = max(g[1] for g in got) - min(g[0] for g in got)
-            times = [t for g in got for t in g[2]]
-            out.append({"mode": mode, "clients": n, "searches_per_s": round(len(times) / wall, 1), **stats_ms(times)})
-    return out
+    runs: dict[tuple[str, int], dict] = {}
+    for n in clients:
+        # each client's embedder gets cores/n threads: with all cores each, OpenMP threads of
+        # two processes spin against each other (measured: 2 clients fell from 58 to 20 vector searches/s)
+        client = settings.changed(llm={"n_threads": max(1, (os.cpu_count() or 1) // n)})
+        barrier, results = ctx.Barrier(n), ctx.Queue()
+        procs = [ctx.Process(target=_search_client, args=(client, qs[i:] + qs[:i], barrier, results)) for i in range(n)]
+        for p in procs:
+            p.start()
+        got = [results.get(timeout=600) for _ in range(n * len(MODES))]
+        for p in procs:
+            p.join()
+        for mode in MODES:
+            mine = [g for g in got if g[0] == mode]
+            wall = max(g[2] for g in mine) - min(g[1] for g in mine)
+            times = [t for g in mine for t in g[3]]
+            runs[mode, n] = {
+                "mode": mode,
+                "clients": n,
+                "searches_per_s": round(len(times) / wall, 1),
+                **stats_ms(times),
+            }
+    return [runs[mode, n] for mode in MODES for n in clients]
 
 
 def _start_llm_server(model: Path, settings: Settings) -> tuple[subprocess.Popen, str, Any]:

@@ -93,19 +93,19 @@ def test_vector_search_finds_the_faq_row(ingested, store):
 
 def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
     """Capture the SQL PGVector really runs and EXPLAIN it, on a collection large enough
-    (10,000 random unit vectors) that a sequential scan would cost more than the index."""
+    (8,000 random unit vectors) that a sequential scan would cost more than the index."""
     name = f"hnsw_{uuid.uuid4().hex[:8]}"
     big = storage.make_vectorstore(engine, real_embeddings, name, create=True)
     rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(10000, 384)).astype("float32")
+    vectors = rng.normal(size=(8000, 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     benchkit.bench_bulk_load(
         engine,
         storage.collection_id(engine, name),
-        [str(uuid.uuid4()) for _ in range(10000)],
+        [str(uuid.uuid4()) for _ in range(8000)],
         vectors,
-        [f"filler {i}" for i in range(10000)],
-        ["filler"] * 10000,
+        [f"filler {i}" for i in range(8000)],
+        ["filler"] * 8000,
     )
     with engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
