@@ -209,9 +209,12 @@ def _concurrent_generation(model: Any, prompts: list[str]) -> dict:
     }
 
 
-def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Sequence[int] = (1, 2)) -> dict:
+def bench_llm_server(
+    settings: Settings, max_tokens: int = 64, concurrent: Sequence[int] = (1, 2), context_chars: int = 0
+) -> dict:
     """The same GGUF in process (LangChain's LlamaCpp) and behind llama_cpp.server (ChatOpenAI),
-    on three sample questions with their contexts (different prompts: no prompt-cache flattery)."""
+    on three sample questions with their contexts (different prompts: no prompt-cache flattery),
+    each context cut to ``context_chars`` characters when that is not 0."""
     from app import llm as app_llm
     from app.ingest import load_pdfs
     from app.models import resources
@@ -219,7 +222,7 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     from app.workflow.prompts import build_prompt
 
     path = resolve_llm_path(settings.llm.model_path, settings.models.dir, settings.llm.model_path_is_default)
-    contexts = [t for t, _ in load_pdfs(ROOT / "data" / "pdf")]
+    contexts = [t[:context_chars] if context_chars else t for t, _ in load_pdfs(ROOT / "data" / "pdf")]
     # a different question each time: the server's and the in-process KV cache never hold the prompt yet
     questions = sample_queries(4 + sum(concurrent))  # warm-up, 3 single runs, the concurrent batches
     prompts = [build_prompt(q, contexts[i % len(contexts) :][:2]) for i, q in enumerate(questions)]
@@ -228,7 +231,12 @@ def bench_llm_server(settings: Settings, max_tokens: int = 64, concurrent: Seque
     resources.clear("llm")
     local = app_llm.get_llm(s)
     app_llm.generate(prompts[0], llm=local)  # load and warm
-    results: dict = {"model": path.name, "max_tokens": max_tokens, "in_process": _generation(local, single)}
+    results: dict = {
+        "model": path.name,
+        "max_tokens": max_tokens,
+        "context_chars": context_chars,
+        "in_process": _generation(local, single),
+    }
     resources.clear("llm")
     del local
     proc, url, log = _start_llm_server(path, settings)

@@ -516,6 +516,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=64,
         help="llm-server section: tokens generated per answer, in process and behind the server",
     )
+    parser.add_argument(
+        "--llm-context-chars",
+        type=int,
+        default=0,
+        help="llm-server section: cut each of a prompt's two contexts to this many characters (0: whole)",
+    )
     parser.add_argument("--load-askers", type=int, default=20, help="load section: simulated askers on the page")
     parser.add_argument(
         "--load-minutes", type=float, default=5.0, help="load section: the askers arrive evenly over these minutes"
@@ -592,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def serve() -> dict:
             from bench.serve import bench_serve
 
-            return bench_serve(settings, embeddings, size=args.serve_size)
+            return bench_serve(settings, embeddings, size=args.serve_size, queries=args.queries)
 
         section("serve", "serve", serve)
 
@@ -605,7 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def llm_server() -> dict:
             from bench.scale import bench_llm_server
 
-            return bench_llm_server(settings, max_tokens=args.llm_tokens)
+            return bench_llm_server(settings, max_tokens=args.llm_tokens, context_chars=args.llm_context_chars)
 
         def load() -> dict:
             from bench.load import bench_load

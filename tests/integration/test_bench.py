@@ -1,6 +1,6 @@
 """make bench, small: every section except generation and e2e runs for real (they are slow), the MCP
 server and concurrency sections at 600 chunks, the LLM server comparison with the test GGUF (8 tokens an
-answer: enough for a rate, not a long wait), and the load run with two askers."""
+answer from contexts of 300 characters: enough for a rate, not a long wait), and the load run with two askers."""
 
 import json
 
@@ -34,6 +34,8 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
         "1",
         "--llm-tokens",
         "8",
+        "--llm-context-chars",
+        "300",
         "--filtered-size",
         "2000",
         "--load-askers",
@@ -79,7 +81,12 @@ def test_bench_small_run_writes_results_and_chart(integration_env, tmp_path):
     assert graph["queries"]["global"]["batches"] == 1
     assert "Graph (make graph" in result.stdout
     llm = data["llm_server"]
-    assert llm["max_tokens"] == 8 and llm["in_process"]["tokens_per_s"] > 0 and llm["server"]["tokens_per_s"] > 0
+    assert (
+        llm["max_tokens"] == 8
+        and llm["context_chars"] == 300
+        and llm["in_process"]["tokens_per_s"] > 0
+        and llm["server"]["tokens_per_s"] > 0
+    )
     assert [b["requests"] for b in llm["server_concurrent"]] == [1, 2]
     assert "in process vs OpenAI-compatible server" in result.stdout
     load = data["load"]
