@@ -62,9 +62,28 @@ def integration_env():
             mp.delenv(name, raising=False)
         for name, value in env.items():
             mp.setenv(name, value)
+        skip_durability(Path(env["PGDATA_DIR"]))
         yield env
     embedded_pg.stop(Path(env["PGDATA_DIR"]))
     shutil.rmtree(base, ignore_errors=True)
+
+
+def skip_durability(pgdata: Path) -> None:
+    """Start the test cluster and turn off what only a power cut needs (fsync, full-page writes, waiting
+    for the WAL at commit), as test databases commonly are: the server's own crash safety is not under
+    test here (a killed client or a stopped server loses nothing either way), and the suite's commits
+    stop waiting for the disk."""
+    import sqlalchemy
+
+    embedded_pg.ensure_running(pgdata)
+    engine = sqlalchemy.create_engine(embedded_pg.connection_url(pgdata, "postgres", admin=True))
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+                conn.exec_driver_sql(f"ALTER SYSTEM SET {setting} = off")
+            conn.exec_driver_sql("SELECT pg_reload_conf()")
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(scope="session")

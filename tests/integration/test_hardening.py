@@ -68,14 +68,12 @@ def test_tune_and_evaluate_with_data_dir_use_their_own_collection(ingested, rag_
         ),
         encoding="utf-8",
     )
-    tuned = run_cli("app.tune", "--data-dir", str(other), "--questions", str(questions), process=True)
+    tuned = run_cli("app.tune", "--data-dir", str(other), "--questions", str(questions))
     assert tuned.returncode == 0, tuned.stderr
     assert (
         "Using collection 'eval_" in tuned.stderr and "the main collection 'documents' is not touched" in tuned.stderr
     )
-    evaluated = run_cli(
-        "app.evaluate", "--data-dir", str(other), "--questions", str(questions), "--no-progress", process=True
-    )
+    evaluated = run_cli("app.evaluate", "--data-dir", str(other), "--questions", str(questions), "--no-progress")
     assert evaluated.returncode == 0, evaluated.stderr
     assert "Retrieval@k: 100.0%" in evaluated.stdout
     assert doc_ids(rag_store) == main_before
