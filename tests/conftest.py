@@ -173,25 +173,27 @@ def no_db(mocker):
     return mocker
 
 
-# The longest test files (pytest --durations, 2026-11-28), started first: `make test` runs the suite in two
+# The longest test files (pytest --durations, 2026-11-28, after the queue), started first: `make test` runs the suite in two
 # processes (pytest-xdist, one file per process at a time), and a long file started last keeps one process
 # busy alone at the end. Order only: every test runs the same, in one process or two.
 LONGEST_FIRST = (
     "integration/test_bench.py",
-    "integration/test_any_size.py",
-    "integration/test_llm_server.py",
+    "integration/test_queue.py",
+    "integration/test_hardening.py",
+    "integration/test_web_browser.py",
+    "integration/test_graph_search.py",
     "integration/test_mcp_server.py",
     "integration/test_big_files.py",
-    "integration/test_web_browser.py",
-    "integration/test_web_scope_browser.py",
-    "integration/test_permissions_mcp.py",
+    "integration/test_sync.py",
     "integration/test_permissions_web.py",
-    "integration/test_workers.py",
     "integration/test_admin.py",
     "integration/test_pipeline.py",
-    "integration/test_hardening.py",
-    "integration/test_sync.py",
-    "integration/test_graph_search.py",
+    "integration/test_real_answers.py",
+    "integration/test_any_size.py",
+    "integration/test_workers.py",
+    "integration/test_llm_server.py",
+    "integration/test_permissions_mcp.py",
+    "integration/test_database_url.py",
 )
 
 

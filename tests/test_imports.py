@@ -345,7 +345,7 @@ def test_the_longest_files_are_started_first():
     from tests.conftest import LONGEST_FIRST, longest_first
 
     assert longest_first("tests/integration/test_bench.py::test_bench_small_run_writes_results_and_chart") == 0
-    assert longest_first("tests/integration/test_any_size.py") == 1
+    assert longest_first("tests/integration/test_queue.py") == 1
     assert longest_first("tests/test_chunks.py::test_x") == len(LONGEST_FIRST)
     tests = Path(__file__).resolve().parent
     assert [name for name in LONGEST_FIRST if not (tests / name).is_file()] == []  # none renamed away
