@@ -287,11 +287,15 @@ def tcp_server():
 
 
 class HashEmbeddings(Embeddings):
-    """Deterministic 384-d vectors from a text hash: a real Embeddings for tests about storage, not meaning."""
+    """Deterministic vectors (384-d unless told) from a text hash: a real Embeddings for tests about
+    storage, not meaning."""
+
+    def __init__(self, dims: int = 384):
+        self.dims = dims
 
     def _vector(self, text_: str) -> list[float]:
         digest = hashlib.sha256(text_.encode()).digest()
-        return [((digest[i % 32] + i) % 17 - 8) / 8.0 for i in range(384)]
+        return [((digest[i % 32] + i) % 17 - 8) / 8.0 for i in range(self.dims)]
 
     def embed_documents(self, texts):
         return [self._vector(t) for t in texts]

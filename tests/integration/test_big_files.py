@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from app import storage
+from app.permissions.principals import FULL_ACCESS
 from app.retrieval.search import keyword_search
 from tests.integration.conftest import ROOT, HashEmbeddings
 
@@ -21,6 +22,12 @@ pytestmark = pytest.mark.integration
 
 ROWS = 2000
 BATCH = 50
+# The module's own database, its chunks 16-d: thousands of rows go in and out here, and each one's HNSW
+# insert costs its distance computations (a 384-d one, ten times the time); what is tested is the
+# staging, the switch and the keyword statistics, none of which reads a vector's size.
+DB = "rag_big"
+DIMS = 16
+MODEL = "test/hash-16"  # no published size: the store measures the hash embeddings' 16
 
 # A sync of the data dir in its own process, with hash embeddings slowed to 0.3 s a batch (a big
 # file's ingest takes a while), so the test can look at the database during it and kill it.
@@ -36,14 +43,41 @@ class Slow(HashEmbeddings):
         return super().embed_documents(texts)
 
 settings = get_settings().changed(retrieval={"collection_name": sys.argv[2]}, ingest={"batch_chunks": int(sys.argv[3])})
-RagStore(settings, embeddings=Slow()).sync(pathlib.Path(sys.argv[1]))
+RagStore(settings, embeddings=Slow(int(sys.argv[4]))).sync(pathlib.Path(sys.argv[1]))
 """
+
+
+@pytest.fixture(scope="module")
+def big_settings(settings):
+    """The session's settings on the module's own database, with the hash embeddings' model name."""
+    return settings.changed(db={"name": DB}, models={"embed_model": MODEL})
+
+
+@pytest.fixture(scope="module")
+def engine(big_settings):
+    """The engine of the module's database."""
+    return storage.get_engine(big_settings)
+
+
+@pytest.fixture
+def hash_store(big_settings, engine):
+    """A RagStore on its own collection of the module's database, 16-d hash embeddings, dropped afterwards."""
+    import uuid
+
+    from app.store import RagStore
+
+    s = big_settings.changed(retrieval={"collection_name": f"h_{uuid.uuid4().hex[:8]}"})
+    rs = RagStore(s, embeddings=HashEmbeddings(DIMS), engine=engine, principals=FULL_ACCESS)
+    yield rs
+    with rs.writing():
+        rs.vectorstore.delete_collection()
 
 
 class Counting(HashEmbeddings):
     """Hash embeddings that count the texts they embed; with ``fail_on``, that call raises."""
 
     def __init__(self, fail_on: int | None = None):
+        super().__init__(DIMS)
         self.calls, self.fail_on = 0, fail_on
 
     def embed_documents(self, texts):
@@ -93,9 +127,9 @@ def test_a_killed_ingest_of_a_big_csv_shows_no_half_document_and_resumes(hash_st
 
     write_csv(big, "新版")  # every row's text changes
     proc = subprocess.Popen(
-        [sys.executable, "-c", SLOW_INGEST, str(tmp_path / "data"), name, str(BATCH)],
+        [sys.executable, "-c", SLOW_INGEST, str(tmp_path / "data"), name, str(BATCH), str(DIMS)],
         cwd=ROOT,
-        env=os.environ.copy(),
+        env={**os.environ, "DB_NAME": DB, "EMBED_MODEL": MODEL},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -183,7 +217,9 @@ def test_a_file_failing_mid_way_keeps_its_old_version_and_stale_batches_are_clea
         )
 
 
-def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25_statistics_exact(settings, tmp_path):
+def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25_statistics_exact(
+    big_settings, tmp_path
+):
     """6,000 chunks out in one statement: the statistics trigger deletes the terms whose last chunk
     went by a join on (collection, term); it used to loop over every removed term for each of them
     (583 s for 20,000 chunks), far past DB_STATEMENT_TIMEOUT_MS."""
@@ -192,12 +228,12 @@ def test_removing_a_big_document_keeps_within_the_statement_timeout_and_the_bm25
 
     from app.store import RagStore
 
-    s = settings.changed(
+    s = big_settings.changed(
         retrieval={"collection_name": f"h_{uuid.uuid4().hex[:8]}"},
         db={"statement_timeout_ms": 10000},
         graph={"extractor": "off"},
     )
-    store = RagStore(s, embeddings=HashEmbeddings(), engine=storage.get_engine(s))
+    store = RagStore(s, embeddings=HashEmbeddings(DIMS), engine=storage.get_engine(s))
     data = tmp_path / "data"
     (data / "csv").mkdir(parents=True)
     codes = [hashlib.sha256(str(i).encode()).hexdigest()[:10] for i in range(6000)]  # 12,000 distinct terms

@@ -78,7 +78,9 @@ def ingest(env: dict, data, *extra: str, timeout: float = 600) -> subprocess.Com
 
 
 def start_ingest(env: dict, data) -> subprocess.Popen:
-    """`python -m app.ingest --queue` in the background (it waits for the workers)."""
+    """`python -m app.ingest --queue` in the background (it waits for the workers). Ctrl-C reaches it as
+    in a terminal, even when this run was started where SIGINT is ignored (a shell's `&` job: Python then
+    keeps it ignored and raises no KeyboardInterrupt)."""
     return subprocess.Popen(
         [sys.executable, "-m", "app.ingest", "--queue", "--data-dir", str(data)],
         cwd=ROOT,
@@ -86,6 +88,7 @@ def start_ingest(env: dict, data) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -344,14 +347,7 @@ def test_an_interrupted_ingest_leaves_the_queue_and_the_next_one_resumes(own_db,
     (writer / "csv").mkdir(parents=True)
     shutil.copy(ROOT / "data" / "csv" / "faq.csv", writer / "csv" / "faq.csv")
     shutil.copy(ROOT / "data" / "csv" / "products.csv", writer / "csv" / "products.csv")
-    first = subprocess.Popen(  # no worker yet: the files wait in the queue
-        [sys.executable, "-m", "app.ingest", "--queue", "--data-dir", str(writer)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = start_ingest(env, writer)  # no worker yet: the files wait in the queue
     assert wait_for(engine, "SELECT count(*) FROM rag_queued_file WHERE job_id IS NOT NULL") == 2
     with engine.connect() as conn:
         jobs = sorted(conn.execute(text("SELECT job_id FROM rag_queued_file")).scalars())
