@@ -210,3 +210,23 @@ def test_a_quote_on_a_page_with_rotate_90_is_marked_where_the_rendered_page_show
     left, top, right, bottom = box["x"] * 600, box["y"] * 800, (box["x"] + box["w"]) * 600, (box["y"] + box["h"]) * 800
     assert left - 1 <= dark[0] and dark[2] <= right + 1 and top - 1 <= dark[1] and dark[3] <= bottom + 1
     assert dark[2] - dark[0] >= 0.8 * (right - left) and dark[3] - dark[1] >= 0.9 * (bottom - top)
+
+
+def test_threads_rendering_and_marking_at_once_get_what_one_thread_gets():
+    """PDFium is not thread-safe: the page's threads render both pages of a quote at once and mark it
+    (app.formats.ocr.PDFIUM_LOCK serializes every call). Without the lock this crashed the process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [("render", n) for n in (1, 2, 1, 2)] * 4 + [("marks", n) for n in (1, 2)] * 4
+
+    def run(job):
+        kind, number = job
+        if kind == "render":
+            return render_page(GUIDE, number, 400)
+        return page_marks(GUIDE, number, ONE_LINE)
+
+    alone = [run(job) for job in jobs]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(run, jobs))
+    assert together == alone
+    assert any(marks for kind, marks in zip(jobs, alone) if kind[0] == "marks" and any(marks.values()))

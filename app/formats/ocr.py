@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,11 @@ from app.errors import DataSourceError
 from app.formats.limits import Deadline, Limits, display_name, strip_nul
 from app.formats.page_words import PageWords, words_from_tsv
 from app.formats.pdf import clean_pdf_text
+
+PDFIUM_LOCK = threading.RLock()
+"""PDFium is not thread-safe (pypdfium2 says so): every call into it in this process (opening, rendering,
+reading a text page, closing) holds this lock, whichever thread makes it: the page's threads render two
+pages of a quote at once, and a watch sync may OCR beside them."""
 
 DEFAULT_LIMITS = Limits()  # the defaults of every limit (app.config's defaults)
 PageProgress = Callable[[int, int], None]  # on_page(pages done, pages to OCR in this file)
@@ -159,7 +165,8 @@ class Ocr:
 
         texts: dict[int, str] = {}
         try:
-            document = pdfium.PdfDocument(str(path))
+            with PDFIUM_LOCK:
+                document = pdfium.PdfDocument(str(path))
         except Exception as exc:  # PDFium refuses what pypdf read: this file's failure only
             raise DataSourceError(f"{name}: cannot render for OCR ({exc.__class__.__name__}: {exc})") from exc
         deadline = Deadline(name, limits.parse_timeout_s)  # one budget for the file's OCR, not one a page
@@ -167,7 +174,8 @@ class Ocr:
             for done, number in enumerate(numbers, start=1):
                 deadline.check(f"page {number}")
                 started = time.monotonic()
-                image = render_page(document[number - 1], self.dpi)
+                with PDFIUM_LOCK:
+                    image = render_page(document[number - 1], self.dpi)
                 text, page_words = self.read_page(
                     image, name, f"page {number}", deadline.remaining(), budget_s=limits.parse_timeout_s
                 )
@@ -181,7 +189,8 @@ class Ocr:
                     if words is not None:
                         words[number] = page_words
         finally:
-            document.close()
+            with PDFIUM_LOCK:
+                document.close()
         return texts
 
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.formats.ocr import MAX_PIXELS
+from app.formats.ocr import MAX_PIXELS, PDFIUM_LOCK
 from app.formats.page_words import PageWords
 
 PDF_SUFFIXES = (".pdf",)
@@ -107,18 +107,19 @@ def render_page(path: Path | str, page_number: int, width_px: int = DEFAULT_WIDT
     path = Path(path)
     width = _width(width_px)
     if path.suffix.lower() in PDF_SUFFIXES:
-        document = open_pdf(path)
-        try:
-            check_page(page_number, len(document), path.name)
-            page = document[page_number - 1]  # only this page is loaded
+        with PDFIUM_LOCK:
+            document = open_pdf(path)
             try:
-                scale = width / max(page.get_width(), 1.0)
-                bitmap = page.render(scale=scale, may_draw_forms=True)
-                return _png(bitmap.to_pil())
+                check_page(page_number, len(document), path.name)
+                page = document[page_number - 1]  # only this page is loaded
+                try:
+                    scale = width / max(page.get_width(), 1.0)
+                    image = page.render(scale=scale, may_draw_forms=True).to_pil()
+                finally:
+                    page.close()
             finally:
-                page.close()
-        finally:
-            document.close()
+                document.close()
+        return _png(image)
     if path.suffix.lower() in SCAN_SUFFIXES:
         image = scan_page(path, page_number)
         if image.width > width:
@@ -266,18 +267,19 @@ def _text_page(path: Path | str, page_number: int) -> Iterator[tuple]:
     """``(page, textpage)`` of page ``page_number`` of a PDF, closed (with the document) afterwards;
     ValueError as :func:`render_page`."""
     path = Path(path)
-    document = open_pdf(path)
-    try:
-        check_page(page_number, len(document), path.name)
-        page = document[page_number - 1]
-        textpage = page.get_textpage()
+    with PDFIUM_LOCK:  # held while the caller reads the text page
+        document = open_pdf(path)
         try:
-            yield page, textpage
+            check_page(page_number, len(document), path.name)
+            page = document[page_number - 1]
+            textpage = page.get_textpage()
+            try:
+                yield page, textpage
+            finally:
+                textpage.close()
+                page.close()
         finally:
-            textpage.close()
-            page.close()
-    finally:
-        document.close()
+            document.close()
 
 
 def quote_boxes(path: Path | str, page_number: int, quote: str) -> list[Box]:
@@ -316,16 +318,17 @@ def scan_image(path: Path | str, page_number: int, dpi: int = 300):
         return scan_page(path, page_number)
     from app.formats.ocr import render_page as ocr_render
 
-    document = open_pdf(path)
-    try:
-        check_page(page_number, len(document), path.name)
-        page = document[page_number - 1]
+    with PDFIUM_LOCK:
+        document = open_pdf(path)
         try:
-            return ocr_render(page, dpi)
+            check_page(page_number, len(document), path.name)
+            page = document[page_number - 1]
+            try:
+                return ocr_render(page, dpi)
+            finally:
+                page.close()
         finally:
-            page.close()
-    finally:
-        document.close()
+            document.close()
 
 
 def scan_quote_boxes(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from app.formats.ocr import PDFIUM_LOCK
 from app.formats.page_image import (
     PDF_SUFFIXES,
     Box,
@@ -118,19 +119,20 @@ def page_marks(
     ``page_number``, else ``{page_number: []}``. ``stored(page)`` gives the words the sync kept for a
     scanned page (None: Tesseract reads it now). ValueError as :func:`app.formats.page_image.render_page`
     or :func:`app.formats.page_image.tesseract_words`."""
-    reader = PageReader(path, stored, langs, command)
-    try:
-        cited = reader.units(page_number)
-        covered = found(cited.units, quote)
-        if covered:
-            return {page_number: cited.mark(covered)}
-        for first, onto_next in ((page_number, True), (page_number - 1, False)):
-            second = first + 1
-            if first < 1 or second > reader.count or not may_continue(cited.units, quote, onto_next):
-                continue
-            before, after = spread(reader.units(first).units, reader.units(second).units, quote)
-            if before:
-                return {first: reader.units(first).mark(before), second: reader.units(second).mark(after)}
-        return {page_number: []}
-    finally:
-        reader.close()
+    with PDFIUM_LOCK:  # the reader keeps a PDF's document and text pages open while it marks
+        reader = PageReader(path, stored, langs, command)
+        try:
+            cited = reader.units(page_number)
+            covered = found(cited.units, quote)
+            if covered:
+                return {page_number: cited.mark(covered)}
+            for first, onto_next in ((page_number, True), (page_number - 1, False)):
+                second = first + 1
+                if first < 1 or second > reader.count or not may_continue(cited.units, quote, onto_next):
+                    continue
+                before, after = spread(reader.units(first).units, reader.units(second).units, quote)
+                if before:
+                    return {first: reader.units(first).mark(before), second: reader.units(second).mark(after)}
+            return {page_number: []}
+        finally:
+            reader.close()
