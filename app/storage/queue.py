@@ -260,12 +260,13 @@ def failed_queued(engine: Engine, collection_name: str) -> list[dict]:
     ``python -m app.docs``); ``[]`` when the queue was never used."""
     from sqlalchemy import text
 
+    with engine.connect() as conn:  # first: a database nothing was ingested into has no tables at all
+        if not conn.execute(text(SQL_QUEUE_SCHEMA_EXISTS), {"table": QUEUE_JOB_TABLE}).scalar():
+            return []
     collection = collection_id(engine, collection_name)
     if collection is None:
         return []
     with engine.connect() as conn:
-        if not conn.execute(text(SQL_QUEUE_SCHEMA_EXISTS), {"table": QUEUE_JOB_TABLE}).scalar():
-            return []
         return [dict(row) for row in conn.execute(text(SQL_FAILED_QUEUED), {"collection": collection}).mappings()]
 
 

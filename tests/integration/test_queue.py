@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from app.formats.ocr import Ocr
-from tests.integration.conftest import ROOT, private_base
+from tests.integration.conftest import ROOT, private_base, run_cli
 from tests.integration.test_workers import drop_when_left, own_db  # noqa: F401  (the fixture)
 from tests.test_formats_ocr import FONT, page_image
 
@@ -379,3 +379,10 @@ def test_an_interrupted_ingest_leaves_the_queue_and_the_next_one_resumes(own_db,
         assert conn.execute(text("SELECT count(*) FROM langchain_pg_embedding")).scalar() > 2
     said = log.seek(0) or log.read()
     assert said.count(": staged ") == 2
+
+
+def test_the_documents_list_of_a_database_nothing_was_ingested_into_is_one_line(integration_env):
+    """`make docs` before the first `make ingest`: no tables yet, so no queue either; no traceback."""
+    listed = run_cli("app.docs", "list", env={"DB_NAME": "rag_never_ingested"})
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip() == "No documents (run `make ingest`)." and "Traceback" not in listed.stderr
