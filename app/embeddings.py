@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
@@ -163,8 +164,25 @@ def get_embeddings(settings: Settings | None = None) -> Embeddings:
             s.models.embed_url_auth,
             s.models.embed_server_prefixes,
         )
-        return cached("embeddings", key, lambda: _server_embeddings(s))
-    return cached("embeddings", (s.models.embed_model, str(s.models.dir)), lambda: _load_embeddings(s))
+        return cached("embeddings", (*key, s.models.embed_cache_dir), lambda: with_cache(_server_embeddings(s), s))
+    key = (s.models.embed_model, str(s.models.dir), s.models.embed_cache_dir)
+    return cached("embeddings", key, lambda: with_cache(_load_embeddings(s), s))
+
+
+def with_cache(model: Any, s: Settings) -> Any:
+    """``model`` with its passage vectors kept under EMBED_CACHE_DIR (app.models.embed_cache), in a
+    folder of the model's own (its name, file, prefixes, length and server); ``model`` when unset."""
+    if s.models.embed_cache_dir is None:
+        return model
+    from app.models.embed_cache import CachedEmbeddings, model_namespace
+
+    profile = s.models.embedding_profile()
+    where = getattr(model, "model_file", None) or getattr(model, "model_name", None)
+    name = "|".join(
+        str(part)
+        for part in (s.models.embed_model, profile.passage_prefix, profile.max_tokens, s.models.embed_base_url or "")
+    )
+    return CachedEmbeddings(model, s.models.embed_cache_dir, model_namespace(name, Path(where) if where else None))
 
 
 def _server_embeddings(s: Settings) -> ServerEmbeddings:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -545,6 +546,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.embeddings import get_embeddings
         from app.store import RagStore
 
+        # the bench times the embedder: no vector comes from EMBED_CACHE_DIR, here or in the
+        # servers, workers and clients it starts
+        os.environ.pop("EMBED_CACHE_DIR", None)
         base = get_settings()
         # no statement timeout: index builds at 100k chunks take minutes
         settings = base.changed(db={"name": f"{base.db.name}_bench", "statement_timeout_ms": 0})

@@ -358,7 +358,7 @@ def test_settings_come_in_groups_each_listing_the_variables_it_reads():
         "tables",
     ]
     names = config.variables()
-    assert len(names) == len(set(names)) == 108  # no variable in two groups
+    assert len(names) == len(set(names)) == 109  # no variable in two groups
     assert names[:3] == ("DB_HOST", "DB_PORT", "DB_USER") and "GRAPH_LEVEL" in names and "PROMPT_STYLE" in names
 
 

@@ -43,6 +43,7 @@ class ModelSettings:
         "EMBED_PASSAGE_PREFIX",
         "EMBED_MAX_TOKENS",
         "MODEL_SET",
+        "EMBED_CACHE_DIR",
     )
     dir: Path = Path("models")
     embed_model: str = EMBED_MODEL_DEFAULT
@@ -57,6 +58,7 @@ class ModelSettings:
     embed_passage_prefix: str | None = None  # EMBED_PASSAGE_PREFIX
     embed_max_tokens: int | None = None  # EMBED_MAX_TOKENS: tokens of a passage the embedder reads
     model_set: str = MODEL_SETS[0]  # MODEL_SET: what `make models` fetches from the Hub (app.config.model_sets)
+    embed_cache_dir: Path | None = None  # EMBED_CACHE_DIR: passage vectors kept on disk (app.models.embed_cache)
     embed_model_is_default: bool = True  # EMBED_MODEL unset
     reranker_model_is_default: bool = True  # RERANKER_MODEL unset
 
@@ -95,6 +97,7 @@ class ModelSettings:
             embed_query_prefix=env.get("EMBED_QUERY_PREFIX"),
             embed_passage_prefix=env.get("EMBED_PASSAGE_PREFIX"),
             embed_max_tokens=read.integer(env, "EMBED_MAX_TOKENS") or None,
+            embed_cache_dir=Path(env["EMBED_CACHE_DIR"]) if env.get("EMBED_CACHE_DIR") else None,
         )
 
 

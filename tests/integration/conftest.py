@@ -33,9 +33,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="session")
-def integration_env():
+def integration_env(tmp_path_factory):
     """Environment for the app under test: every setting at its default but its own embedded PostgreSQL,
-    models dir, DB name, stand-in LLM and tiny cross-encoder."""
+    models dir, DB name, stand-in LLM and tiny cross-encoder, and one embedding cache for the run."""
     if not GGUF.is_file():
         pytest.fail(
             f"{GGUF} is missing: run `make test` (it installs the stand-in with `python -m app.models --offline --llm smollm2`)"
@@ -56,6 +56,9 @@ def integration_env():
         "GRAPH_MAP_MAX_TOKENS": "48",  # the stand-in writes no useful key points; a map call is timed, not read
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
+        # the sample and test corpora are synced into many databases: each text meets the real model
+        # once a run (both test processes share the folder; app.models.embed_cache)
+        "EMBED_CACHE_DIR": str(run_folder(tmp_path_factory) / "embed-cache"),
     }
     with pytest.MonkeyPatch.context() as mp:
         for name in variables():  # the settings' own list: nothing of the developer's shell leaks in
@@ -66,6 +69,13 @@ def integration_env():
         yield env
     embedded_pg.stop(Path(env["PGDATA_DIR"]))
     shutil.rmtree(base, ignore_errors=True)
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """The folder of this test run that every test process shares (pytest's own temporary folder of
+    the run; under xdist each process has a folder inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def skip_durability(pgdata: Path) -> None:

@@ -41,7 +41,7 @@ def service(acl):
     from app.serving.answers import AnswerMemory
     from app.serving.service import RagService, no_search
 
-    settings = acl.settings.changed(access={"audit": True}, retrieval={"rerank_top_k": 10})
+    settings = acl.settings.changed(access={"audit": True})
     service = RagService(
         settings=settings,
         store=acl.store,
