@@ -43,6 +43,7 @@ def web_url(ingested):
         "LLM_MAX_TOKENS": "120",
         "RERANKER_MODEL": "acme/absent",
         "FOLLOWUP_REWRITE": "llm",  # the model's rewrite, with the rules as its fallback (both paths real)
+        "CONTEXT_MAX_CHARS": "300",  # each passage cut to the sentences around the question: a third of the prompt
     }
     server = subprocess.Popen(
         [sys.executable, "-m", "app.web", "--port", str(port)],
