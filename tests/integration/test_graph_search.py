@@ -30,7 +30,14 @@ QWEN = ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 def qwen_env(ingested):
     if not QWEN.is_file():
         pytest.fail(f"{QWEN} is missing: run `make test` (it runs `python -m app.models --offline --llm 0.5b`)")
-    return {"LLM_MODEL_PATH": str(QWEN), "LLM_MAX_TOKENS": "120", "RERANKER_MODEL": "acme/absent"}
+    # GRAPH_CONTEXT_TOKENS: the graph tables and reports Qwen reads, at most 600 tokens (what LLM_N_CTX
+    # leaves by default, about 1,800): the same paths from a third of the prompt
+    return {
+        "LLM_MODEL_PATH": str(QWEN),
+        "LLM_MAX_TOKENS": "120",
+        "RERANKER_MODEL": "acme/absent",
+        "GRAPH_CONTEXT_TOKENS": "600",
+    }
 
 
 def graph_rows(engine, collection_name: str) -> dict:
