@@ -37,6 +37,7 @@ def qwen_env(ingested):
         "LLM_MAX_TOKENS": "120",
         "RERANKER_MODEL": "acme/absent",
         "GRAPH_CONTEXT_TOKENS": "600",
+        "GRAPH_MAP_MAX_TOKENS": "48",  # Qwen's key points, as JSON, fit in 48 tokens
     }
 
 
