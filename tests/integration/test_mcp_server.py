@@ -64,7 +64,12 @@ def served_data(tmp_path) -> Path:
 def test_stdio_session_lists_and_calls_every_tool_and_follows_file_changes(integration_env, served_data):
     from mcp import Client
 
-    env = _server_env(integration_env, DB_NAME=f"rag_mcp_{uuid.uuid4().hex[:6]}", DATA_DIR=str(served_data))
+    env = _server_env(
+        integration_env,
+        DB_NAME=f"rag_mcp_{uuid.uuid4().hex[:6]}",
+        DATA_DIR=str(served_data),
+        CONTEXT_MAX_CHARS="200",  # the answer's shape is checked, not its words: a short prompt
+    )
 
     async def session():
         async with Client(_params(env, "--watch", "--debounce-ms", "200")) as client:
