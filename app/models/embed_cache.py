@@ -5,7 +5,9 @@ the store cannot: the same files synced into another database or collection, a s
 scratch, another machine's worker on a shared folder. It is LangChain's ``CacheBackedEmbeddings`` over
 a file store with one file per text (its SHA-256 under the model's own folder), written atomically
 (a temporary file renamed into place: two processes writing one text never leave half a vector), the
-folders readable by this user only (vectors are derived from the documents).
+folders readable by this user only (vectors are derived from the documents). The cache never stops
+a sync: a file that does not read back as a vector counts as missing (it is embedded again), and a
+folder that cannot be written is warned about once and then left alone.
 
 The model's folder is named for what makes its vectors: ``EMBED_MODEL`` and the size and date of
 the model's file, so a model replaced on disk starts a new folder. Queries are not cached (each
@@ -15,6 +17,8 @@ question is new). Off (no folder) by default.
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -25,6 +29,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
 DIR_MODE = 0o700
+log = logging.getLogger(__name__)
 
 
 class AtomicFileStore(ByteStore):
@@ -33,6 +38,7 @@ class AtomicFileStore(ByteStore):
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        self.warned = False
 
     def _path(self, key: str) -> Path:
         if not key.isalnum():  # the keys are hex digests: nothing else names a file here
@@ -40,28 +46,44 @@ class AtomicFileStore(ByteStore):
         return self.root / key[:2] / key
 
     def mget(self, keys: Sequence[str]) -> list[bytes | None]:
-        """The bytes of each key, None where there is no file (or it cannot be read)."""
+        """The bytes of each key, None where there is no file, it cannot be read or it is not JSON."""
         out: list[bytes | None] = []
         for key in keys:
             try:
-                out.append(self._path(key).read_bytes())
-            except OSError:
-                out.append(None)
+                raw = self._path(key).read_bytes()
+                json.loads(raw)
+            except (OSError, ValueError):
+                raw = None
+            out.append(raw)
         return out
 
     def mset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
         """Write each key's bytes: a temporary file in the same folder, renamed over the key's file."""
         for key, value in key_value_pairs:
             path = self._path(key)
-            path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            except OSError as exc:
+                self._warn(exc)
+                return
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(value)
                 os.replace(tmp, path)
+            except OSError as exc:
+                Path(tmp).unlink(missing_ok=True)
+                self._warn(exc)
+                return
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
+
+    def _warn(self, exc: OSError) -> None:
+        """One warning per store that its folder cannot be written (the vectors are used all the same)."""
+        if not self.warned:
+            self.warned = True
+            log.warning("EMBED_CACHE_DIR: cannot write %s (%s); vectors are not kept", self.root, exc.strerror or exc)
 
     def mdelete(self, keys: Sequence[str]) -> None:
         """Remove the keys' files (those missing are skipped)."""
