@@ -118,6 +118,9 @@ bench: $(DEV_DEPS) models/SmolLM2-135M-Instruct.Q4_1.gguf ## benchmarks → benc
 	HF_HUB_OFFLINE=1 $(PY) -m bench
 
 test: $(DEV_DEPS) $(TEST_LLMS) ## run all tests (unit + integration, offline), in TEST_PROCESSES processes (default 2)
+	@# the suite starts a hundred Python processes that import app/: its bytecode is compiled once here,
+	@# as Python writes none where PYTHONDONTWRITEBYTECODE is set (the Docker image, this project's dev VM)
+	$(PY) -m compileall -q app bench >/dev/null
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -v -n $(TEST_PROCESSES)
 
 access-attacks: $(DEV_DEPS) ## replay issue 49's access attacks against a private PostgreSQL and the real page
