@@ -189,18 +189,25 @@ def test_second_writer_fails_with_no_wait_or_waits_for_the_lock(ingested, engine
     with storage.writer_lock(engine):
         busy = run_cli("app.ingest", "--no-wait", "--data-dir", str(ROOT / "data"), process=True)
         assert busy.returncode == 1 and busy.stderr.startswith("Error: another writer is running ("), busy.stderr
-        waiting = subprocess.Popen(
-            [sys.executable, "-m", "app.ingest", "--data-dir", str(ROOT / "data")],
-            cwd=ROOT,
-            env=os.environ.copy(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(8)
-        assert waiting.poll() is None  # still waiting for the lock
-    out, err = waiting.communicate(timeout=120)
-    assert waiting.returncode == 0 and "waiting for another writer" in err and "7 unchanged" in out
+        said = tmp_path / "waiting.err"
+        with open(said, "w") as stderr:
+            waiting = subprocess.Popen(
+                [sys.executable, "-m", "app.ingest", "--data-dir", str(ROOT / "data")],
+                cwd=ROOT,
+                env=os.environ.copy(),
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        deadline = time.monotonic() + 120  # a guard against a hang: it says so when it reaches the lock
+        while "waiting for another writer" not in said.read_text() and waiting.poll() is None:
+            assert time.monotonic() < deadline, said.read_text()
+            time.sleep(0.2)
+        time.sleep(1)
+        assert waiting.poll() is None  # still waiting for the lock, a second after it said so
+    out, _ = waiting.communicate(timeout=120)
+    err = said.read_text()
+    assert waiting.returncode == 0 and "waiting for another writer" in err and "7 unchanged" in out, err
 
 
 def test_three_first_runs_at_once_all_succeed(integration_env):
