@@ -1,12 +1,13 @@
 """A queue worker's life, the parts without a database (app.ingestion.queue_runner): the one line a lost
-database is told in, which errors mean the database went away, and a worker without its data folder
-refusing to start. tests/integration/test_queue.py runs the rest with real processes."""
+database is told in, which errors mean the database went away, a worker without its data folder
+refusing to start, and its waits that follow the lease (app.ingestion.queue). tests/integration/test_queue.py runs the rest with real processes."""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
 from procrastinate.exceptions import ConnectorException
+from sqlalchemy import create_engine
 
 from app.config import Settings
 from app.errors import DatabaseUnavailableError
@@ -45,3 +46,25 @@ def test_a_worker_whose_data_folder_is_missing_does_not_start(tmp_path):
         Misfit, match=r"^this worker's data folder .*not-mounted is not there \(is the share mounted\?\)$"
     ):
         serve(ctx)
+
+
+@pytest.mark.parametrize(
+    "lease,timeout,poll", [(30, 10, 5.0), (60, 10, 5.0), (12, 10, 3.0), (8, 8, 2.0), (5, 5, 1.25), (2, 2, 1.0)]
+)
+def test_a_short_lease_makes_a_worker_quicker_to_say_the_database_is_gone_and_to_find_a_job_queued_again(
+    lease, timeout, poll
+):
+    """QUEUE_LEASE_S's default (30 s) keeps procrastinate's 5 s polling and a 10 s connection wait; a
+    shorter lease shortens both (a quarter of it, 1 s at least, between looks for jobs)."""
+    from app.ingestion.queue import connect_timeout_s, job_poll_s
+
+    assert connect_timeout_s(lease) == timeout and job_poll_s(lease) == poll
+
+
+def test_the_worker_s_connector_waits_its_lease_when_that_is_shorter():
+    from app.ingestion.queue import queue_app
+
+    engine = create_engine("postgresql+psycopg://u@localhost/db")  # nothing is connected
+    # the pool's arguments, as procrastinate keeps them until its pool opens
+    assert queue_app(engine, asynchronous=True, lease_s=5).connector._pool_args["timeout"] == 5
+    assert queue_app(engine, asynchronous=True).connector._pool_args["timeout"] == 10

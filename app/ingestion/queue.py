@@ -20,7 +20,8 @@ from app.storage.queue import queue_conninfo
 
 TASK_NAME = "rag.ingest.stage_file"
 RETRY_WAIT_S = 2  # a failed try waits this long before another worker (or this one) takes it again
-POOL_TIMEOUT_S = 10  # a worker waits this long for a connection before it says the database is unreachable
+POOL_TIMEOUT_S = 10  # a worker waits at most this long for a connection before it says the database is unreachable
+JOB_POLL_MAX_S = 5.0  # procrastinate's own fetch_job_polling_interval
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,27 @@ def queue_name(settings: Settings) -> str:
     return f"rag_ingest_{digest}"
 
 
-def queue_app(engine: Any, asynchronous: bool = False):
-    """A procrastinate app on ``engine``'s database: the async connector for a worker, the sync one
-    for the writer that defers jobs."""
+def connect_timeout_s(lease_s: float) -> float:
+    """How long a worker waits for a connection before it says the database is unreachable:
+    POOL_TIMEOUT_S, or its lease (QUEUE_LEASE_S) when that is shorter, since by then its jobs are
+    another worker's anyway."""
+    return min(POOL_TIMEOUT_S, lease_s)
+
+
+def job_poll_s(lease_s: float) -> float:
+    """How often a worker looks for jobs that fell due without a NOTIFY (one queued again after a lost
+    worker or a failed try): at its heartbeat's pace (a quarter of the lease, 1 s at least), and at
+    procrastinate's own 5 s at most."""
+    return min(JOB_POLL_MAX_S, max(1.0, lease_s / 4))
+
+
+def queue_app(engine: Any, asynchronous: bool = False, lease_s: float | None = None):
+    """A procrastinate app on ``engine``'s database: the async connector for a worker (its connection
+    wait from ``lease_s``, :func:`connect_timeout_s`), the sync one for the writer that defers jobs."""
     import procrastinate
 
     conninfo = queue_conninfo(engine)
     if asynchronous:
-        return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo, timeout=POOL_TIMEOUT_S))
+        timeout = POOL_TIMEOUT_S if lease_s is None else connect_timeout_s(lease_s)
+        return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo, timeout=timeout))
     return procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))

@@ -18,7 +18,7 @@ from typing import Any
 
 from app import storage
 from app.errors import DatabaseUnavailableError
-from app.ingestion.queue import queue_app, queue_name
+from app.ingestion.queue import job_poll_s, queue_app, queue_name
 from app.ingestion.queue_worker import Misfit, WorkerContext, register
 from app.storage import queue as queue_store
 
@@ -70,9 +70,9 @@ async def serve_once(ctx: WorkerContext, concurrency: int, once: bool) -> None:
     from procrastinate.worker import Worker
 
     settings = ctx.settings
-    app = queue_app(ctx.engine, asynchronous=True)
-    register(app, ctx)
     lease = settings.ingest.queue_lease_s
+    app = queue_app(ctx.engine, asynchronous=True, lease_s=lease)
+    register(app, ctx)
     async with app.open_async():
         await requeue_stalled(app, ctx)
         worker = Worker(
@@ -84,6 +84,7 @@ async def serve_once(ctx: WorkerContext, concurrency: int, once: bool) -> None:
             delete_jobs="successful",
             update_heartbeat_interval=max(1.0, lease / 4),
             stalled_worker_timeout=lease,
+            fetch_job_polling_interval=job_poll_s(lease),
         )
         ctx.stop = worker.stop
         running = asyncio.create_task(worker.run())
