@@ -49,16 +49,40 @@ def test_a_worker_whose_data_folder_is_missing_does_not_start(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "lease,timeout,poll", [(30, 10, 5.0), (60, 10, 5.0), (12, 10, 3.0), (8, 8, 2.0), (5, 5, 1.25), (2, 2, 1.0)]
+    "lease,timeout,beat,poll",
+    [
+        (30, 10, 7.5, 5.0),
+        (60, 10, 15.0, 5.0),
+        (12, 10, 3.0, 3.0),
+        (8, 8, 2.0, 2.0),
+        (5, 5, 1.25, 1.25),
+        (2, 2, 1.0, 1.0),
+    ],
 )
 def test_a_short_lease_makes_a_worker_quicker_to_say_the_database_is_gone_and_to_find_a_job_queued_again(
-    lease, timeout, poll
+    lease, timeout, beat, poll
 ):
     """QUEUE_LEASE_S's default (30 s) keeps procrastinate's 5 s polling and a 10 s connection wait; a
     shorter lease shortens both (a quarter of it, 1 s at least, between looks for jobs)."""
-    from app.ingestion.queue import connect_timeout_s, job_poll_s
+    from app.ingestion.queue import connect_timeout_s, worker_options
 
-    assert connect_timeout_s(lease) == timeout and job_poll_s(lease) == poll
+    assert connect_timeout_s(lease) == timeout
+    assert worker_options(lease) == {
+        "update_heartbeat_interval": beat,
+        "stalled_worker_timeout": lease,
+        "fetch_job_polling_interval": poll,
+    }
+
+
+def test_the_worker_takes_every_pace_from_the_lease():
+    """Each option is one procrastinate's Worker knows (a name it does not would fail at start)."""
+    import inspect
+
+    from procrastinate.worker import Worker
+
+    from app.ingestion.queue import worker_options
+
+    assert set(worker_options(30)) <= set(inspect.signature(Worker.__init__).parameters)
 
 
 def test_the_worker_s_connector_waits_its_lease_when_that_is_shorter():

@@ -71,11 +71,25 @@ def connect_timeout_s(lease_s: float) -> float:
     return min(POOL_TIMEOUT_S, lease_s)
 
 
+def heartbeat_s(lease_s: float) -> float:
+    """A worker's heartbeat: a quarter of its lease, 1 s at least."""
+    return max(1.0, lease_s / 4)
+
+
 def job_poll_s(lease_s: float) -> float:
     """How often a worker looks for jobs that fell due without a NOTIFY (one queued again after a lost
-    worker or a failed try): at its heartbeat's pace (a quarter of the lease, 1 s at least), and at
-    procrastinate's own 5 s at most."""
-    return min(JOB_POLL_MAX_S, max(1.0, lease_s / 4))
+    worker or a failed try): at its heartbeat's pace, and at procrastinate's own 5 s at most."""
+    return min(JOB_POLL_MAX_S, heartbeat_s(lease_s))
+
+
+def worker_options(lease_s: float) -> dict[str, float]:
+    """The paces a procrastinate ``Worker`` takes from the lease: its heartbeat, when another worker
+    may take its jobs, and how often it looks for jobs that fell due."""
+    return {
+        "update_heartbeat_interval": heartbeat_s(lease_s),
+        "stalled_worker_timeout": lease_s,
+        "fetch_job_polling_interval": job_poll_s(lease_s),
+    }
 
 
 def queue_app(engine: Any, asynchronous: bool = False, lease_s: float | None = None):

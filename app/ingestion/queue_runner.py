@@ -18,7 +18,7 @@ from typing import Any
 
 from app import storage
 from app.errors import DatabaseUnavailableError
-from app.ingestion.queue import job_poll_s, queue_app, queue_name
+from app.ingestion.queue import heartbeat_s, queue_app, queue_name, worker_options
 from app.ingestion.queue_worker import Misfit, WorkerContext, register
 from app.storage import queue as queue_store
 
@@ -53,7 +53,7 @@ async def requeue_stalled(app: Any, ctx: WorkerContext) -> int:
 async def _keep_alive(app: Any, worker: Any, ctx: WorkerContext) -> None:
     """Beside the worker: its heartbeat every quarter lease and the sweep for dead workers' jobs every
     half; raises (ending the run) when the database is gone."""
-    interval = max(1.0, ctx.settings.ingest.queue_lease_s / 4)
+    interval = heartbeat_s(ctx.settings.ingest.queue_lease_s)
     beats = 0
     while True:
         await asyncio.sleep(interval)
@@ -82,9 +82,7 @@ async def serve_once(ctx: WorkerContext, concurrency: int, once: bool) -> None:
             concurrency=concurrency,
             wait=not once,
             delete_jobs="successful",
-            update_heartbeat_interval=max(1.0, lease / 4),
-            stalled_worker_timeout=lease,
-            fetch_job_polling_interval=job_poll_s(lease),
+            **worker_options(lease),
         )
         ctx.stop = worker.stop
         running = asyncio.create_task(worker.run())
