@@ -94,3 +94,77 @@ def build_modernbert_cross_encoder(folder: Path, vocab_text: str, hidden: int = 
     ModernBertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+# The tokenizer of a GGUF: what a tiny model copies so that it counts and reads prompts as the real one
+TOKENIZER_KEYS = (
+    "tokenizer.ggml.model",
+    "tokenizer.ggml.pre",
+    "tokenizer.ggml.tokens",
+    "tokenizer.ggml.token_type",
+    "tokenizer.ggml.merges",
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.unknown_token_id",
+    "tokenizer.ggml.padding_token_id",
+    "tokenizer.ggml.add_bos_token",
+    "tokenizer.ggml.add_space_prefix",
+    "tokenizer.chat_template",
+)
+
+
+def build_tiny_llm(path: Path, tokenizer_gguf: Path, dim: int = 64, layers: int = 2, seed: int = 0) -> Path:
+    """Write a llama-architecture GGUF with seeded random weights (``layers`` blocks of width ``dim``)
+    and ``tokenizer_gguf``'s tokenizer, chat template and context length to ``path``.
+
+    llama.cpp loads and runs it as any GGUF: the same tokens, prompts, context limit and sampling, at a
+    small fraction of the real model's cost. Its words are random: tests of paths use it, never of answers.
+    """
+    import numpy as np
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+
+    source = GGUFReader(tokenizer_gguf)
+    arch = source.fields["general.architecture"].contents()
+    vocab = len(source.fields["tokenizer.ggml.tokens"].data)
+    heads = max(1, dim // 16)
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_name(f"tiny random llama ({layers} layers, width {dim})")
+    writer.add_context_length(source.fields[f"{arch}.context_length"].contents())
+    writer.add_embedding_length(dim)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(dim * 2)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_rope_dimension_count(dim // heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(vocab)
+    writer.add_file_type(1)  # F16
+    for key in TOKENIZER_KEYS:
+        field = source.fields.get(key)
+        if field is not None:
+            kind = field.types[0]
+            sub = field.types[1] if kind == GGUFValueType.ARRAY else None
+            writer.add_key_value(key, field.contents(), kind, sub_type=sub)
+    rng = np.random.default_rng(seed)
+
+    def weight(*shape: int, scale: float) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float16)
+
+    ones = np.ones(dim, dtype=np.float32)
+    writer.add_tensor("token_embd.weight", weight(vocab, dim, scale=1.0))
+    writer.add_tensor("output_norm.weight", ones)
+    writer.add_tensor("output.weight", weight(vocab, dim, scale=dim**-0.5 * 3))
+    for i in range(layers):
+        block = f"blk.{i}"
+        writer.add_tensor(f"{block}.attn_norm.weight", ones)
+        writer.add_tensor(f"{block}.ffn_norm.weight", ones)
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            writer.add_tensor(f"{block}.{name}.weight", weight(dim, dim, scale=dim**-0.5))
+        writer.add_tensor(f"{block}.ffn_gate.weight", weight(dim * 2, dim, scale=dim**-0.5))
+        writer.add_tensor(f"{block}.ffn_up.weight", weight(dim * 2, dim, scale=dim**-0.5))
+        writer.add_tensor(f"{block}.ffn_down.weight", weight(dim, dim * 2, scale=(dim * 2) ** -0.5))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

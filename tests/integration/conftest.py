@@ -1,5 +1,9 @@
-"""Integration fixtures: a real embedded PostgreSQL + pgvector, the real all-MiniLM-L6-v2,
-the real SmolLM2 GGUF and a tiny cross-encoder built here. Nothing is mocked; nothing is downloaded."""
+"""Integration fixtures: a real embedded PostgreSQL + pgvector, the real all-MiniLM-L6-v2, and two
+random-weight models built here from nothing downloaded: a tiny cross-encoder and a tiny llama GGUF
+with the SmolLM2 stand-in's tokenizer. llama.cpp runs it as any GGUF (the same tokens, prompts,
+context limit and sampling) at a small fraction of the cost; its words are random, so the tests that
+check an answer's words use the real Qwen2.5-Coder-0.5B (``QWEN``) and a few keep the real SmolLM2
+(``GGUF``). Nothing is mocked; nothing is downloaded."""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from app.config import Settings, variables
 from app.permissions.principals import FULL_ACCESS
 from app.storage import embedded as embedded_pg
 from app.storage import pg_process
-from bench.tiny_models import build_tiny_cross_encoder
+from bench.tiny_models import build_tiny_cross_encoder, build_tiny_llm
 from tests.conftest import cores_per_test_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,11 +50,12 @@ def integration_env(tmp_path_factory):
     cross_encoder = build_tiny_cross_encoder(
         models / "tiny-cross-encoder", (ROOT / "data" / "csv" / "faq.csv").read_text(encoding="utf-8")
     )
+    llm = build_tiny_llm(models / "tiny-llama.gguf", GGUF)
     env = {
         "PGDATA_DIR": str(base / "pgdata"),
         "DB_NAME": "rag_test",
         "MODELS_DIR": str(models),
-        "LLM_MODEL_PATH": str(GGUF),
+        "LLM_MODEL_PATH": str(llm),
         "RERANKER_MODEL": str(cross_encoder),
         "LLM_MAX_TOKENS": "48",
         "LLM_N_THREADS": str(cores_per_test_process()),  # the embedder's and the LLM's threads: this process's share

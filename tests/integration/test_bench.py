@@ -126,3 +126,22 @@ def test_filtered_search_section_small(settings):
     lines = format_filtered(out)
     assert "Filtered vector search at 2,000 chunks" in lines[1] and len(lines) == 3 + 1 + 3
     assert storage.collection_id(engine, "bench_filtered_2000") is None  # loaded, measured, dropped
+
+
+def test_the_tiny_llm_reads_prompts_as_the_stand_in_and_writes_tokens(integration_env):
+    """bench.tiny_models.build_tiny_llm (the suite's LLM_MODEL_PATH): llama.cpp loads it as any GGUF,
+    with SmolLM2's tokens, chat template and context length, so prompts count and fit as they would."""
+    from llama_cpp import Llama
+
+    from tests.integration.conftest import GGUF
+
+    tiny = Llama(model_path=integration_env["LLM_MODEL_PATH"], n_ctx=512, n_threads=1, verbose=False)
+    real = Llama(model_path=str(GGUF), vocab_only=True, verbose=False)
+    text = "サポート窓口の受付時間は平日9時から18時です。<|im_start|>"
+    assert tiny.tokenize(text.encode(), special=True) == real.tokenize(text.encode(), special=True)
+    assert tiny.n_vocab() == real.n_vocab() == 49152
+    assert tiny.metadata["llama.context_length"] == real.metadata["llama.context_length"] == "8192"
+    assert tiny.metadata["tokenizer.chat_template"] == real.metadata["tokenizer.chat_template"]
+    assert tiny.metadata["llama.block_count"] == "2" and tiny.metadata["llama.embedding_length"] == "64"
+    out = tiny.create_chat_completion([{"role": "user", "content": text}], max_tokens=8, temperature=0)
+    assert out["usage"]["completion_tokens"] == 8 and out["choices"][0]["message"]["content"]

@@ -18,7 +18,7 @@ def test_evaluate_cli_on_the_sample_corpus(ingested, integration_env, tmp_path):
     assert result.returncode == 0, result.stderr
     report = result.stdout
     assert "=== Evaluation Report ===" in report and "Re-rank=ON (top_k=3)" in report
-    assert "Questions evaluated: 4" in report and "llm=SmolLM2-135M-Instruct.Q4_1.gguf" in report
+    assert "Questions evaluated: 4" in report and "llm=tiny-llama.gguf" in report
     assert "Retrieval@10:" in report and "generate  mean" in report
     data = json.loads(out_json.read_text(encoding="utf-8"))
     assert data["summary"]["questions"] == 4 and data["summary"]["failed"] == 0

@@ -1,5 +1,6 @@
-"""End to end on real components: embedded PostgreSQL + pgvector, all-MiniLM-L6-v2, SmolLM2 GGUF,
-a tiny cross-encoder, the sample PDFs/CSVs and the real CLIs."""
+"""End to end on real components: embedded PostgreSQL + pgvector, all-MiniLM-L6-v2, the suite's tiny
+GGUF (the SmolLM2 stand-in itself where the graph generates), a tiny cross-encoder, the sample
+PDFs/CSVs and the real CLIs."""
 
 from __future__ import annotations
 
@@ -131,11 +132,15 @@ def test_vector_search_uses_the_hnsw_index(ingested, engine, real_embeddings):
 
 
 def test_graph_with_real_models_and_tiny_cross_encoder(ingested, store, settings):
-    """retrieve → rerank (real CrossEncoderReranker over a tiny BERT) → generate (real GGUF)."""
+    """retrieve → rerank (real CrossEncoderReranker over a tiny BERT) → generate (the real SmolLM2 GGUF,
+    a trained model that ends its answer itself)."""
     from functools import partial
 
+    from tests.integration.conftest import GGUF
+
+    smollm2 = settings.changed(llm={"model_path": str(GGUF)})
     ctx = default_context(
-        settings, search=partial(vector_search, store, principals=FULL_ACCESS), principals=FULL_ACCESS
+        smollm2, search=partial(vector_search, store, principals=FULL_ACCESS), principals=FULL_ACCESS
     )  # vector mode: the spec's path
     assert ctx.reranker is not None
     ctx.min_confidence = ctx.min_coverage = 0.0  # the tiny cross-encoder's picks may hold few question terms
