@@ -526,3 +526,25 @@ def served(app, port: int):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def drop_when_left(admin, name: str, seconds: float = 120) -> None:
+    """DROP DATABASE ``name`` WITH (FORCE), again each second while it fails: a backend of a process the
+    test killed may still be finishing a statement, and FORCE may not end one of the server's own (a
+    superuser's, such as autovacuum's); it ends within seconds. Still there after ``seconds``: a warning,
+    not a failure (the embedded server and its files go at the end of the session)."""
+    import warnings
+
+    from sqlalchemy.exc import DBAPIError
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with admin.connect() as conn:
+                conn.execute(sqlalchemy_text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            return
+        except DBAPIError as exc:
+            if time.monotonic() > deadline:
+                warnings.warn(f"database {name} left behind: {str(exc).splitlines()[0]}", stacklevel=2)
+                return
+            time.sleep(1)

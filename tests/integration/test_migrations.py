@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, event, text
 from app.config import Settings
 from app.storage import chunks, schema, tables
 from app.storage import engine as storage_engine
-from tests.integration.conftest import HashEmbeddings
+from tests.integration.conftest import HashEmbeddings, drop_when_left
 
 COLLECTION = "documents"
 GRAPH_TABLES = (
@@ -75,8 +75,7 @@ def own_engine(integration_env):
         storage_engine.resolve_connection_string(settings.changed(db={"name": "postgres"})),
         isolation_level="AUTOCOMMIT",
     )
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{settings.db.name}" WITH (FORCE)'))
+    drop_when_left(admin, settings.db.name)  # FORCE cannot end autovacuum's backend: again until it has left
     admin.dispose()
 
 

@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import text
 
 from app.formats.ocr import Ocr
-from tests.integration.conftest import ROOT, private_base, run_cli
-from tests.integration.test_workers import drop_when_left, own_db  # noqa: F401  (the fixture)
+from tests.integration.conftest import ROOT, drop_when_left, private_base, run_cli
+from tests.integration.test_workers import own_db  # noqa: F401  (the fixture)
 from tests.test_formats_ocr import FONT, page_image
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from app import storage
-from tests.integration.conftest import ROOT
+from tests.integration.conftest import ROOT, drop_when_left
 
 pytestmark = pytest.mark.integration
 
@@ -50,28 +50,6 @@ def own_db(integration_env, request):
     )
     drop_when_left(admin, name)
     admin.dispose()
-
-
-def drop_when_left(admin, name: str, seconds: float = 120) -> None:
-    """DROP DATABASE ``name`` WITH (FORCE), again each second while it fails: a backend of a process the
-    test killed may still be finishing a statement, and FORCE may not end one of the server's own (a
-    superuser's, such as autovacuum's); it ends within seconds. Still there after ``seconds``: a warning,
-    not a failure (the embedded server and its files go at the end of the session)."""
-    import warnings
-
-    from sqlalchemy.exc import DBAPIError
-
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            return
-        except DBAPIError as exc:
-            if time.monotonic() > deadline:
-                warnings.warn(f"database {name} left behind: {str(exc).splitlines()[0]}", stacklevel=2)
-                return
-            time.sleep(1)
 
 
 def scalar(engine, sql: str) -> int:
