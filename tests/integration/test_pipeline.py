@@ -1,4 +1,4 @@
-"""End to end on real components: embedded PostgreSQL + pgvector, all-MiniLM-L6-v2, the suite's tiny
+"""End to end on real components: embedded PostgreSQL + pgvector, multilingual-e5-small, the suite's tiny
 GGUF (the SmolLM2 stand-in itself where the graph generates), a tiny cross-encoder, the sample
 PDFs/CSVs and the real CLIs."""
 
