@@ -96,23 +96,6 @@ def build_modernbert_cross_encoder(folder: Path, vocab_text: str, hidden: int = 
     return folder
 
 
-# The tokenizer of a GGUF: what a tiny model copies so that it counts and reads prompts as the real one
-TOKENIZER_KEYS = (
-    "tokenizer.ggml.model",
-    "tokenizer.ggml.pre",
-    "tokenizer.ggml.tokens",
-    "tokenizer.ggml.token_type",
-    "tokenizer.ggml.merges",
-    "tokenizer.ggml.bos_token_id",
-    "tokenizer.ggml.eos_token_id",
-    "tokenizer.ggml.unknown_token_id",
-    "tokenizer.ggml.padding_token_id",
-    "tokenizer.ggml.add_bos_token",
-    "tokenizer.ggml.add_space_prefix",
-    "tokenizer.chat_template",
-)
-
-
 def build_tiny_llm(path: Path, tokenizer_gguf: Path, dim: int = 64, layers: int = 2, seed: int = 0) -> Path:
     """Write a llama-architecture GGUF with seeded random weights (``layers`` blocks of width ``dim``)
     and ``tokenizer_gguf``'s tokenizer, chat template and context length to ``path``.
@@ -121,7 +104,7 @@ def build_tiny_llm(path: Path, tokenizer_gguf: Path, dim: int = 64, layers: int 
     small fraction of the real model's cost. Its words are random: tests of paths use it, never of answers.
     """
     import numpy as np
-    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter, LlamaFileType
 
     source = GGUFReader(tokenizer_gguf)
     arch = source.fields["general.architecture"].contents()
@@ -138,10 +121,9 @@ def build_tiny_llm(path: Path, tokenizer_gguf: Path, dim: int = 64, layers: int 
     writer.add_rope_dimension_count(dim // heads)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_vocab_size(vocab)
-    writer.add_file_type(1)  # F16
-    for key in TOKENIZER_KEYS:
-        field = source.fields.get(key)
-        if field is not None:
+    writer.add_file_type(LlamaFileType.MOSTLY_F16)
+    for key, field in source.fields.items():  # the tokenizer, its special tokens and the chat template
+        if key.startswith("tokenizer."):
             kind = field.types[0]
             sub = field.types[1] if kind == GGUFValueType.ARRAY else None
             writer.add_key_value(key, field.contents(), kind, sub_type=sub)
